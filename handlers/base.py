@@ -1,0 +1,198 @@
+"""APIHandler: authentication, request ids, strict JSON in, JSON out, and the one error shape.
+
+Handlers subclass it, declare `query_schemas` / `body_schemas` per method, read `self.query`,
+`self.body` and `self.workspace_id`, call the store, and `send_json` the result. Errors are
+raised as `APIError` (or escape as exceptions) and rendered only by `write_error`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+
+import pymongo.errors
+from tornado.web import HTTPError, RequestHandler
+
+from handlers import jsonio
+from handlers.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
+
+log = logging.getLogger("workspace_api")
+
+REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+BEARER = re.compile(r"^Bearer +([A-Za-z0-9._~+/-]+=*) *$", re.IGNORECASE)
+JSON_TYPE = re.compile(r"^application/json\s*(;\s*charset\s*=\s*\"?utf-8\"?\s*)?$", re.IGNORECASE)
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+NO_QUERY = "/schemas/queries/none.json"
+DB_DOWN = (pymongo.errors.ConnectionFailure, pymongo.errors.ServerSelectionTimeoutError,
+           pymongo.errors.ExecutionTimeout, TimeoutError)
+
+
+class APIError(Exception):
+    """An error response: a problem code, a detail, optional per-location errors and headers."""
+
+    def __init__(self, code: str, detail: str, errors: list[dict] | None = None,
+                 headers: dict | None = None):
+        super().__init__(detail)
+        self.code, self.detail, self.errors, self.headers = code, detail, errors, headers or {}
+        self.status = PROBLEMS[code][0]
+
+
+def not_found(resource: str) -> APIError:
+    """The one 404 for a resource: unknown ids and other workspaces' ids look the same."""
+    return APIError("not_found", f"there is no {resource} with this id in your workspace")
+
+
+def path_uuid(raw: str, resource: str) -> str:
+    """A path id in canonical (lower-case) form; a malformed id is simply not found."""
+    if not UUID.match(raw):
+        raise not_found(resource)
+    return raw.lower()
+
+
+def invalid(errors: list[dict], what: str = "request") -> APIError:
+    first = errors[0]
+    where = first.get("parameter") or first["pointer"].lstrip("#/") or what
+    return APIError("invalid_request", f"{where} {first['detail']}", errors)
+
+
+class APIHandler(RequestHandler):
+    auth_required = True
+    query_schemas: dict[str, str] = {}
+    body_schemas: dict[str, str] = {}
+    workspace_id: str | None = None
+    query: dict = {}
+    body = None
+
+    @property
+    def request_id(self) -> str:
+        if not hasattr(self, "_request_id"):
+            given = self.request.headers.get("X-Request-Id", "")
+            self._request_id = given if REQUEST_ID.match(given) else uuid.uuid4().hex
+        return self._request_id
+
+    def set_default_headers(self) -> None:
+        self.set_header("X-Request-Id", self.request_id)
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.clear_header("Server")
+
+    def compute_etag(self) -> None:
+        """No automatic ETags: API responses are no-store; recordings set their own."""
+        return None
+
+    @classmethod
+    def allowed_methods(cls) -> list[str]:
+        return [m for m in METHODS
+                if getattr(cls, m.lower()) is not getattr(RequestHandler, m.lower())]
+
+    async def prepare(self) -> None:
+        if self.request.method not in self.allowed_methods():
+            raise HTTPError(405)
+        if self.auth_required:
+            await self.authenticate()
+        self.query = self.validated_query()
+        schema = self.body_schemas.get(self.request.method)
+        if schema:
+            self.body = self.validated_body(schema)
+
+    async def authenticate(self) -> None:
+        header = self.request.headers.get("Authorization")
+        if header is None:
+            raise APIError("unauthorized", "send the API key as Authorization: Bearer <key>",
+                           headers={"WWW-Authenticate": 'Bearer realm="workspace-api"'})
+        match = BEARER.match(header)
+        workspace = match and await self.settings["auth"].authenticate(match.group(1))
+        if not workspace:
+            raise APIError("unauthorized", "the API key is malformed, unknown or revoked",
+                           headers={"WWW-Authenticate":
+                                    'Bearer realm="workspace-api", error="invalid_token"'})
+        self.workspace_id = workspace
+
+    def validated_query(self) -> dict:
+        schemas = self.settings["schemas"]
+        schema = schemas.documents[self.query_schemas.get(self.request.method, NO_QUERY)]
+        values, errors = {}, []
+        for name, raw in self.request.query_arguments.items():
+            if len(raw) > 1:
+                errors.append({"parameter": name, "detail": "must be given at most once"})
+                continue
+            text = raw[0].decode("utf-8", "replace")
+            prop = schemas.resolve(schema.get("properties", {}).get(name, {}))
+            is_int = prop.get("type") == "integer" and re.fullmatch(r"-?[0-9]{1,19}", text)
+            values[name] = int(text) if is_int else text
+        for error in schemas.errors(schema["$id"], values):
+            name = error["pointer"][2:].split("/")[0]
+            errors.append({"parameter": name, "detail": error["detail"]})
+        if errors:
+            for error in errors:
+                error["pointer"] = "#/query/" + error["parameter"]
+            raise invalid(errors)
+        return values
+
+    def validated_body(self, schema_id: str):
+        content_type = self.request.headers.get("Content-Type", "")
+        if len(self.request.body) > self.settings["max_body_bytes"]:
+            raise APIError("payload_too_large",
+                           f"the body must be at most {self.settings['max_body_bytes']} bytes")
+        if not JSON_TYPE.match(content_type):
+            raise APIError("unsupported_media_type", "send the body as application/json")
+        if not self.request.body.strip():
+            raise APIError("invalid_request", "a JSON body is required")
+        try:
+            body = jsonio.parse(self.request.body)
+        except jsonio.JSONInputError as exc:
+            raise APIError("invalid_request", str(exc)) from None
+        errors = self.settings["schemas"].errors(schema_id, body)
+        if errors:
+            raise invalid(errors)
+        return body
+
+    def send_json(self, value, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(jsonio.dumps(value))
+
+    def write_error(self, status_code: int, **kwargs) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, APIError):
+            code, detail, errors = exc.code, exc.detail, exc.errors
+            for name, value in exc.headers.items():
+                self.set_header(name, value)
+        elif isinstance(exc, DB_DOWN):
+            code, detail, errors = "service_unavailable", "the database is not reachable", None
+            self.set_header("Retry-After", "5")
+        else:
+            code = CODE_FOR_STATUS.get(status_code, "internal_error" if status_code >= 500
+                                       else "invalid_request")
+            detail, errors = PROBLEMS[code][2], None
+            if code == "method_not_allowed":
+                detail = f"{self.request.method} is not allowed here"
+                self.set_header("Allow", ", ".join(self.allowed_methods()))
+        status, title, _ = PROBLEMS[code]
+        problem = {"type": problem_type(code), "title": title, "status": status, "code": code,
+                   "detail": detail}
+        if errors:
+            problem["errors"] = errors
+        problem["requestId"] = self.request_id
+        self.set_status(status)
+        self.set_header("Content-Type", "application/problem+json")
+        self.finish(jsonio.dumps(problem))
+
+    def log_exception(self, typ, value, tb) -> None:
+        if isinstance(value, APIError | HTTPError):
+            return
+        if isinstance(value, DB_DOWN):
+            log.warning("database unavailable: %s (request %s)", typ.__name__, self.request_id)
+            return
+        log.error("unhandled error in request %s", self.request_id, exc_info=(typ, value, tb))
+
+
+class NotFoundHandler(APIHandler):
+    """Catch-all, registered last: a JSON 404 for any unknown path and method."""
+
+    auth_required = False
+
+    async def prepare(self) -> None:
+        raise APIError("not_found", "there is no such resource")

@@ -1,0 +1,90 @@
+"""Strict JSON reading and the API's JSON writing (timestamps as ISO 8601 UTC with ms)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+
+MAX_DEPTH = 16
+MAX_INT = 2**63 - 1
+
+
+class JSONInputError(ValueError):
+    """The body is not JSON this API accepts; the message says why."""
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> dict:
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise JSONInputError(f"duplicate key {key!r}")
+        if key.startswith("$") or "\x00" in key:
+            raise JSONInputError(f"key {key!r} is not allowed")
+        result[key] = value
+    return result
+
+
+def _int(text: str) -> int:
+    if len(text) > 20 or abs(int(text)) > MAX_INT:
+        raise JSONInputError("integer out of range")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JSONInputError("number out of range")
+    return value
+
+
+def _constant(name: str):
+    raise JSONInputError(f"{name} is not valid JSON")
+
+
+def _depth(value, limit: int) -> None:
+    if limit < 0:
+        raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels")
+    children = value.values() if isinstance(value, dict) else value if isinstance(
+        value, list) else ()
+    for child in children:
+        if isinstance(child, dict | list):
+            _depth(child, limit - 1)
+
+
+def parse(body: bytes):
+    """Parse a request body strictly: no duplicate or $-keys, NaN, huge numbers, deep nesting."""
+    try:
+        value = json.loads(body.decode("utf-8"), object_pairs_hook=_pairs, parse_int=_int,
+                           parse_float=_float, parse_constant=_constant)
+    except JSONInputError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise JSONInputError("body is not valid UTF-8") from exc
+    except RecursionError as exc:
+        raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels") from exc
+    except ValueError as exc:
+        raise JSONInputError(f"body is not valid JSON: {exc}") from exc
+    _depth(value, MAX_DEPTH)
+    return value
+
+
+def format_timestamp(value: dt.datetime) -> str:
+    """2026-11-21T09:30:00.000Z; naive datetimes are UTC (the store's convention)."""
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def _default(value):
+    if isinstance(value, dt.datetime):
+        return format_timestamp(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def dumps(value, indent: int | None = None) -> str:
+    separators = (",", ": ") if indent else (",", ":")
+    return json.dumps(value, default=_default, ensure_ascii=False, separators=separators,
+                      indent=indent)

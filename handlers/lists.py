@@ -1,0 +1,59 @@
+"""Dialer lists: GET/POST /v1/lists, GET /v1/lists/{id}, POST /v1/lists/{id}/contacts."""
+
+from handlers.base import APIError, APIHandler, not_found, path_uuid
+from handlers.pagination import page_args, send_page
+
+
+class ListsHandler(APIHandler):
+    query_schemas = {"GET": "/schemas/queries/lists.json"}
+    body_schemas = {"POST": "/schemas/requests/list-create.json"}
+
+    async def get(self) -> None:
+        page, page_size = page_args(self.query)
+        send_page(self, "lists", await self.settings["store"].lists.page(
+            self.workspace_id, page, page_size))
+
+    async def post(self) -> None:
+        store = self.settings["store"]
+        owner = self.body["ownerUserId"].lower()
+        if not await store.users.is_active(self.workspace_id, owner):
+            raise APIError("invalid_reference",
+                           "ownerUserId must be an existing, non-deleted user of your workspace",
+                           [{"pointer": "#/ownerUserId", "detail": "is not an active user of "
+                             "your workspace"}])
+        created = await store.lists.create(self.workspace_id, self.body["name"].strip(), owner)
+        self.set_header("Location", f"/v1/lists/{created['id']}")
+        self.send_json({"list": created}, status=201)
+
+
+class ListHandler(APIHandler):
+    async def get(self, list_id: str) -> None:
+        list_id = path_uuid(list_id, "list")
+        found = await self.settings["store"].lists.get(self.workspace_id, list_id)
+        if found is None:
+            raise not_found("list")
+        self.send_json({"list": found})
+
+
+class ContactsHandler(APIHandler):
+    body_schemas = {"POST": "/schemas/requests/contacts-upload.json"}
+
+    async def post(self, list_id: str) -> None:
+        store = self.settings["store"]
+        list_id = path_uuid(list_id, "list")
+        target = await store.lists.get(self.workspace_id, list_id)
+        if target is None:
+            raise not_found("list")
+        contacts = self.body["contacts"]
+        added = await store.prospects.add_to_list(
+            self.workspace_id, list_id, target["ownerUserId"], contacts)
+        updated = await store.lists.add_prospects(self.workspace_id, list_id, added)
+        self.send_json({"listId": list_id, "acceptedContacts": len(contacts),
+                        "totalProspects": updated["prospectsCount"]})
+
+
+default_handlers = [
+    (r"/v1/lists", ListsHandler),
+    (r"/v1/lists/([^/]+)", ListHandler),
+    (r"/v1/lists/([^/]+)/contacts", ContactsHandler),
+]

@@ -1,0 +1,46 @@
+"""Every error code the API returns: status, title and meaning.
+
+The one table behind the `type`/`title` of problem bodies and the console's problems page.
+"""
+
+from __future__ import annotations
+
+PROBLEMS: dict[str, tuple[int, str, str]] = {
+    "invalid_request": (400, "Invalid request",
+                        "The request is malformed: bad JSON, a body or query parameter that "
+                        "breaks the schema, or an unknown field or parameter. `errors` points "
+                        "at each offending location."),
+    "unauthorized": (401, "Unauthorized",
+                     "The Authorization header is missing or is not `Bearer <API key>`, or the "
+                     "key is unknown or revoked."),
+    "not_found": (404, "Not found",
+                  "The resource does not exist in your workspace (ids of other workspaces "
+                  "behave exactly like ids that do not exist), or there is no such route."),
+    "method_not_allowed": (405, "Method not allowed",
+                           "The route exists but not with this method; see the Allow header."),
+    "payload_too_large": (413, "Payload too large", "The request body exceeds the size limit."),
+    "unsupported_media_type": (415, "Unsupported media type",
+                               "A request body must be sent as Content-Type: application/json."),
+    "range_not_satisfiable": (416, "Range not satisfiable",
+                              "The Range header is invalid or outside the recording; "
+                              "Content-Range gives the length when it is known."),
+    "invalid_reference": (422, "Invalid reference",
+                          "The body is well-formed but refers to something that cannot be "
+                          "used, such as an ownerUserId that is unknown, deleted, or of "
+                          "another workspace."),
+    "rate_limited": (429, "Too many requests",
+                     "The workspace's rate limit is used up; retry after Retry-After seconds."),
+    "internal_error": (500, "Internal error",
+                       "An unexpected error on our side. Quote the requestId when reporting it."),
+    "upstream_error": (502, "Upstream provider failure",
+                       "The telephony provider failed to deliver the recording."),
+    "service_unavailable": (503, "Service unavailable",
+                            "The database is not reachable right now; retry after Retry-After "
+                            "seconds."),
+}
+
+CODE_FOR_STATUS = {status: code for code, (status, _, _) in PROBLEMS.items()}
+
+
+def problem_type(code: str) -> str:
+    return f"/reference/problems#{code}"

@@ -1,0 +1,100 @@
+"""The JSON Schema files of the API and the validators built from them.
+
+Each file carries an `$id` of the form /schemas/<folder>/<name>.json and refers to the others by
+that id. The same files validate requests and are assembled into the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+ROOT = Path(__file__).resolve().parent
+MAX_ERRORS = 20
+
+
+def load_all() -> dict[str, dict]:
+    """Every schema file, keyed by its $id."""
+    schemas = {}
+    for path in sorted(ROOT.glob("*/*.json")):
+        schema = json.loads(path.read_text())
+        expected = "/schemas/" + path.relative_to(ROOT).as_posix()
+        if schema.get("$id") != expected:
+            raise ValueError(f"{path} must have $id {expected}")
+        schemas[expected] = schema
+    return schemas
+
+
+def _pointer(path) -> str:
+    return "#" + "".join(f"/{part}" for part in path)
+
+
+def _message(error: ValidationError) -> tuple[list, str]:
+    """(path, detail) for one validation error, in words a client can act on."""
+    path = list(error.absolute_path)
+    kind, value = error.validator, error.validator_value
+    if kind == "required":
+        missing = next(name for name in value if name not in error.instance)
+        return path + [missing], "is required"
+    if kind == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return path + [extra[0]], "is not a supported field"
+    if kind in ("anyOf", "minProperties") and error.schema.get("title") == "Contact":
+        return path, "must contain at least one supported field with a non-blank value"
+    if kind == "type":
+        return path, f"must be of type {value}"
+    if kind == "enum":
+        return path, "must be one of " + ", ".join(json.dumps(v) for v in value)
+    if kind == "minimum":
+        return path, f"must be at least {value}"
+    if kind == "maximum":
+        return path, f"must be at most {value}"
+    if kind == "minItems":
+        return path, f"must contain at least {value} item{'s' if value != 1 else ''}"
+    if kind == "maxItems":
+        return path, f"must contain at most {value} items"
+    if kind == "maxLength":
+        return path, f"must be at most {value} characters long"
+    if kind in ("minLength", "pattern") and value in (1, "\\S"):
+        return path, "must not be blank"
+    if kind == "pattern" and error.schema.get("format") == "uuid":
+        return path, "must be a UUID"
+    return path, error.message
+
+
+class Schemas:
+    """Validators for every schema file, built once at start-up."""
+
+    def __init__(self):
+        self.documents = load_all()
+        resources = [(sid, Resource.from_contents(doc, default_specification=DRAFT202012))
+                     for sid, doc in self.documents.items()]
+        self.registry = Registry().with_resources(resources)
+        self._validators = {
+            sid: Draft202012Validator(doc, registry=self.registry)
+            for sid, doc in self.documents.items()
+        }
+
+    def errors(self, schema_id: str, instance) -> list[dict]:
+        """Problems with `instance` as [{"pointer", "detail"}], empty when it is valid."""
+        validator = self._validators[schema_id]
+        found = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+        result: list[dict] = []
+        for error in found:
+            path, detail = _message(error)
+            entry = {"pointer": _pointer(path), "detail": detail}
+            if entry not in result:
+                result.append(entry)
+            if len(result) == MAX_ERRORS:
+                break
+        return result
+
+    def resolve(self, schema: dict) -> dict:
+        """A schema with a top-level $ref replaced by its target."""
+        ref = schema.get("$ref")
+        return self.documents[ref] if ref else schema

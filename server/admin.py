@@ -1,0 +1,76 @@
+"""Operator commands (workspaces, users, keys) run against the configured MongoDB."""
+
+from __future__ import annotations
+
+import sys
+
+from server.app import open_services
+from server.config import Config
+
+
+class AdminError(Exception):
+    """An admin command could not be carried out; the message says why."""
+
+
+async def run_admin(config: Config, args, services=None) -> int:
+    """Run one admin command. `services` (store, auth) lets tests and the demo pass their own."""
+    from server.cli import emit
+
+    owned = services is None
+    if owned:
+        if config.embedded:
+            print(
+                "workspace-api: admin commands need MongoDB: the embedded store lives inside "
+                "one process and is gone when it exits. Set MONGODB_URI=mongodb://... (and "
+                "WSAPI_SECRET), or use `workspace-api demo`, which seeds its own data.",
+                file=sys.stderr,
+            )
+            return 2
+        services = await open_services(config)
+    store, auth = services
+    try:
+        emit(await _dispatch(store, auth, args))
+    except AdminError as exc:
+        print(f"workspace-api: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if owned:
+            store.close()
+    return 0
+
+
+async def _dispatch(store, auth, args):
+    command = (args.command, args.action)
+    if command == ("workspaces", "create"):
+        return {"workspace": await store.workspaces.create(args.name)}
+    if command == ("users", "create"):
+        await _workspace(store, args.workspace)
+        return {
+            "user": await store.users.create(
+                args.workspace, args.email, args.first_name, args.last_name
+            )
+        }
+    if command == ("users", "delete"):
+        workspace = await store.users.workspace_of(args.user_id)
+        if workspace is None or not await store.users.delete(workspace, args.user_id):
+            raise AdminError(f"no active user {args.user_id}")
+        return {"deleted": args.user_id}
+    if command == ("keys", "create"):
+        await _workspace(store, args.workspace)
+        record, key = await auth.create(args.workspace, args.name)
+        print("The API key is shown once and never stored: keep it now.", file=sys.stderr)
+        return {"key": record, "apiKey": key}
+    if command == ("keys", "list"):
+        await _workspace(store, args.workspace)
+        return {"keys": await store.keys.list(args.workspace)}
+    if command == ("keys", "revoke"):
+        record = await store.keys.revoke(args.key_id)
+        if record is None:
+            raise AdminError(f"no key {args.key_id}")
+        return {"key": record}
+    raise AdminError(f"unknown command {' '.join(command)}")
+
+
+async def _workspace(store, workspace_id: str) -> None:
+    if await store.workspaces.get(workspace_id) is None:
+        raise AdminError(f"no workspace {workspace_id}")

@@ -1,0 +1,101 @@
+"""The `workspace-api` command: serve, demo, and the operators' admin commands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from pymongo.errors import PyMongoError
+
+from server.config import ConfigError, load_config
+
+log = logging.getLogger("workspace_api")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workspace-api", description="Workspace Data API server and admin tool"
+    )
+    parser.add_argument("--config", help="configuration file (default: config.yaml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the API (MONGODB_URI decides the store)")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--processes", type=int, help="worker processes sharing the port")
+
+    demo = sub.add_parser("demo", help="run the API on the embedded store with demo data")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8888)
+    demo.add_argument(
+        "--keys-file",
+        default="demo-keys.json",
+        help="where to write the demo workspaces and their API keys as JSON",
+    )
+    demo.add_argument("--seed", type=int, default=42, help="same seed, same demo data")
+
+    workspaces = sub.add_parser("workspaces", help="manage workspaces").add_subparsers(
+        dest="action", required=True
+    )
+    create = workspaces.add_parser("create", help="create a workspace")
+    create.add_argument("name")
+
+    users = sub.add_parser("users", help="manage workspace users").add_subparsers(
+        dest="action", required=True
+    )
+    create = users.add_parser("create", help="create a user")
+    create.add_argument("--workspace", required=True)
+    create.add_argument("--email", required=True)
+    create.add_argument("--first-name", required=True)
+    create.add_argument("--last-name", required=True)
+    delete = users.add_parser("delete", help="delete a user (hidden from GET /users)")
+    delete.add_argument("user_id")
+
+    keys = sub.add_parser("keys", help="manage API keys").add_subparsers(
+        dest="action", required=True
+    )
+    create = keys.add_parser("create", help="create a key (shown once)")
+    create.add_argument("--workspace", required=True)
+    create.add_argument("--name", required=True)
+    listing = keys.add_parser("list", help="list a workspace's keys")
+    listing.add_argument("--workspace", required=True)
+    revoke = keys.add_parser("revoke", help="revoke a key (refused within seconds)")
+    revoke.add_argument("key_id")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+        if args.command == "serve":
+            from server.serve import serve
+
+            return serve(config, args)
+        if args.command == "demo":
+            from server.demo import run_demo
+
+            return run_demo(config, args)
+        from server.admin import run_admin
+
+        return asyncio.run(run_admin(config, args))
+    except ConfigError as exc:
+        print(f"workspace-api: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except PyMongoError as exc:
+        # Never echo the URI: it may carry credentials.
+        print(f"workspace-api: MongoDB is not usable: {type(exc).__name__}", file=sys.stderr)
+        return 3
+
+
+def emit(value) -> None:
+    """Admin output: one JSON document on stdout, for people and scripts alike."""
+    from handlers.jsonio import dumps
+
+    print(dumps(value, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Configuration: defaults from config.yaml, each key overridable by an environment variable."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"
+
+
+class ConfigError(Exception):
+    """A configuration value is missing or unusable; the message says which and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    host: str
+    port: int
+    processes: int
+    mongodb_uri: str
+    database: str
+    db_timeout_seconds: float
+    secret: str
+    key_cache_seconds: float
+    default_region: str
+    max_body_bytes: int
+    idle_timeout_seconds: float
+    body_timeout_seconds: float
+    rate_limit_per_minute: int
+    provider_url: str
+    provider_account_id: str
+    provider_auth_token: str
+    provider_connect_timeout: float
+    provider_header_timeout: float
+    log_level: str
+
+    @property
+    def embedded(self) -> bool:
+        """True when the store is the in-process embedded one (nothing is persisted)."""
+        return self.mongodb_uri == "memory"
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+
+def env_name(key: str) -> str:
+    """The environment variable that overrides a config key."""
+    return "MONGODB_URI" if key == "mongodb_uri" else "WSAPI_" + key.upper()
+
+
+def _coerce(key: str, kind: type, value: Any) -> Any:
+    try:
+        return kind(value) if value is not None else kind()
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{key} ({env_name(key)}) must be a {kind.__name__}: {value!r}") from exc
+
+
+def load_config(path: str | os.PathLike | None = None, environ: dict | None = None) -> Config:
+    """Read config.yaml (or `path`, or $WSAPI_CONFIG), then apply environment overrides."""
+    environ = os.environ if environ is None else environ
+    path = Path(path or environ.get("WSAPI_CONFIG") or REPO_CONFIG)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from exc
+    fields = {f.name: f for f in dataclasses.fields(Config)}
+    unknown = set(raw) - set(fields)
+    if unknown:
+        raise ConfigError(f"unknown keys in {path}: {', '.join(sorted(unknown))}")
+    values = {}
+    for name, field in fields.items():
+        value = environ.get(env_name(name), raw.get(name))
+        kind = {"int": int, "float": float, "str": str}[field.type]
+        values[name] = _coerce(name, kind, value)
+    config = Config(**values)
+    validate(config)
+    return config
+
+
+def validate(config: Config) -> None:
+    if not (config.embedded or config.mongodb_uri.startswith(("mongodb://", "mongodb+srv://"))):
+        raise ConfigError("MONGODB_URI must be 'memory' or a mongodb:// or mongodb+srv:// URI")
+    if not 0 < config.port < 65536:
+        raise ConfigError(f"port must be between 1 and 65535, not {config.port}")
+    if config.key_cache_seconds > 5:
+        raise ConfigError("key_cache_seconds must be at most 5 (revoked keys must stop within 5 s)")
+    if config.processes < 1:
+        raise ConfigError("processes must be at least 1")

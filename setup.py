@@ -1,0 +1,43 @@
+"""Packaging for the Workspace Data API: installs the `workspace-api` command."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="workspace-data-api",
+    version="0.1.0",
+    description="Self-hosted HTTP API over a dialer workspace's calling data",
+    python_requires=">=3.11",
+    packages=find_packages(include=["server", "handlers", "store", "console", "schemas"]),
+    package_data={
+        "schemas": ["*.json", "*/*.json"],
+        "console": ["templates/*", "static/*"],
+        "server": ["*.yaml"],
+    },
+    include_package_data=True,
+    install_requires=[
+        "tornado>=6.5.6",
+        "motor>=3.6,<4",
+        # mongomock (the embedded store) breaks on pymongo >= 4.11's bulk-write API.
+        "pymongo>=4.9,<4.11",
+        "mongomock-motor>=0.0.36",
+        "jsonschema>=4.23",
+        "pyjwt>=2.9",
+        "jinja2>=3.1",
+        "pyyaml>=6",
+        "phonenumbers>=8.13",
+        "lameenc>=1.7",
+        "limits>=4",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8",
+            "pytest-tornasync>=0.6",
+            "openapi-spec-validator>=0.7",
+            "playwright>=1.45",
+            "schemathesis>=4",
+            "psutil>=5.9",
+            "ruff>=0.6",
+        ],
+    },
+    entry_points={"console_scripts": ["workspace-api=server.cli:main"]},
+)

@@ -1,0 +1,59 @@
+"""Dialer lists: creation, paging, lookup, and the prospectsCount counter."""
+
+from __future__ import annotations
+
+from pymongo import ReturnDocument
+
+from store.clock import new_id, utcnow
+from store.paging import Page, page_query
+
+NEWEST_FIRST = [("createdAt", -1), ("_id", -1)]
+LIST_FIELDS = {"_id": 1, "name": 1, "source": 1, "ownerUserId": 1, "createdAt": 1,
+               "updatedAt": 1, "prospectsCount": 1}
+
+
+def _record(doc: dict) -> dict:
+    return {
+        "id": doc["_id"],
+        "name": doc["name"],
+        "source": doc["source"],
+        "ownerUserId": doc["ownerUserId"],
+        "createdAt": doc["createdAt"],
+        "updatedAt": doc["updatedAt"],
+        "prospectsCount": doc["prospectsCount"],
+    }
+
+
+class Lists:
+    def __init__(self, db):
+        self.col = db["lists"]
+
+    async def create(self, workspace_id: str, name: str, owner_user_id: str,
+                     source: str = "CSV", created_at=None, list_id: str | None = None) -> dict:
+        now = created_at or utcnow()
+        doc = {"_id": list_id or new_id(), "workspaceId": workspace_id, "name": name,
+               "source": source, "ownerUserId": owner_user_id, "createdAt": now, "updatedAt": now,
+               "prospectsCount": 0}
+        await self.col.insert_one(doc)
+        return _record(doc)
+
+    async def get(self, workspace_id: str, list_id: str) -> dict | None:
+        doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, LIST_FIELDS)
+        return doc and _record(doc)
+
+    async def page(self, workspace_id: str, page: int, page_size: int) -> Page:
+        return await page_query(self.col, {"workspaceId": workspace_id}, NEWEST_FIRST,
+                                page, page_size, LIST_FIELDS, _record)
+
+    async def add_prospects(self, workspace_id: str, list_id: str, added: int) -> dict | None:
+        """Count `added` new members and move updatedAt; returns the list after the change."""
+        doc = await self.col.find_one_and_update(
+            {"_id": list_id, "workspaceId": workspace_id},
+            {"$inc": {"prospectsCount": added}, "$set": {"updatedAt": utcnow()}},
+            projection=LIST_FIELDS,
+            return_document=ReturnDocument.AFTER,
+        )
+        return doc and _record(doc)
+
+
+

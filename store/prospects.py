@@ -1,0 +1,215 @@
+"""Prospects and contact upload: matching contacts to prospects and adding them to a list.
+
+Matching (spec 4.4, README "Contact matching"):
+- email is compared case-insensitively, phone numbers in E.164 form (`store.identity`);
+- a contact reuses an existing prospect only when all its email/phone matches are one and the
+  same prospect (a safe match), and that prospect's LinkedIn URL does not contradict the
+  contact's; the reused prospect's blank fields are filled, never overwritten;
+- otherwise a new prospect is created. Every prospect carries a `dedupeKey` derived from the
+  contact that created it (unique per workspace), and new prospects are written as upserts on
+  that key, so concurrent uploads of the same contacts converge on one prospect instead of
+  racing a read against a write.
+
+An upload costs a fixed number of round trips whatever the number of contacts: one read of the
+candidate prospects, one bulk write of prospects, one bulk write of list memberships.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pymongo import UpdateOne
+from pymongo.errors import BulkWriteError
+
+from store.clock import new_id, utcnow
+from store.identity import (
+    CONTACT_FIELDS,
+    clean_contact,
+    fingerprint,
+    normalize_email,
+    normalize_linkedin,
+    normalize_phone,
+)
+
+# Identifier fields stored beside the contact field they are derived from.
+DERIVED = {"email": "emailNorm", "phoneNumber": "phoneE164", "linkedinUrl": "linkedinNorm"}
+MATCH_FIELDS = dict.fromkeys(("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values()), 1)
+DUPLICATE_KEY = 11000
+
+
+@dataclasses.dataclass
+class Contact:
+    """One uploaded contact, cleaned and with its normalised identifiers."""
+
+    fields: dict
+    email: str | None
+    phone: str | None
+    linkedin: str | None
+
+    @classmethod
+    def parse(cls, raw: dict, region: str) -> Contact:
+        fields = clean_contact(raw)
+        phone = normalize_phone(fields.get("phoneNumber"), region)
+        if phone:
+            fields["phoneNumber"] = phone
+        return cls(fields, normalize_email(fields.get("email")), phone,
+                   normalize_linkedin(fields.get("linkedinUrl")))
+
+    def derived(self) -> dict:
+        return derived_fields(self.email, self.phone, self.linkedin)
+
+
+def derived_fields(email: str | None, phone: str | None, linkedin: str | None) -> dict:
+    """The stored normalised identifiers, omitting the ones that are absent."""
+    values = {"emailNorm": email, "phoneE164": phone, "linkedinNorm": linkedin}
+    return {k: v for k, v in values.items() if v}
+
+
+@dataclasses.dataclass(eq=False)
+class Candidate:
+    """A prospect as this upload sees it: an existing one, or one the upload will create."""
+
+    key: str
+    fields: dict
+    email: str | None
+    phone: str | None
+    linkedin: str | None
+    id: str | None = None  # None for a prospect this upload creates
+    fills: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_doc(cls, doc: dict) -> Candidate:
+        fields = {f: doc[f] for f in CONTACT_FIELDS if f in doc}
+        return cls(doc["dedupeKey"], fields, doc.get("emailNorm"), doc.get("phoneE164"),
+                   doc.get("linkedinNorm"), id=doc["_id"])
+
+    def matches(self, contact: Contact) -> bool:
+        return bool((contact.email and contact.email == self.email)
+                    or (contact.phone and contact.phone == self.phone))
+
+    def absorb(self, contact: Contact) -> None:
+        """Fill this prospect's blank fields from the contact; never overwrite."""
+        for field, value in contact.fields.items():
+            if field not in self.fields:
+                self.fields[field] = value
+                self.fills[field] = value
+        self.email = self.email or contact.email
+        self.phone = self.phone or contact.phone
+        self.linkedin = self.linkedin or contact.linkedin
+
+
+def dedupe_key(contact: Contact, reason: str = "") -> str:
+    """The identity a new prospect is created under; equal contacts give equal keys."""
+    if contact.email:
+        base = "e:" + contact.email
+    elif contact.phone:
+        base = "p:" + contact.phone
+    elif contact.linkedin:
+        base = "l:" + contact.linkedin
+    else:
+        base = "f:" + fingerprint(contact.fields)
+    if reason == "linkedin":
+        return f"{base}|l:{contact.linkedin}"
+    if reason == "ambiguous":
+        return f"{base}|ambiguous"
+    return base
+
+
+def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
+    """The prospect a contact lands on: a safe match in `pool`, or a new one added to it."""
+    matches = [c for c in pool if c.matches(contact)]
+    compatible = [c for c in matches
+                  if not (contact.linkedin and c.linkedin and c.linkedin != contact.linkedin)]
+    if len(compatible) == 1:
+        return compatible[0]
+    reason = "ambiguous" if compatible else ("linkedin" if matches else "")
+    key = dedupe_key(contact, reason)
+    for candidate in pool:
+        if candidate.key == key:
+            return candidate
+    created = Candidate(key, {}, None, None, None)
+    pool.append(created)
+    return created
+
+
+def prospect_document(workspace_id: str, contact: Contact, key: str, owner_user_id: str | None,
+                      now, list_ids: list[str] | None = None) -> dict:
+    """The stored form of a new prospect (also used by the demo seeder)."""
+    return {"_id": new_id(), "workspaceId": workspace_id, "dedupeKey": key,
+            **contact.fields, **contact.derived(), "ownerUserId": owner_user_id,
+            "listIds": list_ids or [], "createdAt": now, "updatedAt": now}
+
+
+class Prospects:
+    def __init__(self, db, default_region: str = "US"):
+        self.col = db["prospects"]
+        self.default_region = default_region
+
+    def parse_contact(self, raw: dict) -> Contact:
+        return Contact.parse(raw, self.default_region)
+
+    async def add_to_list(self, workspace_id: str, list_id: str, owner_user_id: str | None,
+                          raw_contacts: list[dict]) -> int:
+        """Match or create a prospect for each contact and add it to the list.
+
+        Returns how many prospects became new members of the list. Idempotent: repeating the
+        same upload adds nothing. Retried once when a concurrent upload wins an upsert race.
+        """
+        contacts = [self.parse_contact(raw) for raw in raw_contacts]
+        try:
+            return await self._add_to_list(workspace_id, list_id, owner_user_id, contacts)
+        except BulkWriteError as exc:
+            if any(e.get("code") != DUPLICATE_KEY for e in exc.details.get("writeErrors", [])):
+                raise
+            return await self._add_to_list(workspace_id, list_id, owner_user_id, contacts)
+
+    async def _add_to_list(self, workspace_id, list_id, owner_user_id, contacts) -> int:
+        now = utcnow()
+        pool = await self._candidates(workspace_id, contacts)
+        targets: list[Candidate] = []
+        for contact in contacts:
+            target = resolve(contact, pool)
+            target.absorb(contact)
+            if target not in targets:
+                targets.append(target)
+
+        writes, memberships = [], []
+        for target in targets:
+            if target.id is None:
+                selector = {"workspaceId": workspace_id, "dedupeKey": target.key}
+                created = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
+                doc = prospect_document(workspace_id, created, target.key, owner_user_id, now)
+                for field in selector:  # the upsert takes these from the selector
+                    doc.pop(field)
+                writes.append(UpdateOne(selector, {"$setOnInsert": doc}, upsert=True))
+            else:
+                selector = {"_id": target.id, "workspaceId": workspace_id}
+            # Fill blanks field by field: each update applies only while the field is still
+            # absent, so a concurrent writer's value is never overwritten.
+            derived = derived_fields(target.email, target.phone, target.linkedin)
+            for field, value in target.fills.items():
+                update = {field: value, "updatedAt": now}
+                if DERIVED.get(field) in derived:
+                    update[DERIVED[field]] = derived[DERIVED[field]]
+                writes.append(UpdateOne({**selector, field: {"$exists": False}}, {"$set": update}))
+            memberships.append(UpdateOne(
+                {**selector, "listIds": {"$ne": list_id}},
+                {"$push": {"listIds": list_id}, "$set": {"updatedAt": now}},
+            ))
+        if writes:
+            await self.col.bulk_write(writes, ordered=True)
+        result = await self.col.bulk_write(memberships, ordered=False)
+        return result.modified_count
+
+    async def _candidates(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
+        emails = sorted({c.email for c in contacts if c.email})
+        phones = sorted({c.phone for c in contacts if c.phone})
+        clauses = []
+        if emails:
+            clauses.append({"emailNorm": {"$in": emails}})
+        if phones:
+            clauses.append({"phoneE164": {"$in": phones}})
+        if not clauses:
+            return []
+        cursor = self.col.find({"workspaceId": workspace_id, "$or": clauses}, MATCH_FIELDS)
+        return [Candidate.from_doc(doc) async for doc in cursor]

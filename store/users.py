@@ -1,0 +1,59 @@
+"""Workspace users (the people who dial). Deleted users keep their record with deletedAt set."""
+
+from __future__ import annotations
+
+from store.clock import new_id, utcnow
+
+USER_FIELDS = {"_id": 1, "email": 1, "firstName": 1, "lastName": 1, "createdAt": 1}
+
+
+def _record(doc: dict) -> dict:
+    return {
+        "id": doc["_id"],
+        "email": doc["email"],
+        "firstName": doc["firstName"],
+        "lastName": doc["lastName"],
+        "createdAt": doc["createdAt"],
+    }
+
+
+class Users:
+    def __init__(self, db):
+        self.col = db["users"]
+
+    async def create(self, workspace_id: str, email: str, first_name: str, last_name: str,
+                     created_at=None, user_id: str | None = None) -> dict:
+        doc = {
+            "_id": user_id or new_id(),
+            "workspaceId": workspace_id,
+            "email": email,
+            "firstName": first_name,
+            "lastName": last_name,
+            "createdAt": created_at or utcnow(),
+            "deletedAt": None,
+        }
+        await self.col.insert_one(doc)
+        return _record(doc)
+
+    async def list_active(self, workspace_id: str) -> list[dict]:
+        cursor = self.col.find({"workspaceId": workspace_id, "deletedAt": None}, USER_FIELDS)
+        cursor = cursor.sort([("createdAt", 1), ("_id", 1)])
+        return [_record(doc) async for doc in cursor]
+
+    async def is_active(self, workspace_id: str, user_id: str) -> bool:
+        doc = await self.col.find_one(
+            {"_id": user_id, "workspaceId": workspace_id, "deletedAt": None}, {"_id": 1}
+        )
+        return doc is not None
+
+    async def delete(self, workspace_id: str, user_id: str) -> bool:
+        result = await self.col.update_one(
+            {"_id": user_id, "workspaceId": workspace_id, "deletedAt": None},
+            {"$set": {"deletedAt": utcnow()}},
+        )
+        return result.modified_count == 1
+
+    async def workspace_of(self, user_id: str) -> str | None:
+        """Operator scope (admin CLI only): which workspace a user id belongs to."""
+        doc = await self.col.find_one({"_id": user_id}, {"workspaceId": 1})
+        return doc and doc["workspaceId"]

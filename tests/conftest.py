@@ -1,0 +1,213 @@
+"""Shared fixtures: a fresh store per test (embedded, or MongoDB when MONGODB_URI is set), the
+app on a real loopback port, two seeded workspaces, and an HTTP client that checks the
+invariants every response must hold."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import uuid
+
+import pytest
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+from server.app import http_server as make_http_server
+from server.app import make_app, open_services
+from server.config import load_config
+
+MONGODB_URI = os.environ.get("MONGODB_URI", "memory")
+TEST_SECRET = "test-secret-" + "x" * 40
+
+
+class FakeClock:
+    """An injectable monotonic clock that only moves when a test moves it."""
+
+    def __init__(self, now: float = 1000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_environ(**overrides) -> dict:
+    environ = {"MONGODB_URI": MONGODB_URI, "WSAPI_SECRET": TEST_SECRET,
+               "WSAPI_DATABASE": "wsapi_test_" + uuid.uuid4().hex[:12]}
+    environ.update(overrides)
+    return environ
+
+
+@pytest.fixture
+def config():
+    return load_config(environ=test_environ())
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def services(io_loop, config, clock):
+    store, auth = io_loop.run_sync(lambda: open_services(config, clock))
+    yield store, auth
+    if not store.embedded:
+        io_loop.run_sync(store.drop)
+    store.close()
+
+
+@pytest.fixture
+def store(services):
+    return services[0]
+
+
+@pytest.fixture
+def auth(services):
+    return services[1]
+
+
+@pytest.fixture
+def app_services():
+    """Extra services for make_app (tests of later features add theirs here)."""
+    return {}
+
+
+@pytest.fixture
+def app(config, store, auth, app_services):
+    return make_app(config, store, auth, **app_services)
+
+
+@pytest.fixture
+def http_server(io_loop, app, config, http_server_port):
+    """Like pytest-tornasync's, but with the service's own limits and timeouts."""
+    server = make_http_server(app, config)
+    server.add_socket(http_server_port[0])
+    yield server
+    server.stop()
+    io_loop.run_sync(server.close_all_connections, timeout=5)
+
+
+@dataclasses.dataclass
+class Workspace:
+    id: str
+    name: str
+    key: str
+    key_id: str
+    users: list[dict]
+    deleted_user: dict
+
+
+async def make_workspace(store, auth, name: str, users: int = 3) -> Workspace:
+    workspace = await store.workspaces.create(name)
+    wid = workspace["id"]
+    people = [await store.users.create(wid, f"user{i}@{name.lower()}.example", f"First{i}",
+                                       f"Last{i}") for i in range(users + 1)]
+    await store.users.delete(wid, people[-1]["id"])
+    record, key = await auth.create(wid, "test key")
+    return Workspace(wid, name, key, record["id"], people[:-1], people[-1])
+
+
+@pytest.fixture
+def ws_a(io_loop, store, auth):
+    return io_loop.run_sync(lambda: make_workspace(store, auth, "Alpha"))
+
+
+@pytest.fixture
+def ws_b(io_loop, store, auth):
+    return io_loop.run_sync(lambda: make_workspace(store, auth, "Bravo"))
+
+
+class Response:
+    def __init__(self, raw):
+        self.raw = raw
+        self.code = raw.code
+        self.headers = raw.headers
+        self.body = raw.body
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self) -> str:
+        return f"<Response {self.code} {self.body[:300]!r}>"
+
+
+DEFAULT = object()
+
+
+class Client:
+    """Talks HTTP to the app on its real port and checks every response's invariants."""
+
+    def __init__(self, origin: str, key: str | None):
+        self.origin = origin
+        self.key = key
+        self.http = AsyncHTTPClient()
+
+    async def fetch(self, path: str, method: str = "GET", *, json_body=DEFAULT, body=None,
+                    headers: dict | None = None, key=DEFAULT, check: bool = True) -> Response:
+        headers = dict(headers or {})
+        key = self.key if key is DEFAULT else key
+        if key is not None:
+            headers.setdefault("Authorization", f"Bearer {key}")
+        if json_body is not DEFAULT:
+            body = json.dumps(json_body)
+            headers.setdefault("Content-Type", "application/json")
+        if body is None and method in ("POST", "PUT", "PATCH"):
+            body = b""
+        request = HTTPRequest(self.origin + path, method=method, headers=headers, body=body,
+                              allow_nonstandard_methods=True, follow_redirects=False,
+                              request_timeout=60)
+        response = Response(await self.http.fetch(request, raise_error=False))
+        if check:
+            check_invariants(response, method)
+        return response
+
+    async def get(self, path: str, **kwargs) -> Response:
+        return await self.fetch(path, "GET", **kwargs)
+
+    async def post(self, path: str, json_body=DEFAULT, **kwargs) -> Response:
+        return await self.fetch(path, "POST", json_body=json_body, **kwargs)
+
+
+def check_invariants(response: Response, method: str) -> None:
+    assert response.code != 599, f"connection failed: {response.raw.error}"
+    request_id = response.headers.get("X-Request-Id")
+    assert request_id, "every response carries X-Request-Id"
+    assert response.code < 500 or response.code in (502, 503), response
+    content_type = response.headers.get("Content-Type", "")
+    if response.code >= 400:
+        assert content_type == "application/problem+json", response
+        if method != "HEAD":
+            problem = response.json()
+            assert problem["status"] == response.code
+            assert problem["type"] == f"/reference/problems#{problem['code']}"
+            assert problem["requestId"] == request_id
+            assert problem["title"] and problem["detail"]
+            assert "Traceback" not in response.body.decode()
+    elif response.code not in (204, 304) and method != "HEAD":
+        assert content_type.startswith(("application/json", "audio/mpeg", "text/html")), response
+
+
+@pytest.fixture
+def origin(http_server, http_server_port):
+    return f"http://127.0.0.1:{http_server_port[1]}"
+
+
+@pytest.fixture
+def api(origin, ws_a):
+    """Client authenticated as workspace A."""
+    return Client(origin, ws_a.key)
+
+
+@pytest.fixture
+def api_b(origin, ws_b):
+    """Client authenticated as workspace B."""
+    return Client(origin, ws_b.key)
+
+
+@pytest.fixture
+def anon(origin):
+    """Client without credentials."""
+    return Client(origin, None)

@@ -1,0 +1,264 @@
+"""POST /v1/lists/{listId}/contacts: validation, matching, integrity, concurrency."""
+
+import asyncio
+import uuid
+
+import pytest
+
+from schemas import Schemas
+
+
+@pytest.fixture
+def new_list(api, ws_a):
+    async def create(name="Leads"):
+        response = await api.post("/v1/lists", {"name": name, "ownerUserId": ws_a.users[0]["id"]})
+        return response.json()["list"]
+    return create
+
+
+async def upload(api, list_id, contacts, expect=200):
+    response = await api.post(f"/v1/lists/{list_id}/contacts", {"contacts": contacts})
+    assert response.code == expect, response
+    return response.json()
+
+
+async def prospects(store, workspace_id):
+    return await store.db["prospects"].find({"workspaceId": workspace_id}).to_list(None)
+
+
+async def test_upload_result_and_list_metadata(api, new_list):
+    created = await new_list()
+    result = await upload(api, created["id"], [
+        {"firstName": "Ada", "email": "ada@example.com"},
+        {"phoneNumber": "+14155550101", "lastName": "Byron"},
+    ])
+    assert result == {"listId": created["id"], "acceptedContacts": 2, "totalProspects": 2}
+    assert Schemas().errors("/schemas/records/contact-upload-result.json", result) == []
+    after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
+    assert after["prospectsCount"] == 2
+    assert after["updatedAt"] > created["updatedAt"] or after["updatedAt"] >= created["createdAt"]
+    listed = (await api.get("/v1/lists")).json()["lists"][0]
+    assert listed["prospectsCount"] == 2
+
+
+async def test_updated_at_moves(api, new_list, monkeypatch):
+    import datetime as dt
+
+    import store.lists as lists_module
+
+    created = await new_list()
+    later = dt.datetime(2030, 1, 1, 12, 0, 0, 123000)
+    monkeypatch.setattr(lists_module, "utcnow", lambda: later)
+    await upload(api, created["id"], [{"email": "a@example.com"}])
+    after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
+    assert after["updatedAt"] == "2030-01-01T12:00:00.123Z"
+    assert after["createdAt"] == created["createdAt"]
+
+
+async def test_same_contacts_again_do_not_change_the_count(api, store, ws_a, new_list):
+    created = await new_list()
+    contacts = [{"email": f"p{i}@example.com", "firstName": f"P{i}"} for i in range(10)]
+    contacts.append({"firstName": "Only", "lastName": "Names"})
+    contacts.append({"linkedinUrl": "https://www.linkedin.com/in/only-linkedin/"})
+    first = await upload(api, created["id"], contacts)
+    second = await upload(api, created["id"], contacts)
+    assert first["totalProspects"] == second["totalProspects"] == 12
+    assert len(await prospects(store, ws_a.id)) == 12
+
+
+async def test_email_is_matched_case_insensitively(api, store, ws_a, new_list):
+    one, two = await new_list("one"), await new_list("two")
+    await upload(api, one["id"], [{"email": "Jane.Doe@Example.com", "firstName": "Jane"}])
+    result = await upload(api, two["id"], [{"email": " jane.doe@example.COM ", "lastName": "Doe"}])
+    assert result["totalProspects"] == 1
+    [prospect] = await prospects(store, ws_a.id)
+    assert prospect["firstName"] == "Jane" and prospect["lastName"] == "Doe"
+    assert prospect["email"] == "Jane.Doe@Example.com"  # first value kept, never overwritten
+    assert sorted(prospect["listIds"]) == sorted([one["id"], two["id"]])
+
+
+@pytest.mark.parametrize("stored,uploaded", [
+    ("+1 415 555 0101", "(415) 555-0101"),
+    ("+14155550101", "415.555.0101"),
+    ("+44 20 7946 0958", "+442079460958"),
+])
+async def test_phone_is_matched_in_e164(api, store, ws_a, new_list, stored, uploaded):
+    created = await new_list()
+    await upload(api, created["id"], [{"phoneNumber": stored, "firstName": "A"}])
+    result = await upload(api, created["id"], [{"phoneNumber": uploaded, "jobTitle": "CTO"}])
+    assert result["totalProspects"] == 1
+    [prospect] = await prospects(store, ws_a.id)
+    assert prospect["phoneNumber"].startswith("+") and " " not in prospect["phoneNumber"]
+    assert prospect["jobTitle"] == "CTO"
+
+
+async def test_blank_fields_are_filled_never_overwritten(api, store, ws_a, new_list):
+    created = await new_list()
+    await upload(api, created["id"], [{"email": "x@example.com", "firstName": "Xavier"}])
+    await upload(api, created["id"], [{"email": "x@example.com", "firstName": "Other",
+                                       "companyName": "Acme", "phoneNumber": "+14155550199"}])
+    [prospect] = await prospects(store, ws_a.id)
+    assert prospect["firstName"] == "Xavier"
+    assert prospect["companyName"] == "Acme"
+    assert prospect["phoneNumber"] == "+14155550199"
+    # the filled phone now matches too
+    result = await upload(api, created["id"], [{"phoneNumber": "4155550199"}])
+    assert result["totalProspects"] == 1
+
+
+async def test_ambiguous_match_creates_a_new_prospect(api, store, ws_a, new_list):
+    created = await new_list()
+    await upload(api, created["id"], [{"email": "a@example.com"},
+                                      {"phoneNumber": "+14155550123"}])
+    result = await upload(api, created["id"], [{"email": "a@example.com",
+                                                "phoneNumber": "+14155550123"}])
+    assert result["totalProspects"] == 3
+    again = await upload(api, created["id"], [{"email": "a@example.com",
+                                               "phoneNumber": "+14155550123"}])
+    assert again["totalProspects"] == 3
+    assert len(await prospects(store, ws_a.id)) == 3
+
+
+async def test_linkedin_conflict_creates_a_separate_prospect(api, store, ws_a, new_list):
+    created = await new_list()
+    await upload(api, created["id"], [{"email": "sam@example.com",
+                                       "linkedinUrl": "https://linkedin.com/in/sam-one"}])
+    result = await upload(api, created["id"], [{"email": "SAM@example.com",
+                                                "linkedinUrl": "linkedin.com/in/sam-two/"}])
+    assert result["totalProspects"] == 2
+    # the same URL written differently is no conflict
+    same = await upload(api, created["id"], [{"email": "sam@example.com", "linkedinUrl":
+                                              "https://www.linkedin.com/in/Sam-One/?trk=x"}])
+    assert same["totalProspects"] == 2
+    # re-uploading the conflicting contact reuses its own prospect
+    again = await upload(api, created["id"], [{"email": "sam@example.com",
+                                               "linkedinUrl": "linkedin.com/in/sam-two"}])
+    assert again["totalProspects"] == 2
+    assert len(await prospects(store, ws_a.id)) == 2
+
+
+async def test_linkedin_fills_a_prospect_without_one(api, store, ws_a, new_list):
+    created = await new_list()
+    await upload(api, created["id"], [{"email": "kim@example.com"}])
+    result = await upload(api, created["id"], [{"email": "kim@example.com",
+                                                "linkedinUrl": "linkedin.com/in/kim"}])
+    assert result["totalProspects"] == 1
+    [prospect] = await prospects(store, ws_a.id)
+    assert prospect["linkedinUrl"] == "linkedin.com/in/kim"
+
+
+async def test_repeats_inside_one_request_resolve_to_one_prospect(api, store, ws_a, new_list):
+    created = await new_list()
+    result = await upload(api, created["id"], [
+        {"email": "dup@example.com"},
+        {"email": "DUP@example.com", "firstName": "Dee"},
+        {"phoneNumber": "+14155550777", "email": "dup@example.com"},
+        {"phoneNumber": "415-555-0777", "lastName": "Upp"},
+        {"firstName": "Name", "lastName": "Only"},
+        {"firstName": " name ", "lastName": "ONLY"},
+    ])
+    assert result["acceptedContacts"] == 6
+    assert result["totalProspects"] == 2
+    merged = [p for p in await prospects(store, ws_a.id) if p.get("email")][0]
+    assert (merged["firstName"], merged["lastName"], merged["phoneNumber"]) == (
+        "Dee", "Upp", "+14155550777")
+
+
+async def test_prospects_are_matched_within_the_workspace_only(api, api_b, store, ws_a, ws_b,
+                                                               new_list):
+    mine = await new_list()
+    theirs = (await api_b.post("/v1/lists", {"name": "b", "ownerUserId": ws_b.users[0]["id"]}))
+    await upload(api, mine["id"], [{"email": "shared@example.com", "firstName": "A"}])
+    await upload(api_b, theirs.json()["list"]["id"], [{"email": "shared@example.com",
+                                                       "firstName": "B"}])
+    [a] = await prospects(store, ws_a.id)
+    [b] = await prospects(store, ws_b.id)
+    assert a["_id"] != b["_id"] and a["firstName"] == "A" and b["firstName"] == "B"
+
+
+async def test_unknown_other_workspace_and_malformed_list_ids_are_404(api, api_b, new_list):
+    created = await new_list()
+    body = {"contacts": [{"email": "a@example.com"}]}
+    responses = [
+        await api_b.post(f"/v1/lists/{created['id']}/contacts", body),
+        await api.post(f"/v1/lists/{uuid.uuid4()}/contacts", body),
+        await api.post("/v1/lists/not-a-uuid/contacts", body),
+    ]
+    assert [r.code for r in responses] == [404, 404, 404]
+    bodies = [{**r.json(), "requestId": ""} for r in responses]
+    assert bodies[0] == bodies[1] == bodies[2]
+    assert (await api.get(f"/v1/lists/{created['id']}")).json()["list"]["prospectsCount"] == 0
+
+
+INVALID = {
+    "no contacts key": ({}, "#/contacts"),
+    "contacts not an array": ({"contacts": {"email": "a@b.c"}}, "#/contacts"),
+    "empty array": ({"contacts": []}, "#/contacts"),
+    "101 contacts": ({"contacts": [{"email": f"c{i}@x.io"} for i in range(101)]}, "#/contacts"),
+    "contact not an object": ({"contacts": [{"email": "a@b.c"}, "x"]}, "#/contacts/1"),
+    "empty contact": ({"contacts": [{"email": "a@b.c"}, {}]}, "#/contacts/1"),
+    "only blank fields": ({"contacts": [{"email": "a@b.c"}, {"firstName": " ", "email": ""}]},
+                          "#/contacts/1"),
+    "unknown field": ({"contacts": [{"email": "a@b.c", "age": "3"}]}, "#/contacts/0/age"),
+    "workspaceId in contact": ({"contacts": [{"email": "a@b.c", "workspaceId": "w"}]},
+                               "#/contacts/0/workspaceId"),
+    "non-string field": ({"contacts": [{"email": "a@b.c"}, {"phoneNumber": 4155550101}]},
+                         "#/contacts/1/phoneNumber"),
+    "too long": ({"contacts": [{"firstName": "x" * 201}]}, "#/contacts/0/firstName"),
+    "extra top-level field": ({"contacts": [{"email": "a@b.c"}], "dryRun": True}, "#/dryRun"),
+}
+
+
+@pytest.mark.parametrize("body,pointer", INVALID.values(), ids=INVALID.keys())
+async def test_invalid_uploads_are_400_and_change_nothing(api, store, ws_a, new_list, body,
+                                                          pointer):
+    created = await new_list()
+    response = await api.post(f"/v1/lists/{created['id']}/contacts", body)
+    assert response.code == 400
+    problem = response.json()
+    assert problem["code"] == "invalid_request"
+    assert pointer in [e["pointer"] for e in problem["errors"]], problem
+    after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
+    assert after == created
+    assert await prospects(store, ws_a.id) == []
+
+
+async def test_exactly_100_contacts_are_accepted(api, new_list):
+    created = await new_list()
+    contacts = [{"email": f"c{i}@example.com"} for i in range(100)]
+    assert (await upload(api, created["id"], contacts))["totalProspects"] == 100
+
+
+async def test_concurrent_overlapping_uploads_create_no_duplicates(api, store, ws_a, new_list):
+    created = await new_list()
+    batches = [[{"email": f"p{i}@example.com", "firstName": f"P{i}"}
+                for i in range(start, start + 60)] for start in (0, 20, 40, 0, 20)]
+    results = await asyncio.gather(*[upload(api, created["id"], b) for b in batches])
+    assert all(r["acceptedContacts"] == 60 for r in results)
+    found = await prospects(store, ws_a.id)
+    emails = [p["emailNorm"] for p in found]
+    assert len(emails) == len(set(emails)) == 100
+    after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
+    assert after["prospectsCount"] == 100
+    assert max(r["totalProspects"] for r in results) == 100
+
+
+async def test_round_trips_do_not_grow_with_contact_count(api, store, new_list, monkeypatch):
+    calls = []
+    collection = store.prospects.col
+    for name in ("find", "find_one", "bulk_write", "update_one", "insert_one", "insert_many"):
+        original = getattr(collection, name)
+
+        def counting(*args, _original=original, _name=name, **kwargs):
+            calls.append(_name)
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(collection, name, counting)
+    created = await new_list()
+    counts = []
+    for size in (1, 10, 100):
+        calls.clear()
+        contacts = [{"email": f"s{size}-{i}@example.com", "phoneNumber": f"+1415555{i:04d}"}
+                    for i in range(size)]
+        await upload(api, created["id"], contacts)
+        counts.append(len(calls))
+    assert 2 <= counts[0] == counts[1] == counts[2] <= 3

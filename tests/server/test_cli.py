@@ -1,0 +1,137 @@
+"""The workspace-api command: admin commands, the embedded-store refusal, and the demo."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from server.admin import run_admin
+from server.cli import _parser, main
+from server.demo import seed
+from store.database import open_store
+
+
+async def test_admin_commands_manage_workspaces_users_and_keys(config, services, capsys, anon,
+                                                               clock):
+    store, auth = services
+
+    async def admin(*argv):
+        code = await run_admin(config, _parser().parse_args(list(argv)), services)
+        out = capsys.readouterr()
+        return code, (json.loads(out.out) if out.out.strip() else None), out.err
+
+    code, out, _ = await admin("workspaces", "create", "Initech")
+    assert code == 0
+    wid = out["workspace"]["id"]
+    code, out, _ = await admin("users", "create", "--workspace", wid, "--email", "p@i.example",
+                               "--first-name", "Peter", "--last-name", "Gibbons")
+    user_id = out["user"]["id"]
+    code, out, err = await admin("keys", "create", "--workspace", wid, "--name", "crm")
+    assert code == 0 and "shown once" in err
+    key, key_id = out["apiKey"], out["key"]["id"]
+    users = await anon.get("/v1/users", headers={"Authorization": f"Bearer {key}"})
+    assert [u["id"] for u in users.json()["users"]] == [user_id]
+
+    code, out, _ = await admin("keys", "list", "--workspace", wid)
+    assert [k["id"] for k in out["keys"]] == [key_id]
+    assert key not in json.dumps(out)  # the plain key is never shown again
+    stored = await store.db["api_keys"].find_one({"_id": key_id})
+    assert key not in json.dumps(stored, default=str)
+
+    code, out, _ = await admin("users", "delete", user_id)
+    assert code == 0
+    users = await anon.get("/v1/users", headers={"Authorization": f"Bearer {key}"})
+    assert users.json()["users"] == []
+
+    code, out, _ = await admin("keys", "revoke", key_id)
+    assert code == 0 and out["key"]["revokedAt"]
+    clock.advance(config.key_cache_seconds)
+    assert (await anon.get("/v1/users", headers={"Authorization": f"Bearer {key}"})).code == 401
+
+    code, _, err = await admin("keys", "create", "--workspace", "nope", "--name", "x")
+    assert code == 1 and "no workspace" in err
+    code, _, err = await admin("users", "delete", user_id)
+    assert code == 1
+
+
+def test_admin_commands_refuse_the_embedded_store(capsys, monkeypatch):
+    monkeypatch.setenv("MONGODB_URI", "memory")
+    assert main(["keys", "list", "--workspace", "x"]) == 2
+    assert "need MongoDB" in capsys.readouterr().err
+
+
+def test_serve_refuses_missing_secret_with_mongodb(capsys, monkeypatch):
+    monkeypatch.setenv("MONGODB_URI", "mongodb://127.0.0.1:1")
+    monkeypatch.delenv("WSAPI_SECRET", raising=False)
+    assert main(["keys", "list", "--workspace", "x"]) == 2
+    assert "WSAPI_SECRET" in capsys.readouterr().err
+
+
+async def test_demo_seed_is_deterministic():
+    snapshots = []
+    for _ in range(2):
+        store = open_store("memory", "demo")
+        from server.auth import KeyService
+        await seed(store, KeyService("s" * 40, store.keys), seed=7)
+        users = await store.db["users"].find({}, {"_id": 1, "email": 1}).to_list(None)
+        lists = await store.db["lists"].find({}, {"_id": 1, "name": 1,
+                                                  "prospectsCount": 1}).to_list(None)
+        count = await store.db["prospects"].count_documents({})
+        snapshots.append((users, lists, count))
+    assert snapshots[0] == snapshots[1]
+    assert snapshots[0][2] > 0
+
+
+@pytest.fixture
+def demo_process(tmp_path):
+    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
+             str(keys_file)], stdout=output, stderr=subprocess.STDOUT,
+            env={**os.environ, "MONGODB_URI": "memory"})
+    deadline = time.monotonic() + 60
+    while not keys_file.exists() or not keys_file.read_text().endswith("\n"):
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "demo did not start"
+        time.sleep(0.1)
+    yield process, json.loads(keys_file.read_text()), log
+    process.terminate()
+    process.wait(10)
+
+
+def http(method, url, key, body=None):
+    request = urllib.request.Request(url, method=method, headers={
+        "Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        data=json.dumps(body).encode() if body is not None else None)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, json.loads(response.read())
+
+
+def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
+    process, keys, log = demo_process
+    assert keys["baseUrl"].startswith("http://127.0.0.1:") and keys["baseUrl"].endswith("/v1")
+    assert len(keys["workspaces"]) >= 2
+    assert all(set(w) == {"id", "name", "apiKey"} for w in keys["workspaces"])
+    base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
+    status, users = http("GET", base + "/users", key)
+    assert status == 200 and len(users["users"]) >= 2
+    status, lists = http("GET", base + "/lists", key)
+    assert status == 200 and lists["total"] >= 1 and lists["lists"][0]["prospectsCount"] > 0
+    status, created = http("POST", base + "/lists", key,
+                           {"name": "From test", "ownerUserId": users["users"][0]["id"]})
+    assert status == 201
+    status, result = http("POST", f"{base}/lists/{created['list']['id']}/contacts", key,
+                          {"contacts": [{"email": "demo@example.com"}]})
+    assert status == 200 and result["totalProspects"] == 1
+    # the other workspace sees none of this one's lists
+    other = keys["workspaces"][1]["apiKey"]
+    _, theirs = http("GET", base + "/lists", other)
+    assert created["list"]["id"] not in {x["id"] for x in theirs["lists"]}
+    output = log.read_text()
+    assert keys["workspaces"][0]["apiKey"] in output and keys["baseUrl"] in output  # banner
+    assert "/reference" in output
