@@ -18,6 +18,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# Benchmarks of the hot paths (bench/): one table of ratios, under 5 minutes on 2 cores.
+bench: $(STAMP)
+	$(PY) -m bench
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check server handlers store schemas console tests
 

@@ -25,6 +25,8 @@ setup(
         "jinja2>=3.1",
         "pyyaml>=6",
         "phonenumbers>=8.13",
+        # IANA time zones for dialer metrics even where the OS has no tz database.
+        "tzdata>=2024.1",
         "lameenc>=1.7",
         "limits>=4",
     ],
@@ -38,6 +40,8 @@ setup(
             "psutil>=5.9",
             "ruff>=0.6",
         ],
+        # `make bench` needs only psutil (also in "test"); the profilers are for chasing a miss.
+        "bench": ["psutil>=5.9", "pyinstrument>=4.6", "py-spy>=0.3"],
     },
     entry_points={"console_scripts": ["workspace-api=server.cli:main"]},
 )

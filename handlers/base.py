@@ -1,8 +1,8 @@
-"""APIHandler: authentication, request ids, strict JSON in, JSON out, and the one error shape.
+"""APIHandler: authentication, rate limit, request ids, strict JSON in, JSON out, one error shape.
 
 Handlers subclass it, declare `query_schemas` / `body_schemas` per method, read `self.query`,
 `self.body` and `self.workspace_id`, call the store, and `send_json` the result. Errors are
-raised as `APIError` (or escape as exceptions) and rendered only by `write_error`.
+raised as `APIError` (handlers.errors; or escape as exceptions), rendered only by `write_error`.
 """
 
 from __future__ import annotations
@@ -15,46 +15,22 @@ import pymongo.errors
 from tornado.web import HTTPError, RequestHandler
 
 from handlers import jsonio
+from handlers.errors import UUID, APIError, invalid, not_found, path_uuid
 from handlers.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
+
+__all__ = ["UUID", "APIError", "APIHandler", "NotFoundHandler", "invalid", "not_found",
+           "path_uuid"]
 
 log = logging.getLogger("workspace_api")
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 BEARER = re.compile(r"^Bearer +([A-Za-z0-9._~+/-]+=*) *$", re.IGNORECASE)
 JSON_TYPE = re.compile(r"^application/json\s*(;\s*charset\s*=\s*\"?utf-8\"?\s*)?$", re.IGNORECASE)
-UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 NO_QUERY = "/schemas/queries/none.json"
 DB_DOWN = (pymongo.errors.ConnectionFailure, pymongo.errors.ServerSelectionTimeoutError,
            pymongo.errors.ExecutionTimeout, TimeoutError)
-
-
-class APIError(Exception):
-    """An error response: a problem code, a detail, optional per-location errors and headers."""
-
-    def __init__(self, code: str, detail: str, errors: list[dict] | None = None,
-                 headers: dict | None = None):
-        super().__init__(detail)
-        self.code, self.detail, self.errors, self.headers = code, detail, errors, headers or {}
-        self.status = PROBLEMS[code][0]
-
-
-def not_found(resource: str) -> APIError:
-    """The one 404 for a resource: unknown ids and other workspaces' ids look the same."""
-    return APIError("not_found", f"there is no {resource} with this id in your workspace")
-
-
-def path_uuid(raw: str, resource: str) -> str:
-    """A path id in canonical (lower-case) form; a malformed id is simply not found."""
-    if not UUID.match(raw):
-        raise not_found(resource)
-    return raw.lower()
-
-
-def invalid(errors: list[dict], what: str = "request") -> APIError:
-    first = errors[0]
-    where = first.get("parameter") or first["pointer"].lstrip("#/") or what
-    return APIError("invalid_request", f"{where} {first['detail']}", errors)
+RETRY_AFTER_DB = "5"
 
 
 class APIHandler(RequestHandler):
@@ -77,6 +53,8 @@ class APIHandler(RequestHandler):
         self.set_header("Cache-Control", "no-store")
         self.set_header("X-Content-Type-Options", "nosniff")
         self.clear_header("Server")
+        for name, value in getattr(self, "_rate_headers", {}).items():  # kept on error replies
+            self.set_header(name, value)
 
     def compute_etag(self) -> None:
         """No automatic ETags: API responses are no-store; recordings set their own."""
@@ -90,8 +68,16 @@ class APIHandler(RequestHandler):
     async def prepare(self) -> None:
         if self.request.method not in self.allowed_methods():
             raise HTTPError(405)
+        limit = self.settings["max_body_bytes"]
+        cut = getattr(self.request.connection, "body_too_large", False)  # set by server.gate
+        if cut or len(self.request.body) > limit:
+            raise APIError("payload_too_large", f"the body must be at most {limit} bytes")
         if self.auth_required:
+            if not getattr(self.settings.get("store"), "indexes_ready", True):
+                raise APIError("service_unavailable", "the database is not ready yet",
+                               headers={"Retry-After": RETRY_AFTER_DB})
             await self.authenticate()
+            await self.check_rate_limit()
         self.query = self.validated_query()
         schema = self.body_schemas.get(self.request.method)
         if schema:
@@ -109,6 +95,19 @@ class APIHandler(RequestHandler):
                            headers={"WWW-Authenticate":
                                     'Bearer realm="workspace-api", error="invalid_token"'})
         self.workspace_id = workspace
+
+    async def check_rate_limit(self) -> None:
+        """Count the request against its workspace's limit (server.ratelimit); 429 when over."""
+        if (limiter := self.settings.get("rate_limiter")) is None:
+            return
+        verdict = await limiter.hit(self.workspace_id)
+        self._rate_headers = verdict.headers
+        for name, value in verdict.headers.items():
+            self.set_header(name, value)
+        if not verdict.allowed:
+            raise APIError("rate_limited", f"the workspace's rate limit ({limiter.limit} requests "
+                           f"per {limiter.window} s) is used up; retry in {verdict.reset} s",
+                           headers={"Retry-After": str(verdict.reset)})
 
     def validated_query(self) -> dict:
         schemas = self.settings["schemas"]
@@ -133,9 +132,6 @@ class APIHandler(RequestHandler):
 
     def validated_body(self, schema_id: str):
         content_type = self.request.headers.get("Content-Type", "")
-        if len(self.request.body) > self.settings["max_body_bytes"]:
-            raise APIError("payload_too_large",
-                           f"the body must be at most {self.settings['max_body_bytes']} bytes")
         if not JSON_TYPE.match(content_type):
             raise APIError("unsupported_media_type", "send the body as application/json")
         if not self.request.body.strip():
@@ -162,7 +158,7 @@ class APIHandler(RequestHandler):
                 self.set_header(name, value)
         elif isinstance(exc, DB_DOWN):
             code, detail, errors = "service_unavailable", "the database is not reachable", None
-            self.set_header("Retry-After", "5")
+            self.set_header("Retry-After", RETRY_AFTER_DB)
         else:
             code = CODE_FOR_STATUS.get(status_code, "internal_error" if status_code >= 500
                                        else "invalid_request")

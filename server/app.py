@@ -11,13 +11,24 @@ from handlers.base import NotFoundHandler
 from schemas import Schemas
 from server.auth import KeyService, resolve_secret
 from server.config import Config
+from server.gate import Gate
 from server.logs import access_log
+from server.upstream import UpstreamClient
+from server.ratelimit import RateLimiter
 from store.database import Store, open_store
 
 # Each module ends with `default_handlers = [(pattern, Handler[, kwargs])]`.
 HANDLER_MODULES = [
     "handlers.users",
     "handlers.lists",
+    "handlers.calls",
+    "handlers.recordings",
+    "handlers.prospects",
+    "handlers.activities",
+    "handlers.reporting",
+    "handlers.openapi",
+    "handlers.console",
+    "handlers.health",
 ]
 
 
@@ -31,6 +42,8 @@ def collect_handlers() -> list:
 
 def make_app(config: Config, store: Store, auth: KeyService, **services) -> tornado.web.Application:
     """The Tornado application; `services` (provider client, rate limiter...) join settings."""
+    services.setdefault("upstream", UpstreamClient.from_config(config))
+    services.setdefault("rate_limiter", RateLimiter(store.ratelimits, config.rate_limit_per_minute))
     settings = dict(
         config=config,
         store=store,
@@ -45,14 +58,17 @@ def make_app(config: Config, store: Store, auth: KeyService, **services) -> torn
     return tornado.web.Application(collect_handlers(), **settings)
 
 
-async def open_services(config: Config, clock=time.monotonic) -> tuple[Store, KeyService]:
-    """Connect the store (creating indexes idempotently) and the key service."""
+async def open_services(config: Config, clock=time.monotonic,
+                        wait_for_indexes: bool = True) -> tuple[Store, KeyService]:
+    """Connect the store (creating indexes idempotently) and the key service. Without
+    `wait_for_indexes` the caller ensures indexes itself (serve retries them in the background)."""
     secret = resolve_secret(config)
     store = open_store(
         config.mongodb_uri, config.database, config.db_timeout_seconds, config.default_region
     )
     try:
-        await store.ensure_indexes()
+        if wait_for_indexes:
+            await store.ensure_indexes()
     except Exception:
         store.close()
         raise
@@ -61,13 +77,13 @@ async def open_services(config: Config, clock=time.monotonic) -> tuple[Store, Ke
 
 
 def http_server(app: tornado.web.Application, config: Config):
-    """An HTTPServer with the service's limits: bodies over the hard cap are cut off by Tornado
-    (the API answers 413 itself for bodies between max_body_bytes and the cap), and idle or
-    slow clients are disconnected."""
+    """An HTTPServer with the service's limits: bodies over max_body_bytes get the API's 413 at
+    any size (server.gate), and idle or slow clients are disconnected (idle_connection_timeout
+    also bounds the wait for a request's headers)."""
     from tornado.httpserver import HTTPServer
 
     return HTTPServer(
-        app,
+        Gate(app, config.max_body_bytes, linger_seconds=min(5, config.body_timeout_seconds)),
         max_body_size=max(config.max_body_bytes * 4, 4 * 1024 * 1024),
         max_header_size=16 * 1024,
         idle_connection_timeout=config.idle_timeout_seconds,

@@ -2,7 +2,8 @@
 
 The signature proves the key was issued here; the key record (cached for at most
 `key_cache_seconds`) proves it has not been revoked. The hot path costs one JWT verification
-and at most one indexed lookup per key per cache period.
+per distinct key (then remembered, LRU-bounded) and at most one indexed lookup per key per
+cache period.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ class KeyService:
         self._clock = clock
         self._cache: collections.OrderedDict[str, tuple[float, bool]] = collections.OrderedDict()
         self._cache_size = cache_size
+        # Keys whose signature already verified, with their (key id, workspace id): a key's
+        # signature cannot stop verifying, so the hot path checks it once per key (revocation
+        # stays the job of the timed cache above). Only verified keys get in; LRU-bounded.
+        self._verified: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
 
     def sign(self, key_id: str, workspace_id: str) -> str:
         claims = {"kid": key_id, "wid": workspace_id, "iat": int(time.time())}
@@ -57,6 +62,31 @@ class KeyService:
 
     async def authenticate(self, token: str) -> str | None:
         """The workspace id a valid, unrevoked key belongs to, else None."""
+        ids = self._verified.get(token)
+        if ids is None:
+            ids = self._verify(token)
+            if ids is None:
+                return None
+            self._verified[token] = ids
+            while len(self._verified) > self._cache_size:
+                self._verified.popitem(last=False)
+        else:
+            self._verified.move_to_end(token)
+        key_id, workspace_id = ids
+        cache_key = f"{workspace_id}/{key_id}"
+        now = self._clock()
+        cached = self._cache.get(cache_key)
+        if cached is None or cached[0] <= now:
+            active = await self._keys.is_active(workspace_id, key_id)
+            self._cache[cache_key] = (now + self._ttl, active)
+            self._cache.move_to_end(cache_key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+            cached = self._cache[cache_key]
+        return workspace_id if cached[1] else None
+
+    def _verify(self, token: str) -> tuple[str, str] | None:
+        """(key id, workspace id) of a key with a valid signature and claims, else None."""
         try:
             claims = jwt.decode(
                 token,
@@ -69,14 +99,4 @@ class KeyService:
         key_id, workspace_id = claims["kid"], claims["wid"]
         if not (isinstance(key_id, str) and isinstance(workspace_id, str)):
             return None
-        cache_key = f"{workspace_id}/{key_id}"
-        now = self._clock()
-        cached = self._cache.get(cache_key)
-        if cached is None or cached[0] <= now:
-            active = await self._keys.is_active(workspace_id, key_id)
-            self._cache[cache_key] = (now + self._ttl, active)
-            self._cache.move_to_end(cache_key)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-            cached = self._cache[cache_key]
-        return workspace_id if cached[1] else None
+        return key_id, workspace_id

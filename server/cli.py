@@ -14,6 +14,21 @@ from server.config import ConfigError, load_config
 log = logging.getLogger("workspace_api")
 
 
+def _count(low: int, high: int):
+    """An argparse type: an integer from low to high."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}")
+        return value
+
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="workspace-api", description="Workspace Data API server and admin tool"
@@ -35,6 +50,24 @@ def _parser() -> argparse.ArgumentParser:
         help="where to write the demo workspaces and their API keys as JSON",
     )
     demo.add_argument("--seed", type=int, default=42, help="same seed, same demo data")
+    demo.add_argument("--calls", type=_count(0, 2_000_000), default=5000,
+                      help="calls over the last 90 days in the first workspace (default 5000; "
+                           "the second workspace gets a tenth)")
+    demo.add_argument("--prospects", type=_count(20, 150_000), default=500,
+                      help="prospects in the first workspace (default 500)")
+    demo.add_argument("--timeline", type=_count(0, 2_000_000), default=5000,
+                      help="extra activities of the one prospect with a very long timeline "
+                           "(default 5000)")
+
+    provider = sub.add_parser("provider", help="run the simulated telephony provider")
+    provider.add_argument("--host", default="127.0.0.1")
+    provider.add_argument("--port", type=int, default=8899)
+    provider.add_argument("--account-id", help="default: $WSAPI_PROVIDER_ACCOUNT_ID")
+    provider.add_argument("--auth-token", help="default: $WSAPI_PROVIDER_AUTH_TOKEN")
+    provider.add_argument("--size", action="append", default=[], metavar="REF=BYTES",
+                          help="serve recording REF with exactly BYTES bytes (repeatable)")
+    provider.add_argument("--missing", action="append", default=[], metavar="REF",
+                          help="answer 404 for recording REF (repeatable)")
 
     workspaces = sub.add_parser("workspaces", help="manage workspaces").add_subparsers(
         dest="action", required=True
@@ -74,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             from server.serve import serve
 
             return serve(config, args)
+        if args.command == "provider":
+            return run_simulated_provider(args)
         if args.command == "demo":
             from server.demo import run_demo
 
@@ -88,6 +123,19 @@ def main(argv: list[str] | None = None) -> int:
         # Never echo the URI: it may carry credentials.
         print(f"workspace-api: MongoDB is not usable: {type(exc).__name__}", file=sys.stderr)
         return 3
+
+
+def run_simulated_provider(args) -> int:
+    from server.provider import run_provider
+
+    sizes = {}
+    for item in args.size:
+        ref, _, size = item.partition("=")
+        if not size.isdigit():
+            raise ConfigError(f"--size takes REF=BYTES, not {item!r}")
+        sizes[ref] = int(size)
+    run_provider(args.host, args.port, args.account_id, args.auth_token, sizes, args.missing)
+    return 0
 
 
 def emit(value) -> None:

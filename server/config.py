@@ -30,6 +30,7 @@ class Config:
     max_body_bytes: int
     idle_timeout_seconds: float
     body_timeout_seconds: float
+    shutdown_timeout_seconds: float
     rate_limit_per_minute: int
     provider_url: str
     provider_account_id: str
@@ -90,3 +91,8 @@ def validate(config: Config) -> None:
         raise ConfigError("key_cache_seconds must be at most 5 (revoked keys must stop within 5 s)")
     if config.processes < 1:
         raise ConfigError("processes must be at least 1")
+    if config.rate_limit_per_minute < 1:
+        raise ConfigError("rate_limit_per_minute must be at least 1")
+    if min(config.db_timeout_seconds, config.idle_timeout_seconds,
+           config.body_timeout_seconds) <= 0 or config.shutdown_timeout_seconds < 0:
+        raise ConfigError("timeouts must be positive")

@@ -1,6 +1,9 @@
 """`workspace-api demo`: the API on the embedded store, seeded with deterministic demo data.
 
 Writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey"}]} and prints a banner.
+The data (server/demo_data.py) scales with --calls, --prospects and --timeline; seeding that
+takes more than a second shows a progress bar on stderr. The same --seed (and scale) always
+gives the same data.
 """
 
 from __future__ import annotations
@@ -10,147 +13,160 @@ import datetime as dt
 import json
 import logging
 import random
-import uuid
+import secrets
+import sys
+import time
 from pathlib import Path
 
 from tornado.netutil import bind_sockets
 
 from server.app import http_server, make_app, open_services
 from server.config import Config
+from server.demo_data import (
+    LONG_TIMELINE_CONTACT,
+    MISSING_RECORDING_REF,
+    Scale,
+    build_calls,
+    build_prospects,
+    build_timelines,
+    demo_uuid,
+    long_timeline,
+)
 from server.logs import setup_logging
+from server.provider import ProviderLibrary, start_provider
+
+__all__ = ["MISSING_RECORDING_REF", "LONG_TIMELINE_CONTACT", "Scale", "seed", "run_demo"]
 
 log = logging.getLogger("workspace_api")
 
-FIRST = [
-    "Ava",
-    "Liam",
-    "Mia",
-    "Noah",
-    "Zoe",
-    "Ethan",
-    "Lena",
-    "Omar",
-    "Iris",
-    "Hugo",
-    "Nora",
-    "Raj",
-    "Sofia",
-    "Tom",
-    "Yara",
-    "Felix",
-    "Greta",
-    "Ivan",
-    "Julia",
-    "Kenji",
-]
-LAST = [
-    "Nguyen",
-    "Schmidt",
-    "Garcia",
-    "Okafor",
-    "Rossi",
-    "Kowalski",
-    "Haddad",
-    "Silva",
-    "Andersen",
-    "Tanaka",
-    "Dubois",
-    "Murphy",
-    "Novak",
-    "Costa",
-    "Ahmed",
-    "Larsen",
-]
-COMPANIES = [
-    ("Northwind", "northwind.example"),
-    ("Contoso", "contoso.example"),
-    ("Fabrikam", "fabrikam.example"),
-    ("Tailspin", "tailspin.example"),
-    ("Litware", "litware.example"),
-    ("Proseware", "proseware.example"),
-    ("Adatum", "adatum.example"),
-    ("Woodgrove", "woodgrove.example"),
-]
-TITLES = [
-    "VP Sales",
-    "Head of Operations",
-    "CFO",
-    "IT Manager",
-    "Procurement Lead",
-    "Founder",
-    "Office Manager",
-    "Director of Marketing",
-]
+FIRST = ["Ava", "Liam", "Mia", "Noah", "Zoe", "Ethan", "Lena", "Omar", "Iris", "Hugo", "Nora",
+         "Raj", "Sofia", "Tom", "Yara", "Felix", "Greta", "Ivan", "Julia", "Kenji"]
+LAST = ["Nguyen", "Schmidt", "Garcia", "Okafor", "Rossi", "Kowalski", "Haddad", "Silva",
+        "Andersen", "Tanaka", "Dubois", "Murphy", "Novak", "Costa", "Ahmed", "Larsen"]
 WORKSPACES = [
-    {
-        "name": "Acme Outbound",
-        "users": 5,
-        "lists": ["Q4 Enterprise", "SMB Re-engage", "Webinar Leads"],
-        "prospects": 150,
-    },
-    {"name": "Globex Sales", "users": 3, "lists": ["Inbound Trials"], "prospects": 40},
+    {"name": "Acme Outbound", "users": 5, "lists": ["Q4 Enterprise", "SMB Re-engage",
+                                                     "Webinar Leads"], "share": 1.0},
+    {"name": "Globex Sales", "users": 3, "lists": ["Inbound Trials"], "share": 0.1},
 ]
+WRITE_BATCH = 2000
 
 
-def demo_uuid(rng: random.Random) -> str:
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+class Progress:
+    """A progress bar on `stream` that appears only once the work has taken over `delay`
+    seconds: redrawn in place (at most 10 times a second) on a terminal, a line per tenth
+    otherwise."""
+
+    def __init__(self, total: int, stream=None, delay: float = 1.0, clock=time.monotonic,
+                 width: int = 30):
+        self.total, self.done, self.width = max(total, 1), 0, width
+        self.stream = stream if stream is not None else sys.stderr
+        self.delay, self.clock = delay, clock
+        self.started = clock()
+        self.drawn_at: float | None = None
+        self.shown_tenth = -1
+        self.tty = getattr(self.stream, "isatty", lambda: False)()
+
+    def advance(self, count: int, label: str = "") -> None:
+        self.done = min(self.total, self.done + count)
+        now = self.clock()
+        if now - self.started < self.delay:
+            return
+        if self.tty:
+            if self.drawn_at is None or now - self.drawn_at >= 0.1 or self.done == self.total:
+                self.stream.write("\r" + self.line(label))
+                self.drawn_at = now
+        elif self.done * 10 // self.total > self.shown_tenth:
+            self.shown_tenth = self.done * 10 // self.total
+            self.stream.write(self.line(label) + "\n")
+        self.stream.flush()
+
+    def line(self, label: str) -> str:
+        filled = self.done * self.width // self.total
+        percent = self.done * 100 // self.total
+        return (f"Seeding demo data [{'#' * filled}{'.' * (self.width - filled)}] "
+                f"{percent:3d}% {label:<12}")
+
+    def close(self) -> None:
+        if self.tty and self.drawn_at is not None:
+            self.stream.write("\r" + self.line("done") + "\n")
+            self.stream.flush()
 
 
-def demo_contact(rng: random.Random) -> dict:
-    first, last = rng.choice(FIRST), rng.choice(LAST)
-    company, domain = rng.choice(COMPANIES)
-    handle = f"{first}.{last}{rng.randint(1, 999)}".lower()
-    return {
-        "firstName": first,
-        "lastName": last,
-        "email": f"{handle}@{domain}",
-        "phoneNumber": f"+1415555{rng.randint(0, 9999):04d}",
-        "companyName": company,
-        "companyDomain": domain,
-        "jobTitle": rng.choice(TITLES),
-        "linkedinUrl": f"https://www.linkedin.com/in/{handle.replace('.', '-')}",
-    }
+def _scaled(scale: Scale, share: float) -> Scale:
+    if share == 1.0:
+        return scale
+    return Scale(calls=int(scale.calls * share), prospects=max(20, int(scale.prospects * share)),
+                 timeline=0)
 
 
-async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None) -> list[dict]:
-    """Create the demo workspaces; returns [{"id", "name", "apiKey"}]. Same seed, same data."""
+def estimate(scale: Scale) -> int:
+    """Documents to write, for the progress bar: calls count twice (each writes its timeline
+    entry), plus roughly two activities per prospect and one per call, plus the long
+    timeline."""
+    total = 0
+    for spec in WORKSPACES:
+        part = _scaled(scale, spec["share"])
+        total += 3 * part.prospects + 3 * part.calls + part.timeline
+    return total
+
+
+async def _write(progress: Progress, label: str, insert, workspace_id: str, docs: list) -> None:
+    for start in range(0, len(docs), WRITE_BATCH):
+        batch = docs[start:start + WRITE_BATCH]
+        await insert(workspace_id, batch)
+        progress.advance(len(batch) * (2 if label == "calls" else 1), label)
+
+
+async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
+               scale: Scale | None = None, progress: Progress | None = None) -> list[dict]:
+    """Create the demo workspaces; returns [{"id", "name", "apiKey"}]. Same seed, same data.
+
+    The first workspace gets `scale`, the second about a tenth of it. In the first, the
+    prospect LONG_TIMELINE_CONTACT has `scale.timeline` extra activities, and its newest call
+    with a recording carries MISSING_RECORDING_REF.
+    """
     rng = random.Random(seed)
     now = now or dt.datetime(2026, 11, 21, 9, 30)
+    scale = scale or Scale()
+    progress = progress or Progress(estimate(scale), delay=float("inf"))
     result = []
-    for spec in WORKSPACES:
+    for index, spec in enumerate(WORKSPACES):
+        part = _scaled(scale, spec["share"])
         workspace = await store.workspaces.create(
-            spec["name"], demo_uuid(rng), now - dt.timedelta(days=400)
-        )
+            spec["name"], demo_uuid(rng), now - dt.timedelta(days=400))
         wid = workspace["id"]
         users = []
         for i in range(spec["users"] + 1):
-            first, last = FIRST[(i * 7 + len(result)) % len(FIRST)], LAST[i % len(LAST)]
-            user = await store.users.create(
-                wid,
-                f"{first}.{last}@{spec['name'].split()[0].lower()}.example".lower(),
-                first,
-                last,
-                now - dt.timedelta(days=300 - i),
-                demo_uuid(rng),
-            )
-            users.append(user)
+            first, last = FIRST[(i * 7 + index) % len(FIRST)], LAST[i % len(LAST)]
+            users.append(await store.users.create(
+                wid, f"{first}.{last}@{spec['name'].split()[0].lower()}.example".lower(),
+                first, last, now - dt.timedelta(days=300 - i), demo_uuid(rng)))
         await store.users.delete(wid, users[-1]["id"])  # one deleted user per workspace
-        active = users[:-1]
-        contacts = [demo_contact(rng) for _ in range(spec["prospects"])]
-        for index, name in enumerate(spec["lists"]):
-            owner = active[index % len(active)]
-            created = now - dt.timedelta(days=60 - 15 * index, hours=rng.randint(0, 23))
-            listing = await store.lists.create(
-                wid, name, owner["id"], created_at=created, list_id=demo_uuid(rng)
-            )
-            members = rng.sample(contacts, k=min(len(contacts), 30 + 20 * index))
-            for start in range(0, len(members), 100):
-                added = await store.prospects.add_to_list(
-                    wid, listing["id"], owner["id"], members[start : start + 100]
-                )
-                await store.lists.add_prospects(wid, listing["id"], added)
+        active, deleted = users[:-1], users[-1]
+        lists = []
+        for number, name in enumerate(spec["lists"]):
+            created = now - dt.timedelta(days=60 - 15 * number, hours=rng.randint(0, 23))
+            lists.append(await store.lists.create(wid, name, active[number % len(active)]["id"],
+                                                  created_at=created, list_id=demo_uuid(rng)))
+        prospects = build_prospects(rng, wid, part.prospects, lists, now, part.timeline > 0)
+        await _write(progress, "prospects", store.prospects.insert_documents, wid, prospects)
+        for listing in lists:
+            members = sum(listing["id"] in p["listIds"] for p in prospects)
+            await store.lists.add_prospects(wid, listing["id"], members)
+        calls = build_calls(rng, wid, active, deleted, prospects, part.calls, now)
+        if index == 0:
+            recorded = [call for call in calls if call["hasRecording"]]
+            if recorded:
+                recorded[-1]["recordingRef"] = MISSING_RECORDING_REF
+        await _write(progress, "calls", store.calls.insert_documents, wid, calls)
+        activities = build_timelines(rng, wid, active, prospects, calls, lists, now)
+        if part.timeline:
+            activities += long_timeline(rng, wid, prospects[0], active, part.timeline, now)
+        await _write(progress, "activities", store.activities.insert_documents, wid, activities)
         _, key = await auth.create(wid, "demo key")
         result.append({"id": wid, "name": spec["name"], "apiKey": key})
+    progress.advance(progress.total, "done")
+    progress.close()
     return result
 
 
@@ -163,7 +179,10 @@ def run_demo(config: Config, args) -> int:
 
 async def _demo(config: Config, args) -> None:
     store, auth = await open_services(config)
-    workspaces = await seed(store, auth, args.seed)
+    scale = Scale(calls=args.calls, prospects=args.prospects, timeline=args.timeline)
+    progress = Progress(estimate(scale))
+    workspaces = await seed(store, auth, args.seed, scale=scale, progress=progress)
+    config = await start_simulated_provider(config)
     sockets = bind_sockets(config.port, config.host)
     port = sockets[0].getsockname()[1]
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
@@ -174,6 +193,17 @@ async def _demo(config: Config, args) -> None:
     )
     print(banner(origin, workspaces, args.keys_file), flush=True)
     await asyncio.Event().wait()
+
+
+async def start_simulated_provider(config: Config) -> Config:
+    """Run the simulated telephony provider on loopback with throwaway credentials; the demo's
+    recordings come from it (and MISSING_RECORDING_REF is missing there)."""
+    account_id = "AC" + secrets.token_hex(16)
+    auth_token = secrets.token_hex(16)
+    provider = await start_provider("127.0.0.1", 0, account_id=account_id, auth_token=auth_token,
+                                    library=ProviderLibrary(missing=[MISSING_RECORDING_REF]))
+    return config.replace(provider_url=provider.base_url, provider_account_id=account_id,
+                          provider_auth_token=auth_token)
 
 
 def banner(origin: str, workspaces: list[dict], keys_file: str) -> str:
@@ -187,6 +217,9 @@ def banner(origin: str, workspaces: list[dict], keys_file: str) -> str:
         f"  All keys : {keys_file}",
         "",
         f"  curl -H 'Authorization: Bearer {key}' {origin}/v1/users",
+        f"  curl -H 'Authorization: Bearer {key}' '{origin}/v1/calls?pageSize=100'",
+        f"  curl -H 'Authorization: Bearer {key}' "
+        f"'{origin}/v1/prospect-activities?email={LONG_TIMELINE_CONTACT['email']}'",
         "",
     ]
     return "\n".join(lines)

@@ -1,18 +1,79 @@
-"""Logging: plain operator logs, and one structured JSON access-log line per request."""
+"""Logging: one JSON object per line on stderr, for operator messages and the access log alike.
+
+Access lines carry requestId, workspaceId, method, path, status and durationMs, never headers,
+bodies or the query string. As a second line of defence every line is scrubbed of bearer
+tokens, anything shaped like an API key (a JWT), credentials in URLs, and the configured
+secrets (signing secret, provider credentials and URL), wherever they come from: our code,
+Tornado's messages about malformed requests, or a traceback.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
+import re
 import sys
-import time
+from collections.abc import Iterable
 
 access = logging.getLogger("workspace_api.access")
 
+REDACTED = "[redacted]"
+PATTERNS = [
+    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),  # a JWT (our API keys)
+    re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),  # user:password@ in a URL
+]
 
-def setup_logging(level: str = "info") -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+class JSONFormatter(logging.Formatter):
+    def __init__(self, secrets: Iterable[str] = ()):
+        super().__init__()
+        # As written and as escaped inside a JSON string; longest first, so a secret that
+        # contains another one is removed whole.
+        forms = {form for s in secrets if s and len(s) >= 6 for form in (s, json.dumps(s)[1:-1])}
+        self.secrets = sorted(forms, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        for pattern in PATTERNS:
+            text = pattern.sub(lambda m: (m.group(1) + " " if m.lastindex else "") + REDACTED,
+                               text)
+        return text
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {
+            "ts": dt.datetime.fromtimestamp(record.created, dt.UTC).strftime(
+                "%Y-%m-%dT%H:%M:%S.") + f"{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "pid": record.process,
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            line.update(fields)
+        else:
+            line["message"] = record.getMessage()
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return self.redact(json.dumps(line, ensure_ascii=False, default=str))
+
+
+def secrets_of(config) -> list[str]:
+    """The configured values that must never appear in a log line."""
+    from urllib.parse import urlsplit
+
+    values = [config.secret, config.provider_auth_token, config.provider_account_id,
+              config.provider_url]
+    if config.provider_url:
+        values.append(urlsplit(config.provider_url).netloc)
+    return [value for value in values if value]
+
+
+def setup_logging(level: str = "info", secrets: Iterable[str] = (), stream=None) -> None:
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JSONFormatter(secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -21,10 +82,9 @@ def setup_logging(level: str = "info") -> None:
 
 
 def access_log(handler) -> None:
-    """The Application's log_function. Never logs headers, bodies or the query string."""
+    """The Application's log_function: one line per request."""
     request = handler.request
     line = {
-        "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "requestId": getattr(handler, "request_id", None),
         "workspaceId": getattr(handler, "workspace_id", None),
         "method": request.method,
@@ -32,4 +92,4 @@ def access_log(handler) -> None:
         "status": handler.get_status(),
         "durationMs": round(request.request_time() * 1000, 2),
     }
-    access.info(json.dumps(line, separators=(",", ":")))
+    access.info(json.dumps(line, separators=(",", ":")), extra={"fields": line})

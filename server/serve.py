@@ -1,15 +1,33 @@
-"""`workspace-api serve`: run the API against the configured store."""
+"""`workspace-api serve`: run the API against the configured store, in one or N processes.
+
+With `--processes N` the socket is bound once and N forked workers accept on it; the parent
+only supervises (restarts a crashed worker, forwards SIGTERM/SIGINT). Every worker opens its
+own MongoDB client after the fork. The service starts even while MongoDB is unreachable: it
+answers 503 (and /readyz says not ready) until the indexes could be ensured, retrying by itself.
+On SIGTERM a worker stops accepting, lets requests in flight finish (shutdown_timeout_seconds),
+then exits.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import time
+
+from pymongo.errors import ConnectionFailure, ExecutionTimeout, PyMongoError
+from tornado.netutil import bind_sockets
 
 from server.app import http_server, make_app, open_services
+from server.auth import resolve_secret
 from server.config import Config, ConfigError
-from server.logs import setup_logging
+from server.logs import secrets_of, setup_logging
 
 log = logging.getLogger("workspace_api")
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+MAX_RETRY_DELAY = 10.0
 
 
 def serve(config: Config, args) -> int:
@@ -19,22 +37,132 @@ def serve(config: Config, args) -> int:
         if v is not None
     }
     config = config.replace(**overrides)
-    setup_logging(config.log_level)
-    if config.processes > 1:
-        raise ConfigError("--processes > 1 is not supported yet")
-    asyncio.run(_serve(config))
-    return 0
+    setup_logging(config.log_level, secrets_of(config))
+    if config.processes > 1 and config.embedded:
+        raise ConfigError(
+            "--processes > 1 needs MongoDB (MONGODB_URI=mongodb://...): the embedded store "
+            "lives inside one process, so workers would share no data, keys or rate limits")
+    resolve_secret(config)  # refuse a bad secret once, before any worker starts
+    try:
+        sockets = bind_sockets(config.port, config.host)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from exc
+    if config.processes == 1:
+        return asyncio.run(run_worker(config, sockets))
+    return supervise(config.processes, lambda: asyncio.run(run_worker(config, sockets)))
 
 
-async def _serve(config: Config) -> None:
+async def run_worker(config: Config, sockets) -> int:
+    """Serve on the bound sockets until SIGTERM/SIGINT, then shut down gracefully."""
     if config.embedded:
         log.warning(
             "MONGODB_URI=memory: using the embedded in-process store. NOTHING IS "
             "PERSISTED; all data is lost when the process exits. Set MONGODB_URI to a "
             "MongoDB URI for real use."
         )
-    store, auth = await open_services(config)
-    server = http_server(make_app(config, store, auth), config)
-    server.listen(config.port, config.host)
-    log.info("serving on http://%s:%s/v1", config.host, config.port)
-    await asyncio.Event().wait()
+    store, auth = await open_services(config, wait_for_indexes=config.embedded)
+    indexes = None
+    if not store.indexes_ready:
+        indexes = asyncio.create_task(ensure_indexes_when_reachable(store))
+    app = make_app(config, store, auth)
+    server = http_server(app, config)
+    server.add_sockets(sockets)
+    log.info("serving on http://%s:%s/v1 (pid %d)", config.host, config.port, os.getpid())
+    stop = asyncio.Event()
+    for signum in STOP_SIGNALS:
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+    await stop.wait()
+
+    app.settings["draining"] = True  # /readyz: 503 from now on
+    server.stop()  # no new connections; requests on open ones are still served
+    gate = server.request_callback
+    deadline = time.monotonic() + config.shutdown_timeout_seconds
+    while gate.inflight > 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    if gate.inflight > 0:
+        log.warning("closing %d requests still running after %s s", gate.inflight,
+                    config.shutdown_timeout_seconds)
+    await server.close_all_connections()
+    if indexes:
+        indexes.cancel()
+    store.close()
+    log.info("stopped (pid %d)", os.getpid())
+    return 0
+
+
+async def ensure_indexes_when_reachable(store) -> None:
+    """Create the indexes as soon as the database answers; until then the API answers 503."""
+    delay = 0.5
+    while True:
+        try:
+            await store.ensure_indexes()
+            log.info("database ready")
+            return
+        except (ConnectionFailure, ExecutionTimeout) as exc:
+            log.warning("database not reachable (%s); retrying in %.1f s", type(exc).__name__,
+                        delay)
+        except PyMongoError as exc:  # e.g. an index conflict: an operator has to look
+            log.error("cannot create the indexes (%s); retrying in %.1f s", exc, delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, MAX_RETRY_DELAY)
+
+
+def supervise(count: int, work) -> int:
+    """Fork `count` workers running `work()` and keep them running until SIGTERM/SIGINT, which
+    is passed on to every worker. A worker that dies is restarted, unless workers keep dying."""
+    children: dict[int, float] = {}  # pid -> start time
+    stopping = False
+
+    def spawn() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for signum in STOP_SIGNALS:
+                    signal.signal(signum, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+                code = work()
+            except BaseException:
+                log.exception("worker %d failed", os.getpid())
+            finally:
+                os._exit(code)  # never return into the supervisor's loop
+        children[pid] = time.monotonic()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+    def stop(signum, frame) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
+    for _ in range(count):
+        spawn()
+    log.info("supervising %d workers (pid %d)", count, os.getpid())
+    quick_deaths = 0
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        started = children.pop(pid, None)
+        if started is None or stopping:
+            continue
+        log.error("worker %d exited (%s); restarting it", pid, describe(status))
+        quick_deaths = quick_deaths + 1 if time.monotonic() - started < 5 else 0
+        if quick_deaths >= 3 * count:
+            log.error("workers keep dying right after start; stopping")
+            stop(signal.SIGTERM, None)
+            continue
+        spawn()
+    return 1 if quick_deaths >= 3 * count else 0
+
+
+def describe(status: int) -> str:
+    code = os.waitstatus_to_exitcode(status)
+    return f"signal {-code}" if code < 0 else f"exit code {code}"

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import asyncio
 
+import pymongo
+
+from store.activities import Activities
+from store.calls import Calls
 from store.indexes import ensure_indexes
 from store.keys import Keys
 from store.lists import Lists
+from store.metrics import DialerMetrics
 from store.prospects import Prospects
+from store.ratelimits import RateLimits
 from store.users import Users
 from store.workspaces import Workspaces
 
@@ -31,9 +37,21 @@ class Store:
         self.keys = Keys(db)
         self.lists = Lists(db)
         self.prospects = Prospects(db, default_region)
+        self.calls = Calls(db)
+        self.activities = Activities(db)
+        self.metrics = DialerMetrics(db)
+        self.ratelimits = RateLimits(db)
+        # False until ensure_indexes() has succeeded: the API answers 503 until then, because
+        # the unique indexes are what keeps concurrent writes free of duplicates.
+        self.indexes_ready = False
 
-    async def ensure_indexes(self) -> None:
-        await ensure_indexes(self.db)
+    async def ensure_indexes(self, build_timeout: float = 600) -> None:
+        # The ping fails fast (timeoutMS) when the server is away; the index builds then get
+        # longer, as a first build on a large collection may outlast the per-operation timeout.
+        await self.db.command("ping")
+        with pymongo.timeout(build_timeout):
+            await ensure_indexes(self.db)
+        self.indexes_ready = True
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:
@@ -54,6 +72,10 @@ def open_store(uri: str, database: str, timeout_seconds: float = 5.0,
     if uri == "memory":
         from mongomock_motor import AsyncMongoMockClient
 
+        from store import embedded
+
+        embedded.apply()
+
         client = AsyncMongoMockClient()
         return Store(client[database], client, True, default_region)
     from motor.motor_asyncio import AsyncIOMotorClient
@@ -61,6 +83,9 @@ def open_store(uri: str, database: str, timeout_seconds: float = 5.0,
     ms = int(timeout_seconds * 1000)
     client = AsyncIOMotorClient(
         uri,
+        # timeoutMS bounds every operation as a whole (selection, connection, server time), so
+        # a request never waits longer than this on the database: it gets a 503 instead.
+        timeoutMS=ms,
         serverSelectionTimeoutMS=ms,
         connectTimeoutMS=ms,
         socketTimeoutMS=max(ms, 30000),

@@ -1,6 +1,7 @@
 """Every index of the service, each prefixed by workspaceId, created idempotently at start-up.
 
-The README's index table documents which query each one serves.
+The README's index table documents which query each one serves. The one exception to the
+prefix rule is the rate-limit counters' TTL index: MongoDB's TTL indexes are single-field.
 """
 
 from __future__ import annotations
@@ -26,6 +27,27 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("workspaceId", ASC), ("phoneE164", ASC)], name="ws_phone"),
         IndexModel([("workspaceId", ASC), ("listIds", ASC)], name="ws_lists"),
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
+        IndexModel([("workspaceId", ASC), ("listIds", ASC), ("createdAt", DESC), ("_id", DESC)],
+                   name="ws_list_newest"),
+        IndexModel([("workspaceId", ASC), ("updatedAt", ASC)], name="ws_updated"),
+    ],
+    "calls": [
+        IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
+        IndexModel([("workspaceId", ASC), ("userId", ASC), ("createdAt", DESC), ("_id", DESC)],
+                   name="ws_user_newest"),
+        IndexModel([("workspaceId", ASC), ("prospectId", ASC), ("createdAt", DESC),
+                    ("_id", DESC)], name="ws_prospect_newest"),
+        IndexModel([("workspaceId", ASC), ("listId", ASC), ("createdAt", DESC), ("_id", DESC)],
+                   name="ws_list_newest"),
+        IndexModel([("workspaceId", ASC), ("updatedAt", ASC)], name="ws_updated"),
+    ],
+    "activities": [
+        IndexModel([("workspaceId", ASC), ("prospectId", ASC), ("occurredAt", DESC),
+                    ("_id", DESC)], name="ws_prospect_timeline"),
+    ],
+    "rate_limits": [
+        IndexModel([("workspaceId", ASC), ("windowStart", ASC)], name="ws_window", unique=True),
+        IndexModel([("expireAt", ASC)], name="ttl", expireAfterSeconds=0),
     ],
 }
 

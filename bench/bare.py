@@ -1,0 +1,61 @@
+"""The "bare" comparison handlers: plain `tornado.web.RequestHandler`s that run the same store
+query and the same JSON encoding as the API handler they stand beside, and nothing else (no
+authentication, rate limiting, request id, validation or access log). They run in the API's
+process on a second port, on the same store, so the ratio API/bare is the cost of the API's
+hot path. Also the bench-only endpoint that reports the database round-trip counters."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import tornado.web
+
+from handlers import jsonio
+
+JSON = "application/json; charset=utf-8"
+
+
+class BareHandler(tornado.web.RequestHandler):
+    def initialize(self, store, info: dict) -> None:
+        self.store = store
+        self.workspace_id = info["workspaceId"]
+
+    def compute_etag(self) -> None:
+        return None  # the API sends no ETag either
+
+    def send(self, value) -> None:
+        self.set_header("Content-Type", JSON)
+        self.finish(jsonio.dumps(value))
+
+
+class BareUsers(BareHandler):
+    async def get(self) -> None:
+        self.send({"users": await self.store.users.list_active(self.workspace_id)})
+
+
+class BareCalls(BareHandler):
+    """GET /calls?pageSize=100 without the API: same store page, same envelope."""
+
+    async def get(self) -> None:
+        page = await self.store.calls.page(self.workspace_id, 1, 100)
+        self.send({"calls": page.items, "total": page.total, "page": page.page,
+                   "pageSize": page.page_size, "hasMore": page.has_more})
+
+
+class DbOps(tornado.web.RequestHandler):
+    """GET /bench/dbops: database operations counted since start, per collection.operation."""
+
+    def initialize(self, counts: Counter) -> None:
+        self.counts = counts
+
+    def get(self) -> None:
+        self.set_header("Content-Type", JSON)
+        self.finish(jsonio.dumps(dict(self.counts)))
+
+
+def make_bare_app(store, info: dict, counts: Counter) -> tornado.web.Application:
+    shared = {"store": store, "info": info}
+    routes = [(r"/bare/users", BareUsers, shared), (r"/bench/dbops", DbOps, {"counts": counts})]
+    if hasattr(store, "calls"):
+        routes.append((r"/bare/calls", BareCalls, shared))
+    return tornado.web.Application(routes, log_function=lambda handler: None, debug=False)

@@ -1,0 +1,68 @@
+"""Database round-trip counting for the bench server: every collection the store holds is
+wrapped in a proxy that counts each operation that reaches the database.
+
+One call is one round trip: `find`/`aggregate` count once for their first batch (larger
+results would add getMore batches on MongoDB; none of the counted requests reads that many).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+OPERATIONS = frozenset({
+    "find", "find_one", "find_one_and_update", "find_one_and_replace", "find_one_and_delete",
+    "insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one",
+    "delete_many", "bulk_write", "count_documents", "estimated_document_count", "aggregate",
+    "distinct", "watch",
+})
+
+
+class CountingCollection:
+    """A collection that counts its operations per collection name into `counts`."""
+
+    def __init__(self, collection, counts: Counter):
+        self._collection = collection
+        self._counts = counts
+        self._name = collection.name
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._collection, name)
+        if name not in OPERATIONS or not callable(attr):
+            return attr
+        counts, key = self._counts, f"{self._name}.{name}"
+
+        def counted(*args, **kwargs):
+            counts[key] += 1
+            return attr(*args, **kwargs)
+
+        return counted
+
+    def __getitem__(self, name: str):
+        return self._collection[name]
+
+
+def is_collection(value) -> bool:
+    # Both motor's and mongomock-motor's collections pass this check (the latter masquerades).
+    from motor.motor_asyncio import AsyncIOMotorCollection
+
+    return isinstance(value, AsyncIOMotorCollection)
+
+
+def install(store) -> Counter:
+    """Wrap every collection held by the store's collection families (and by the families
+    they hold in turn, e.g. the activities inside calls); returns the shared counter."""
+    counts: Counter = Counter()
+    seen: set[int] = {id(store.db), id(store.client)}
+
+    def walk(holder, depth: int) -> None:
+        if id(holder) in seen or depth > 3 or not hasattr(holder, "__dict__"):
+            return
+        seen.add(id(holder))
+        for attr, value in list(vars(holder).items()):
+            if is_collection(value):
+                setattr(holder, attr, CountingCollection(value, counts))
+            elif not isinstance(value, str | int | float | bool | bytes | type(None)):
+                walk(value, depth + 1)
+
+    walk(store, 0)
+    return counts

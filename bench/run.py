@@ -1,0 +1,598 @@
+"""`make bench`: runs every benchmark of issue 7 and prints one table of ratios.
+
+Three kinds of process take part: the API under test (`bench.server`, with the bare comparison
+handlers on a second port), the simulated provider (`bench.provider_proc`), and this one, which
+generates the load on loopback and samples the API's RSS. Each figure is measured against its
+baseline in the same run, interleaved round by round (A B B A ...), and reported as a ratio.
+
+    python -m bench [--quick] [--only P1,P4] [--json results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import dataclasses
+import json
+import os
+import secrets
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+from bench.httpload import download, request_bytes, run_load
+from bench.memory import MB, RSSSampler
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+ALL = ("P1", "P2", "P3", "P4", "P5", "P6")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    connections: int = 8  # concurrent keep-alive connections for the req/s figures
+    rounds: int = 12  # interleaved rounds per side (ABBA order)
+    round_seconds: float = 0.8
+    warmup_seconds: float = 1.0
+    users: int = 25
+    calls: int = 300
+    upload_sizes: tuple = (1, 10, 100)
+    upload_rounds: int = 4
+    upload_requests: dict = dataclasses.field(default_factory=lambda: {1: 25, 10: 15, 100: 6})
+    p1_bytes: int = 200 * MB
+    p1_rounds: int = 3
+    p2_bytes: int = 500 * MB
+    slow_rate: float = 1 * MB  # bytes/s
+    slow_seconds: float = 30.0
+    activities: int = 100_000
+    p6_runs: int = 2
+
+
+QUICK = Settings(connections=2, rounds=2, round_seconds=0.3, warmup_seconds=0.2, users=5,
+                 calls=120, upload_rounds=1, upload_requests={1: 3, 10: 2, 100: 1},
+                 p1_bytes=4 * MB, p1_rounds=1, p2_bytes=8 * MB, slow_rate=1 * MB,
+                 slow_seconds=2.0, activities=2000, p6_runs=1)
+
+
+@dataclasses.dataclass
+class Row:
+    id: str
+    what: str
+    measured: str
+    baseline: str
+    ratio: str
+    target: str
+    result: str  # PASS, MISS, or a reason it did not run
+    data: dict = dataclasses.field(default_factory=dict)
+
+
+# --- processes -------------------------------------------------------------------------------
+
+
+class Process:
+    """A child process that prints one JSON line when ready and stops on SIGTERM."""
+
+    def __init__(self, module: str, args: list[str], log_path: Path, timeout: float = 300):
+        self.log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=self.log,
+                                     stdin=subprocess.DEVNULL)
+        self.info = self._ready(timeout, log_path)
+
+    def _ready(self, timeout: float, log_path: Path) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+            if readable:
+                line = self.proc.stdout.readline()
+                if line:
+                    return json.loads(line)
+            if self.proc.poll() is not None:
+                break
+        self.stop()
+        tail = log_path.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"{self.proc.args} did not start:\n{tail}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+class Bench:
+    """The processes of one run and the helpers that talk to them."""
+
+    def __init__(self, settings: Settings, workdir: Path):
+        self.settings = settings
+        self.workdir = workdir
+        self.account = "AC" + secrets.token_hex(16)
+        self.token = secrets.token_hex(16)
+        self.provider: Process | None = None
+        self.refs = {"p1": "RE" + uuid.uuid4().hex, "p2": "RE" + uuid.uuid4().hex}
+        self.children: list[Process] = []
+
+    def start_provider(self) -> Process:
+        if self.provider is None:
+            s = self.settings
+            self.provider = self.spawn("bench.provider_proc", [
+                "--account", self.account, "--token", self.token,
+                f"{self.refs['p1']}={s.p1_bytes}", f"{self.refs['p2']}={s.p2_bytes}"],
+                "provider")
+        return self.provider
+
+    def start_server(self, name: str, *args: str, provider: bool = False) -> Process:
+        extra = []
+        if provider:
+            port = self.start_provider().info["port"]
+            extra = ["--provider-url", f"http://{HOST}:{port}", "--provider-account",
+                     self.account, "--provider-token", self.token]
+        return self.spawn("bench.server", [*args, *extra], name)
+
+    def spawn(self, module: str, args: list[str], name: str) -> Process:
+        process = Process(module, args, self.workdir / f"{name}.log")
+        self.children.append(process)
+        return process
+
+    def stop_all(self) -> None:
+        for process in reversed(self.children):
+            process.stop()
+        self.children.clear()
+        self.provider = None
+
+
+def api_get(server: Process, path: str, extra: dict | None = None) -> bytes:
+    headers = {"Authorization": f"Bearer {server.info['key']}", **(extra or {})}
+    return request_bytes("GET", path, HOST, server.info["api_port"], headers)
+
+
+async def dbops(server: Process) -> dict:
+    port = server.info["bare_port"]
+    result = await download(HOST, port, request_bytes("GET", "/bench/dbops", HOST, port),
+                            keep=True)
+    return json.loads(result.body)
+
+
+# --- statistics ------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+@dataclasses.dataclass
+class Side:
+    rps: list[float] = dataclasses.field(default_factory=list)
+    cpu_ms: list[float] = dataclasses.field(default_factory=list)  # server CPU per request
+    latencies: list[float] = dataclasses.field(default_factory=list)
+    errors: int = 0
+    statuses: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def median_rps(self) -> float:
+        return statistics.median(self.rps)
+
+    def describe(self) -> str:
+        return (f"{self.median_rps:,.0f} req/s, p50 {ms(percentile(self.latencies, 0.5))}, "
+                f"p99 {ms(percentile(self.latencies, 0.99))}")
+
+    def summary(self) -> dict:
+        return {"rps_rounds": [round(r, 1) for r in self.rps], "rps": round(self.median_rps, 1),
+                "cpu_ms_per_request": round(statistics.median(self.cpu_ms), 4),
+                "p50_ms": round(percentile(self.latencies, 0.5) * 1000, 3),
+                "p99_ms": round(percentile(self.latencies, 0.99) * 1000, 3),
+                "errors": self.errors, "statuses": self.statuses}
+
+
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+async def side_by_side(settings: Settings, pid: int, sides: dict) -> dict[str, Side]:
+    """Closed-loop load on each side in interleaved rounds (A B, B A, ...), so that noise from
+    the rest of the machine falls on both sides alike; also the server's CPU per request."""
+    names = list(sides)
+    for name in names:  # warm-up, not counted
+        port, make = sides[name]
+        await run_load(HOST, port, make, connections=settings.connections,
+                       duration=settings.warmup_seconds)
+    results = {name: Side() for name in names}
+    for round_index in range(settings.rounds):
+        order = names if round_index % 2 == 0 else names[::-1]
+        for name in order:
+            port, make = sides[name]
+            before = cpu_seconds(pid)
+            load = await run_load(HOST, port, make, connections=settings.connections,
+                                  duration=settings.round_seconds)
+            side = results[name]
+            side.cpu_ms.append((cpu_seconds(pid) - before) * 1000 / max(1, load.requests))
+            side.rps.append(load.rps)
+            side.latencies.extend(load.latencies)
+            side.errors += load.errors
+            for status, count in load.statuses.items():
+                side.statuses[str(status)] = side.statuses.get(str(status), 0) + count
+    return results
+
+
+def throughput_row(row_id: str, what: str, api: Side, bare: Side, target: float) -> Row:
+    # The median of the per-round ratios: each pair ran back to back, so slow drifts of the
+    # machine's load cancel within a pair.
+    ratio = statistics.median(a / b for a, b in zip(api.rps, bare.rps, strict=True) if b)
+    cpu_ratio = statistics.median(bare.cpu_ms) / statistics.median(api.cpu_ms)
+    errors = api.errors + bare.errors
+    result = verdict(ratio >= target) if not errors else f"ERRORS ({errors})"
+    return Row(row_id, what, "API " + api.describe(), "bare " + bare.describe(),
+               f"{ratio:.2f}", f">= {target:.1f}", result,
+               {"api": api.summary(), "bare": bare.summary(), "ratio": round(ratio, 3),
+                "ratio_of_medians": round(api.median_rps / bare.median_rps, 3),
+                "cpu_ratio": round(cpu_ratio, 3)})
+
+
+# --- the benchmarks --------------------------------------------------------------------------
+
+
+async def bench_p4(bench: Bench, server: Process) -> list[Row]:
+    api_port, bare_port = server.info["api_port"], server.info["bare_port"]
+    api = api_get(server, "/v1/users")
+    bare = request_bytes("GET", "/bare/users", HOST, bare_port)
+    results = await side_by_side(bench.settings, server.pid, {"api": (api_port, lambda i: api),
+                                                  "bare": (bare_port, lambda i: bare)})
+    return [throughput_row("P4", f"GET /users ({bench.settings.users} users) req/s",
+                           results["api"], results["bare"], 0.6)]
+
+
+async def bench_p3(bench: Bench, server: Process) -> list[Row]:
+    api_port, bare_port = server.info["api_port"], server.info["bare_port"]
+    api = api_get(server, "/v1/calls?pageSize=100")
+    bare = request_bytes("GET", "/bare/calls", HOST, bare_port)
+    results = await side_by_side(bench.settings, server.pid, {"api": (api_port, lambda i: api),
+                                                  "bare": (bare_port, lambda i: bare)})
+    return [throughput_row("P3", f"GET /calls?pageSize=100 ({bench.settings.calls} calls) req/s",
+                           results["api"], results["bare"], 0.8)]
+
+
+def upload_body(start: int, count: int, run: str) -> bytes:
+    contacts = []
+    for n in range(start, start + count):
+        contacts.append({"firstName": f"Bench{n}", "lastName": "Upload",
+                         "email": f"contact{n}@{run}.bench.example",
+                         "phoneNumber": f"+1212{n % 10_000_000:07d}",
+                         "companyName": "Bench Corp", "jobTitle": "Tester"})
+    return json.dumps({"contacts": contacts}).encode()
+
+
+async def bench_p5(bench: Bench, server: Process) -> list[Row]:
+    s = bench.settings
+    info = server.info
+    port = info["api_port"]
+    path = f"/v1/lists/{info['listId']}/contacts"
+    headers = {"Authorization": f"Bearer {info['key']}", "Content-Type": "application/json"}
+    run = uuid.uuid4().hex[:8]
+    counter = [0]
+
+    def make(size: int):
+        def request(_: int) -> bytes:
+            body = upload_body(counter[0], size, run)  # every contact is new
+            counter[0] += size
+            return request_bytes("POST", path, HOST, port, headers, body)
+        return request
+
+    # Warm-up: the first upload pays imports and caches.
+    await run_load(HOST, port, make(10), connections=1, duration=30, max_requests=3)
+    stats = {size: {"latencies": [], "ops": 0, "requests": 0, "errors": 0, "by_op": {}}
+             for size in s.upload_sizes}
+    for round_index in range(s.upload_rounds):
+        order = s.upload_sizes if round_index % 2 == 0 else s.upload_sizes[::-1]
+        for size in order:
+            before = await dbops(server)
+            load = await run_load(HOST, port, make(size), connections=1, duration=30,
+                                  max_requests=s.upload_requests[size])
+            after = await dbops(server)
+            entry = stats[size]
+            for op, count in after.items():
+                # The key check is cached per key (key_cache_seconds); it is not the upload's.
+                if op.startswith("api_keys.") or count == before.get(op, 0):
+                    continue
+                entry["by_op"][op] = entry["by_op"].get(op, 0) + count - before.get(op, 0)
+                entry["ops"] += count - before.get(op, 0)
+            entry["requests"] += load.requests
+            entry["errors"] += load.errors
+            entry["latencies"].extend(load.latencies)
+
+    def figures(size: int) -> tuple[float, float]:
+        entry = stats[size]
+        return entry["ops"] / max(1, entry["requests"]), percentile(entry["latencies"], 0.5)
+
+    base_size = s.upload_sizes[0]
+    base_rt, base_p50 = figures(base_size)
+    rows = []
+    for size in s.upload_sizes[1:]:
+        rt, p50 = figures(size)
+        errors = stats[size]["errors"] + stats[base_size]["errors"]
+        ok = rt <= base_rt + 0.01
+        rows.append(Row(
+            "P5", f"POST /lists/{{id}}/contacts, {size} contacts: round trips, latency",
+            f"{rt:.2f} round trips/req, p50 {ms(p50)}",
+            f"{base_size} contact: {base_rt:.2f} round trips/req, p50 {ms(base_p50)}",
+            f"round trips x{rt / base_rt:.2f}, latency x{p50 / base_p50:.1f}" if base_rt else "-",
+            "round trips do not grow", verdict(ok) if not errors else f"ERRORS ({errors})",
+            {"size": size, "round_trips": rt, "p50_ms": p50 * 1000, "base_round_trips": base_rt,
+             "base_p50_ms": base_p50 * 1000, "by_op": stats[size]["by_op"],
+             "base_by_op": stats[base_size]["by_op"]}))
+    return rows
+
+
+async def bench_p1(bench: Bench, server: Process) -> list[Row]:
+    s = bench.settings
+    provider_port = bench.start_provider().info["port"]
+    ref = bench.refs["p1"]
+    basic = base64.b64encode(f"{bench.account}:{bench.token}".encode()).decode()
+    direct = request_bytes(
+        "GET", f"/2010-04-01/Accounts/{bench.account}/Recordings/{ref}.mp3", HOST,
+        provider_port, {"Authorization": f"Basic {basic}"})
+    call_id = server.info["recordingCalls"][ref]
+    api = api_get(server, f"/v1/calls/{call_id}/recording")
+    sides = {"api": (server.info["api_port"], api), "direct": (provider_port, direct)}
+    # Warm-up with a short read of each side.
+    for port, request in sides.values():
+        await download(HOST, port, request, max_seconds=0.5)
+    rates: dict[str, list[float]] = {"api": [], "direct": []}
+    # CPU seconds per GB moved, per process: where the cycles of each path go.
+    processes = {"api": psutil.Process(server.pid),
+                 "provider": psutil.Process(bench.provider.pid), "client": psutil.Process()}
+    cpu: dict[str, dict[str, float]] = {"api": {}, "direct": {}}
+    problems = []
+    for round_index in range(s.p1_rounds):
+        order = ["direct", "api"] if round_index % 2 == 0 else ["api", "direct"]
+        for name in order:
+            port, request = sides[name]
+            before = {k: sum(p.cpu_times()[:2]) for k, p in processes.items()}
+            result = await download(HOST, port, request, max_seconds=120)
+            for k, p in processes.items():
+                spent = sum(p.cpu_times()[:2]) - before[k]
+                cpu[name][k] = cpu[name].get(k, 0.0) + spent / (result.body_bytes / 1024**3)
+            if result.status != 200 or result.body_bytes != s.p1_bytes:
+                problems.append(f"{name}: {result.status}, {result.body_bytes} bytes")
+            rates[name].append(result.body_bytes / result.total / MB)
+    api_rate, direct_rate = statistics.median(rates["api"]), statistics.median(rates["direct"])
+    ratio = api_rate / direct_rate
+    cpu_per_gb = {name: {k: round(v / s.p1_rounds, 3) for k, v in per.items()}
+                  for name, per in cpu.items()}
+    return [Row("P1", f"recording throughput, {s.p1_bytes // MB} MB",
+                f"API {api_rate:,.0f} MB/s", f"direct from provider {direct_rate:,.0f} MB/s",
+                f"{ratio:.2f}", ">= 0.8",
+                verdict(ratio >= 0.8) if not problems else "ERRORS: " + "; ".join(problems),
+                {"api_mb_s": rates["api"], "direct_mb_s": rates["direct"],
+                 "ratio": round(ratio, 3), "cpu_s_per_gb": cpu_per_gb})]
+
+
+async def bench_p2(bench: Bench, server: Process) -> list[Row]:
+    s = bench.settings
+    ref = bench.refs["p2"]
+    call_id = server.info["recordingCalls"][ref]
+    port = server.info["api_port"]
+    request = api_get(server, f"/v1/calls/{call_id}/recording")
+    warm = api_get(server, f"/v1/calls/{call_id}/recording", {"Range": "bytes=0-1048575"})
+    await download(HOST, port, warm)
+    await download(HOST, port, request, max_seconds=0.3)
+    sampler = RSSSampler(server.pid)
+    rest = await asyncio.to_thread(sampler.at_rest, 1.0)
+    sampler.start()
+    slow_task = asyncio.ensure_future(download(HOST, port, request, rate=s.slow_rate,
+                                               max_seconds=s.slow_seconds, rcvbuf=64 * 1024))
+    await asyncio.sleep(min(2.0, s.slow_seconds / 4))  # the slow reader is well under way
+    fast = await download(HOST, port, request, max_seconds=120)
+    fast_peak = max(sampler.samples)
+    slow = await slow_task
+    peak = sampler.stop()
+    growth = (peak - rest) / MB
+    problems = []
+    if fast.status != 200 or fast.body_bytes != s.p2_bytes:
+        problems.append(f"fast: {fast.status}, {fast.body_bytes} bytes")
+    if slow.status != 200:
+        problems.append(f"slow: {slow.status}")
+    measured = (f"peak +{growth:.1f} MB (fast {fast.body_bytes / MB:.0f} MB at "
+                f"{fast.body_bytes / fast.total / MB:.0f} MB/s; slow {slow.body_bytes / MB:.1f} MB "
+                f"in {slow.total:.0f} s)")
+    return [Row("P2", f"API peak RSS, {s.p2_bytes // MB} MB recording, slow + fast client",
+                measured, f"at rest {rest / MB:.0f} MB", f"+{growth:.1f} MB", "< 64 MB",
+                verdict(growth < 64) if not problems else "ERRORS: " + "; ".join(problems),
+                {"rest_mb": rest / MB, "peak_mb": peak / MB, "growth_mb": growth,
+                 "peak_during_fast_mb": (fast_peak - rest) / MB,
+                 "fast_mb_s": fast.body_bytes / fast.total / MB,
+                 "slow_bytes": slow.body_bytes, "slow_seconds": slow.total})]
+
+
+async def bench_p6(bench: Bench, server: Process) -> list[Row]:
+    s = bench.settings
+    port = server.info["api_port"]
+    request = api_get(server, server.info["activitiesPath"])
+    warm = api_get(server, server.info["smallActivitiesPath"])
+    await download(HOST, port, warm, keep=True)
+    sampler = RSSSampler(server.pid)
+    rest = await asyncio.to_thread(sampler.at_rest, 1.0)
+    sampler.start()
+    runs, problems = [], []
+    for _ in range(s.p6_runs):
+        result = await download(HOST, port, request, max_seconds=120, keep=True)
+        count = count_activities(result.body) if result.status == 200 else None
+        if result.status != 200 or count != s.activities:
+            problems.append(f"{result.status}, {count} activities")
+        runs.append(result)
+    peak = sampler.stop()
+    growth = (peak - rest) / MB
+    ttfb = statistics.median(r.ttfb for r in runs)
+    total = statistics.median(r.total for r in runs)
+    size = runs[0].body_bytes / MB
+    return [Row("P6", f"GET /prospect-activities, {s.activities:,} activities",
+                f"TTFB {ms(ttfb)}, total {ms(total)} ({size:.0f} MB), peak +{growth:.1f} MB",
+                f"at rest {rest / MB:.0f} MB", f"+{growth:.1f} MB", "< 100 MB",
+                verdict(growth < 100) if not problems else "ERRORS: " + "; ".join(problems),
+                {"ttfb_s": [r.ttfb for r in runs], "total_s": [r.total for r in runs],
+                 "body_mb": size, "rest_mb": rest / MB, "peak_mb": peak / MB,
+                 "growth_mb": growth})]
+
+
+def count_activities(body: bytes) -> int | None:
+    """The length of the longest array in the document (the timeline)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    best = 0
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            best = max(best, len(value))
+        elif isinstance(value, dict):
+            stack.extend(v for v in value.values() if isinstance(v, list | dict))
+    return best
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def not_run(row_id: str, what: str, target: str, why: str) -> Row:
+    return Row(row_id, what, "-", "-", "-", target, why)
+
+
+async def run_all(settings: Settings, only: set[str], workdir: Path) -> list[Row]:
+    bench = Bench(settings, workdir)
+    rows: list[Row] = []
+    try:
+        # 1. Request rates and round trips, on one server (P4, P5, P3) and P1's throughput.
+        available = probe_features()
+        if only & {"P1", "P3", "P4", "P5"}:
+            args = ["--users", str(settings.users)]
+            if available["calls"]:
+                args += ["--calls", str(settings.calls)]
+            if available["recording"] and "P1" in only:
+                args += ["--recording", f"{bench.refs['p1']}={settings.p1_bytes}"]
+            main = bench.start_server("server-main", *args, provider=available["recording"])
+            features = main.info["features"]
+            if "P4" in only:
+                rows += await bench_p4(bench, main)
+            if "P3" in only:
+                rows += (await bench_p3(bench, main) if features["calls"] else
+                         [not_run("P3", "GET /calls?pageSize=100 req/s", ">= 0.8",
+                                  "NOT RUN: no GET /v1/calls yet")])
+            if "P5" in only:
+                rows += await bench_p5(bench, main)
+            if "P1" in only:
+                rows += (await bench_p1(bench, main) if features["recording"] else
+                         [not_run("P1", "recording throughput", ">= 0.8",
+                                  "NOT RUN: no recording endpoint yet")])
+            main.stop()
+        # 2. Memory, each on a fresh server so that earlier peaks do not hide later growth.
+        if "P2" in only:
+            if available["recording"]:
+                server = bench.start_server("server-p2", "--users", "2", "--recording",
+                                            f"{bench.refs['p2']}={settings.p2_bytes}",
+                                            provider=True)
+                rows += await bench_p2(bench, server)
+                server.stop()
+            else:
+                rows.append(not_run("P2", "API peak RSS while a recording streams", "< 64 MB",
+                                    "NOT RUN: no recording endpoint yet"))
+        if "P6" in only:
+            if available["activities"]:
+                server = bench.start_server("server-p6", "--users", "2", "--activities",
+                                            str(settings.activities))
+                rows += await bench_p6(bench, server)
+                server.stop()
+            else:
+                rows.append(not_run("P6", "GET /prospect-activities", "< 100 MB",
+                                    "NOT RUN: no GET /v1/prospect-activities yet"))
+    finally:
+        bench.stop_all()
+    order = {row_id: i for i, row_id in enumerate(ALL)}
+    return sorted(rows, key=lambda r: order[r.id])
+
+
+_FEATURES: dict | None = None
+
+
+def probe_features() -> dict:
+    """Which endpoints the service has, asked of the code once (imports only, no server)."""
+    global _FEATURES
+    if _FEATURES is None:
+        code = ("import json; from bench.server import route_exists; print(json.dumps({"
+                "'calls': route_exists('/v1/calls'), "
+                "'recording': route_exists('/v1/calls/x/recording'), "
+                "'activities': route_exists('/v1/prospect-activities')}))")
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout
+        _FEATURES = json.loads(out)
+    return _FEATURES
+
+
+def table(rows: list[Row]) -> str:
+    head = ("id", "what", "measured", "baseline (same run)", "ratio / growth", "target", "result")
+    cells = [head] + [(r.id, r.what, r.measured, r.baseline, r.ratio, r.target, r.result)
+                      for r in rows]
+    lines = ["| " + " | ".join(row) + " |" for row in cells]
+    lines.insert(1, "|" + "|".join("---" for _ in head) + "|")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and durations (smoke)")
+    parser.add_argument("--only", help="comma-separated ids, e.g. P4,P5 (default: all)")
+    parser.add_argument("--json", help="also write the rows with their raw figures here")
+    parser.add_argument("--keep-logs", action="store_true", help="keep the servers' logs")
+    args = parser.parse_args(argv)
+    settings = QUICK if args.quick else Settings()
+    only = set(ALL) if not args.only else {x.strip().upper() for x in args.only.split(",")}
+    unknown = only - set(ALL)
+    if unknown:
+        parser.error(f"unknown ids: {', '.join(sorted(unknown))}")
+    workdir = Path(tempfile.mkdtemp(prefix="wsapi-bench-"))
+    started = time.monotonic()
+    try:
+        rows = asyncio.run(run_all(settings, only, workdir))
+    finally:
+        if not args.keep_logs:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"logs: {workdir}", file=sys.stderr)
+    elapsed = time.monotonic() - started
+    print(table(rows))
+    print(f"\n{len(rows)} figures in {elapsed:.0f} s on {os.cpu_count()} CPUs"
+          f"{' (quick mode: sizes too small to mean anything)' if args.quick else ''}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"elapsed_s": elapsed, "quick": args.quick,
+             "rows": [dataclasses.asdict(r) for r in rows]}, indent=2) + "\n")
+    return 0

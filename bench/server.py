@@ -1,0 +1,125 @@
+"""The server under test: the API exactly as `workspace-api serve` assembles it, on the embedded
+store seeded for the benchmarks, plus the "bare" comparison handlers on a second port of the
+same process and on the same store.
+
+    python -m bench.server [--users 25] [--calls 2000] [--recording REF=BYTES ...]
+                           [--activities 100000] [--provider-url URL ...]
+
+Once listening it prints one JSON line on stdout (ports, key, seeded ids, features) and runs
+until SIGTERM. Logs go to stderr, as in production (the harness sends them to a file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+
+from tornado.netutil import bind_sockets
+
+from bench import bare, counting, seeding
+from server.app import collect_handlers, http_server, make_app, open_services
+from server.config import load_config
+from server.logs import setup_logging
+
+# High enough that the limiter runs on every request but never refuses one.
+BENCH_RATE_LIMIT = 1_000_000_000
+
+
+def bench_config(args):
+    environ = {
+        "MONGODB_URI": "memory",
+        "WSAPI_HOST": "127.0.0.1",
+        "WSAPI_RATE_LIMIT_PER_MINUTE": str(args.rate_limit),
+        "WSAPI_LOG_LEVEL": "info",
+        "WSAPI_PROVIDER_URL": args.provider_url or "",
+        "WSAPI_PROVIDER_ACCOUNT_ID": args.provider_account or "",
+        "WSAPI_PROVIDER_AUTH_TOKEN": args.provider_token or "",
+    }
+    return load_config(environ=environ)
+
+
+def route_exists(path: str) -> bool:
+    """Whether the API (not its JSON 404 catch-all) routes `path`."""
+    return any(re.fullmatch(rule[0], path) for rule in collect_handlers()[:-1])
+
+
+def build_app(config, store, auth):
+    """The API app as the `serve` command builds it (with its services, when it has any)."""
+    from server import serve
+
+    builder = getattr(serve, "build_app", None) or getattr(serve, "make_service_app", None)
+    if builder is not None:
+        return builder(config, store, auth)
+    services = {}
+    make_services = getattr(serve, "build_services", None)
+    if make_services is not None:
+        services = make_services(config)
+    app = make_app(config, store, auth, **services)
+    if config.provider_url and app.settings.get("upstream") is None:
+        # The recording relay's provider client, configured as the service configures it.
+        from server.upstream import UpstreamClient
+
+        app.settings["upstream"] = UpstreamClient(
+            config.provider_url, config.provider_account_id, config.provider_auth_token,
+            connect_timeout=config.provider_connect_timeout,
+            header_timeout=config.provider_header_timeout)
+    return app
+
+
+async def main(args) -> None:
+    config = bench_config(args)
+    setup_logging(config.log_level)
+    store, auth = await open_services(config)
+    counts = counting.install(store)
+    recordings = dict(item.split("=", 1) for item in args.recording)
+    info = await seeding.seed(store, auth, users=args.users, calls=args.calls,
+                              recordings={ref: int(size) for ref, size in recordings.items()},
+                              activities=args.activities)
+    app = build_app(config, store, auth)
+    api_sockets = bind_sockets(0, "127.0.0.1")
+    http_server(app, config).add_sockets(api_sockets)
+    bare_app = bare.make_bare_app(store, info, counts)
+    bare_sockets = bind_sockets(0, "127.0.0.1")
+    http_server(bare_app, config).add_sockets(bare_sockets)
+    info.update(
+        pid=os.getpid(),
+        api_port=api_sockets[0].getsockname()[1],
+        bare_port=bare_sockets[0].getsockname()[1],
+        features={
+            "users": route_exists("/v1/users"),
+            "contacts": route_exists("/v1/lists/x/contacts"),
+            "calls": route_exists("/v1/calls") and hasattr(store, "calls"),
+            "recording": route_exists("/v1/calls/x/recording"),
+            "activities": route_exists("/v1/prospect-activities"),
+            "rate_limit": args.rate_limit,
+        },
+    )
+    print(json.dumps(info), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench.server")
+    parser.add_argument("--users", type=int, default=25)
+    parser.add_argument("--calls", type=int, default=0)
+    parser.add_argument("--recording", action="append", default=[], metavar="REF=BYTES",
+                        help="a call whose recording is REF, which the provider serves")
+    parser.add_argument("--activities", type=int, default=0,
+                        help="activities of one prospect (for GET /prospect-activities)")
+    parser.add_argument("--provider-url")
+    parser.add_argument("--provider-account")
+    parser.add_argument("--provider-token")
+    parser.add_argument("--rate-limit", type=int, default=BENCH_RATE_LIMIT)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse_args()))

@@ -1,0 +1,370 @@
+// The interactive reference: the API key (this tab's sessionStorage only), the Try-it forms,
+// and how responses are shown (status, timing, headers, JSON, pages, audio, chart).
+// Requests go only to this origin; the key is attached only to this origin's /v1 API.
+
+import { drawChart } from "./chart.js";
+
+const KEY_STORAGE = "workspace-api.key";
+const SHOWN_HEADERS = [
+  "Content-Type", "Content-Length", "X-Request-Id", "RateLimit-Policy", "RateLimit",
+  "Retry-After", "Link", "Location", "Content-Range", "Accept-Ranges", "ETag",
+  "WWW-Authenticate", "Allow",
+];
+const BODY_PLACEHOLDER = /"<id from GET \/(\w[\w-]*)>"/g;
+const MAX_HIGHLIGHT = 400_000;
+
+const keyInput = document.getElementById("api-key");
+const keyState = document.getElementById("key-state");
+const remembered = {}; // resource name -> an id seen in a response, to fill other forms
+const objectUrls = new WeakMap(); // result element -> blob: URL to revoke on the next send
+
+// --- the key -----------------------------------------------------------------------------
+
+function currentKey() {
+  return (sessionStorage.getItem(KEY_STORAGE) || "").trim();
+}
+
+function showKeyState() {
+  const set = currentKey() !== "";
+  keyState.textContent = set ? "key set for this tab" : "no key";
+  keyState.classList.toggle("set", set);
+}
+
+keyInput.value = currentKey();
+keyInput.addEventListener("input", () => {
+  const value = keyInput.value.trim();
+  if (value) sessionStorage.setItem(KEY_STORAGE, value);
+  else sessionStorage.removeItem(KEY_STORAGE);
+  showKeyState();
+});
+document.getElementById("key-toggle").addEventListener("click", (event) => {
+  const show = keyInput.type === "password";
+  keyInput.type = show ? "text" : "password";
+  event.currentTarget.textContent = show ? "Hide" : "Show";
+  event.currentTarget.setAttribute("aria-pressed", String(show));
+});
+document.getElementById("key-forget").addEventListener("click", () => {
+  sessionStorage.removeItem(KEY_STORAGE);
+  keyInput.value = "";
+  showKeyState();
+});
+document.getElementById("key-form").addEventListener("submit", (event) => event.preventDefault());
+showKeyState();
+
+// --- building a request from a form ------------------------------------------------------
+
+function sameOrigin(target) {
+  const url = new URL(target, location.origin);
+  if (url.origin !== location.origin) throw new Error("the console only talks to this site");
+  return url;
+}
+
+function describeRequest(form) {
+  const op = form.closest(".op");
+  const methodChoice = form.elements.namedItem("__method");
+  const method = methodChoice ? methodChoice.value : op.dataset.method;
+  let path = op.dataset.path;
+  const query = new URLSearchParams();
+  const headers = {};
+  const missing = [];
+  for (const field of form.querySelectorAll("[data-in]")) {
+    const value = field.value.trim();
+    const where = field.dataset.in;
+    if (where === "path") {
+      if (!value) missing.push(field.name);
+      path = path.replace(`{${field.name}}`, encodeURIComponent(value) || `{${field.name}}`);
+    } else if (value && where === "query") {
+      query.append(field.name, value);
+    } else if (value && where === "header") {
+      headers[field.name] = value;
+    }
+  }
+  const search = query.toString();
+  const bodyField = form.elements.namedItem("__body");
+  const request = { method, path: search ? `${path}?${search}` : path, headers, missing };
+  if (bodyField) {
+    request.body = bodyField.value;
+    request.headers["Content-Type"] = "application/json";
+  }
+  return request;
+}
+
+function updatePreview(form) {
+  const request = describeRequest(form);
+  form.querySelector(".try-url").textContent = `${request.method} ${request.path}`;
+}
+
+function shellQuote(text) {
+  return `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+function curlFor(request, auth) {
+  const parts = ["curl -i"];
+  if (request.method === "HEAD") parts.push("--head");
+  else if (request.method !== "GET") parts.push(`-X ${request.method}`);
+  parts.push(shellQuote(new URL(request.path, location.origin).href));
+  if (auth) parts.push('-H "Authorization: Bearer $API_KEY"');
+  for (const [name, value] of Object.entries(request.headers)) {
+    parts.push(`-H ${shellQuote(`${name}: ${value}`)}`);
+  }
+  if (request.body !== undefined) parts.push(`--data ${shellQuote(request.body)}`);
+  return parts.join(" \\\n  ");
+}
+
+// --- sending -----------------------------------------------------------------------------
+
+async function send(form, override) {
+  const op = form.closest(".op");
+  const result = form.querySelector(".result");
+  const request = override || describeRequest(form);
+  const auth = op.dataset.auth === "bearer";
+  result.hidden = false;
+  if (request.missing.length) {
+    result.replaceChildren(message(`Fill in ${request.missing.join(", ")} first.`, "error"));
+    return;
+  }
+  const url = sameOrigin(request.path);
+  const headers = { ...request.headers };
+  if (auth) {
+    const key = currentKey();
+    if (!key) {
+      result.replaceChildren(message("Enter your API key at the top of the page first.", "error"));
+      keyInput.focus();
+      return;
+    }
+    if (url.pathname.startsWith("/v1/")) headers.Authorization = `Bearer ${key}`;
+  }
+  const button = form.querySelector(".send");
+  button.disabled = true;
+  button.textContent = "Sending…";
+  const started = performance.now();
+  try {
+    const response = await fetch(url, {
+      method: request.method, headers, body: request.body, cache: "no-store",
+      credentials: "omit", redirect: "manual", referrerPolicy: "no-referrer",
+    });
+    const type = response.headers.get("Content-Type") || "";
+    let payload = null;
+    if (request.method !== "HEAD") {
+      payload = type.startsWith("audio/") ? await response.blob() : await response.text();
+    }
+    const elapsed = performance.now() - started;
+    showResult(form, result, request, response, payload, elapsed, auth);
+  } catch (error) {
+    result.replaceChildren(message(`The request failed: ${error.message}`, "error"));
+  } finally {
+    button.disabled = false;
+    button.textContent = "Send";
+  }
+}
+
+// --- showing the response ----------------------------------------------------------------
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (name === "class") node.className = value;
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+function message(text, kind) {
+  return el("p", { class: `result-message ${kind}` }, text);
+}
+
+function formatBytes(size) {
+  if (size < 1024) return `${size} B`;
+  if (size < 1024 * 1024) return `${(size / 1024).toFixed(1)} kB`;
+  return `${(size / 1024 / 1024).toFixed(2)} MB`;
+}
+
+const REASONS = {
+  200: "OK", 201: "Created", 204: "No Content", 206: "Partial Content", 302: "Found",
+  400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+  413: "Payload Too Large", 415: "Unsupported Media Type", 416: "Range Not Satisfiable",
+  422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
+  502: "Bad Gateway", 503: "Service Unavailable",
+};
+
+function showResult(form, result, request, response, payload, elapsed, auth) {
+  const previous = objectUrls.get(result);
+  if (previous) URL.revokeObjectURL(previous);
+  objectUrls.delete(result);
+
+  const status = response.status;
+  const reason = response.statusText || REASONS[status] || "";
+  const type = response.headers.get("Content-Type") || "";
+  const size = payload instanceof Blob ? payload.size
+    : payload !== null ? new TextEncoder().encode(payload).length : 0;
+  const parts = [
+    el("div", { class: "result-line" },
+      el("span", { class: `result-status status-${String(status)[0]}xx` }, `${status} ${reason}`.trim()),
+      el("span", { class: "result-meta result-time" }, `${Math.round(elapsed)} ms`),
+      el("span", { class: "result-meta" }, formatBytes(size)),
+      el("span", { class: "result-meta" }, `${request.method} ${request.path}`)),
+  ];
+
+  const headerList = el("dl", { class: "result-headers" });
+  for (const name of SHOWN_HEADERS) {
+    const value = response.headers.get(name);
+    if (value !== null) headerList.append(el("dt", {}, name), el("dd", { "data-header": name }, value));
+  }
+  parts.push(headerList);
+
+  const links = parseLinks(response.headers.get("Link"));
+  let json = null;
+  if (typeof payload === "string" && /json/.test(type) && payload) {
+    try {
+      json = JSON.parse(payload);
+    } catch {
+      json = null;
+    }
+  }
+  if (Object.keys(links).length) parts.push(pager(form, links, json));
+  if (json && /problem\+json/.test(type) && typeof json.type === "string") {
+    const href = sameOrigin(json.type).href;
+    parts.push(el("p", { class: "problem-link" }, "What this error means: ",
+      el("a", { href }, `${json.code || "problem"} on the error codes page`)));
+  }
+  if (payload instanceof Blob) parts.push(player(result, request, payload));
+  if (json && Array.isArray(json.byDay) && json.byDay.length) {
+    const chart = el("div", { class: "chart" });
+    parts.push(chart);
+    drawChart(chart, json.byDay);
+  }
+  if (json !== null) parts.push(jsonView(json));
+  else if (typeof payload === "string" && payload) parts.push(el("pre", { class: "json" }, payload));
+  parts.push(el("pre", { class: "curl" }, curlFor(request, auth)));
+  result.replaceChildren(...parts);
+  if (json && status < 300) remember(json);
+}
+
+function parseLinks(header) {
+  const links = {};
+  if (!header) return links;
+  for (const match of header.matchAll(/<([^>]*)>\s*;\s*rel="?([^";,]+)"?/g)) {
+    links[match[2]] = match[1];
+  }
+  return links;
+}
+
+function pager(form, links, json) {
+  const nav = el("nav", { class: "pager", "aria-label": "pages" });
+  const labels = [["first", "« First"], ["prev", "‹ Previous"], ["next", "Next ›"], ["last", "Last »"]];
+  for (const [rel, label] of labels) {
+    const button = el("button", { type: "button", class: "secondary", "data-rel": rel }, label);
+    if (!links[rel]) button.disabled = true;
+    else button.addEventListener("click", () => followLink(form, links[rel]));
+    nav.append(button);
+  }
+  if (json && Number.isInteger(json.page) && Number.isInteger(json.pageSize)) {
+    const pages = Math.max(1, Math.ceil((json.total || 0) / json.pageSize));
+    nav.append(el("span", { class: "page-info" }, `page ${json.page} of ${pages} · ${json.total} in total`));
+  }
+  return nav;
+}
+
+function followLink(form, link) {
+  const url = sameOrigin(link);
+  for (const field of form.querySelectorAll('[data-in="query"]')) {
+    field.value = url.searchParams.get(field.name) || "";
+  }
+  updatePreview(form);
+  const request = describeRequest(form);
+  request.path = url.pathname + url.search;
+  send(form, request);
+}
+
+function player(result, request, blob) {
+  const objectUrl = URL.createObjectURL(blob);
+  objectUrls.set(result, objectUrl);
+  const id = decodeURIComponent(request.path.split("?")[0].split("/").filter(Boolean).at(-2) || "recording");
+  const audio = el("audio", { controls: "", preload: "metadata", src: objectUrl });
+  const download = el("a", { class: "download", href: objectUrl, download: `call-${id}.mp3` },
+    `Download call-${id}.mp3`);
+  return el("div", { class: "player" }, audio, download);
+}
+
+function jsonView(value) {
+  const text = JSON.stringify(value, null, 2);
+  const pre = el("pre", { class: "json", tabindex: "0" });
+  if (text.length > MAX_HIGHLIGHT) {
+    pre.textContent = text;
+    return pre;
+  }
+  const token = /("(?:\\.|[^"\\])*")(\s*:)?|\b(true|false)\b|\b(null)\b|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/g;
+  let last = 0;
+  for (const match of text.matchAll(token)) {
+    if (match.index > last) pre.append(text.slice(last, match.index));
+    const kind = match[1] ? (match[2] ? "k" : "s") : match[3] ? "b" : match[4] ? "z" : "n";
+    pre.append(el("span", { class: kind }, match[1] || match[0]));
+    if (match[2]) pre.append(match[2]);
+    last = match.index + match[0].length;
+  }
+  pre.append(text.slice(last));
+  return pre;
+}
+
+// --- ids seen in responses fill the next forms (GET /users -> ownerUserId, ...) ------------
+
+function remember(json) {
+  for (const [name, value] of Object.entries(json)) {
+    if (Array.isArray(value) && value.length && value[0] && typeof value[0].id === "string") {
+      const withRecording = value.find((item) => item.hasRecording === true || item.recording);
+      remembered[name] = (withRecording || value[0]).id;
+    } else if (value && typeof value === "object" && typeof value.id === "string") {
+      remembered[`${name}s`] = value.id;
+    }
+  }
+  for (const form of document.querySelectorAll("form.try")) fillForm(form);
+}
+
+function fillForm(form) {
+  const path = form.closest(".op").dataset.path;
+  for (const field of form.querySelectorAll('[data-in="path"]')) {
+    const resource = path.split(`/{${field.name}}`)[0].split("/").at(-1);
+    if (!field.value && remembered[resource]) {
+      field.value = remembered[resource];
+      field.title = `filled in from the last GET /${resource}`;
+    }
+  }
+  const body = form.elements.namedItem("__body");
+  if (body) {
+    body.value = body.value.replace(BODY_PLACEHOLDER, (whole, resource) =>
+      remembered[resource] ? JSON.stringify(remembered[resource]) : whole);
+  }
+  updatePreview(form);
+}
+
+// --- wiring ------------------------------------------------------------------------------
+
+for (const form of document.querySelectorAll("form.try")) {
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send(form);
+  });
+  form.addEventListener("input", () => updatePreview(form));
+  form.addEventListener("change", () => updatePreview(form));
+  updatePreview(form);
+}
+
+// The base URL as this browser reaches the service.
+const baseUrl = document.getElementById("base-url");
+if (baseUrl) baseUrl.textContent = new URL(baseUrl.textContent, location.origin).href;
+
+// Highlight the operation being read in the sidebar.
+const navLinks = new Map();
+for (const link of document.querySelectorAll(".sidebar a[href^='#op-']")) {
+  navLinks.set(link.getAttribute("href").slice(1), link);
+}
+const observer = new IntersectionObserver((entries) => {
+  for (const entry of entries) {
+    const link = navLinks.get(entry.target.id);
+    if (link) link.classList.toggle("current", entry.isIntersecting);
+  }
+}, { rootMargin: "-120px 0px -55% 0px" });
+for (const op of document.querySelectorAll(".op")) observer.observe(op);

@@ -1,0 +1,87 @@
+"""GET /v1/prospect-activities: one prospect with its whole activity timeline, streamed.
+
+The timeline is unbounded, so the body is written as it is read: the prospect, then the
+activities in batches of `batch_size` from one database cursor, each batch flushed to the
+client before the next is fetched. Memory stays flat whatever the timeline's length, and a slow
+client slows the cursor down instead of filling the server's buffers. When the client goes
+away, the next flush fails and the cursor is closed.
+
+Errors before the first flush are ordinary problem responses. After it the status (200) has
+been sent, so a failure can only cut the body short: the connection is closed without the
+final `]}` (and without the terminating chunk), which every JSON parser reports as an error.
+"""
+
+import logging
+from contextlib import aclosing
+
+from tornado.iostream import StreamClosedError
+
+from handlers import jsonio
+from handlers.base import APIError, APIHandler
+from handlers.params import phone, problem, uuid_param
+
+log = logging.getLogger("workspace_api")
+
+SELECTORS = ("prospectId", "email", "phoneNumber")
+
+
+class ProspectActivitiesHandler(APIHandler):
+    query_schemas = {"GET": "/schemas/queries/prospect-activities.json"}
+    batch_size = 500
+
+    async def get(self) -> None:
+        prospect = await self.selected_prospect()
+        timeline = self.settings["store"].activities.timeline(
+            self.workspace_id, prospect["id"], self.batch_size)
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.write('{"prospect":' + jsonio.dumps(prospect) + ',"activities":[')
+        flushed = False
+        async with aclosing(timeline) as batches:
+            try:
+                separator = ""
+                async for batch in batches:
+                    self.write(separator + ",".join(jsonio.dumps(item) for item in batch))
+                    separator = ","
+                    flushed = True
+                    await self.flush()
+                    if self.request.connection.stream.closed():
+                        return
+            except StreamClosedError:
+                return  # the client went away; aclosing closes the cursor
+            except Exception:
+                if not flushed:
+                    raise  # nothing sent yet: an ordinary problem response
+                log.exception("timeline stream failed after the status was sent (request %s)",
+                              self.request_id)
+                self.request.connection.stream.close()
+                return
+        self.finish("]}")
+
+    async def selected_prospect(self) -> dict:
+        given = [name for name in SELECTORS if name in self.query]
+        if len(given) != 1:
+            detail = ("is required (or email, or phoneNumber)" if not given else
+                      f"cannot be combined with {given[0]}: give exactly one of prospectId, "
+                      "email, phoneNumber")
+            raise problem(given[1] if given else "prospectId", detail)
+        prospects = self.settings["store"].prospects
+        found = await prospects.lookup(
+            self.workspace_id,
+            prospect_id=uuid_param(self.query, "prospectId"),
+            email=self.query.get("email"),
+            phone=phone(self.query, "phoneNumber", prospects.normalize_phone),
+        )
+        what = {"prospectId": "id", "email": "email", "phoneNumber": "phone number"}[given[0]]
+        if not found:
+            raise APIError("not_found", f"there is no prospect with this {what} in your "
+                                        "workspace")
+        if len(found) > 1:
+            raise APIError("invalid_reference",
+                           f"{given[0]} matches several prospects; select one by prospectId "
+                           f"(GET /prospects?{given[0]}=... lists them)",
+                           [{"parameter": given[0], "pointer": f"#/query/{given[0]}",
+                             "detail": "matches several prospects"}])
+        return found[0]
+
+
+default_handlers = [(r"/v1/prospect-activities", ProspectActivitiesHandler)]

@@ -1,0 +1,298 @@
+"""Deterministic demo data: prospects, calls and activity timelines as store documents.
+
+Pure functions of a `random.Random` and a fixed `now`: the same seed gives the same documents,
+ids included. `server.demo` writes them through the store. The shapes are plausible for an
+outbound team: calls on weekdays in New York business hours over the last 90 days, most of
+them unanswered, a few long conversations that book meetings, recordings of answered calls,
+and timelines of calls, emails, notes, list memberships, meetings and status changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import random
+import uuid
+from zoneinfo import ZoneInfo
+
+from store.activities import activity_document, list_added_activity
+from store.calls import call_document
+from store.prospects import Contact, dedupe_key, prospect_document
+
+# The one recording reference whose audio the simulated provider reports missing: exactly one
+# call of the first demo workspace carries it (its newest call with a recording).
+MISSING_RECORDING_REF = "RE" + "0badc0de" * 4
+CALL_DAYS = 90
+TEAM_ZONE = ZoneInfo("America/New_York")
+LONG_TIMELINE_CONTACT = {
+    "firstName": "Dana", "lastName": "Whitfield", "email": "dana.whitfield@northwind.example",
+    "phoneNumber": "+14155550100", "companyName": "Northwind",
+    "companyDomain": "northwind.example", "jobTitle": "VP Sales",
+    "linkedinUrl": "https://www.linkedin.com/in/dana-whitfield",
+}
+
+FIRST = ["Ava", "Liam", "Mia", "Noah", "Zoe", "Ethan", "Lena", "Omar", "Iris", "Hugo", "Nora",
+         "Raj", "Sofia", "Tom", "Yara", "Felix", "Greta", "Ivan", "Julia", "Kenji", "Amara",
+         "Bruno", "Chloe", "Diego", "Elif", "Farah", "Gabriel", "Hana", "Isaac", "Jonas"]
+LAST = ["Nguyen", "Schmidt", "Garcia", "Okafor", "Rossi", "Kowalski", "Haddad", "Silva",
+        "Andersen", "Tanaka", "Dubois", "Murphy", "Novak", "Costa", "Ahmed", "Larsen", "Moreau",
+        "Fischer", "Patel", "Kim", "Jensen", "Horvat", "Ibrahim", "Lindqvist"]
+COMPANIES = [("Northwind", "northwind.example"), ("Contoso", "contoso.example"),
+             ("Fabrikam", "fabrikam.example"), ("Tailspin", "tailspin.example"),
+             ("Litware", "litware.example"), ("Proseware", "proseware.example"),
+             ("Adatum", "adatum.example"), ("Woodgrove", "woodgrove.example"),
+             ("Wingtip", "wingtip.example"), ("Lucerne", "lucerne.example"),
+             ("Relecloud", "relecloud.example"), ("Trey Research", "treyresearch.example")]
+TITLES = ["VP Sales", "Head of Operations", "CFO", "IT Manager", "Procurement Lead", "Founder",
+          "Office Manager", "Director of Marketing", "RevOps Manager", "Sales Director"]
+AREA_CODES = ["212", "213", "305", "312", "404", "415", "503", "512", "617", "646", "702", "720",
+              "206", "303", "602", "615", "704", "713", "801", "919"]
+CALL_NOTES = ["Interested, wants pricing for 20 seats.", "Using a competitor until Q3; call back.",
+              "Asked for a case study in their industry.", "Gatekeeper; got the direct line.",
+              "Budget approved next quarter.", "Not the decision maker; referred to the CFO.",
+              "Happy with the current vendor.", "Wants a demo with the IT team.",
+              "Call back after the holidays.", "Sent the one-pager during the call."]
+NOTES = ["Met at the SaaStr booth; follow up about integrations.",
+         "LinkedIn: promoted to VP last month.", "Champion left the company; find the new owner.",
+         "Prefers email over calls.", "Evaluating three vendors, decision in six weeks."]
+SUBJECTS = ["Quick question about your outbound team", "Following up on our call",
+            "Case study: 3x more conversations", "Pricing for your team",
+            "Time for a 20-minute demo?", "Checking in"]
+REPLIES = ["Re: Following up on our call", "Re: Pricing for your team", "Re: Checking in"]
+OUTBOUND = [("connected", 16), ("no_answer", 42), ("voicemail", 24), ("busy", 6), ("failed", 4),
+            ("wrong_number", 8)]
+INBOUND = [("connected", 80), ("no_answer", 12), ("voicemail", 8)]
+
+
+@dataclasses.dataclass
+class Scale:
+    """How much demo data the first workspace gets (the second gets about a tenth)."""
+
+    calls: int = 5000
+    prospects: int = 500
+    timeline: int = 5000  # extra activities of the one prospect with a very long timeline
+
+
+def demo_uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def recording_ref(rng: random.Random) -> str:
+    """A provider recording reference: RE + 32 lowercase hex digits."""
+    return f"RE{rng.getrandbits(128):032x}"
+
+
+def caller_id(index: int) -> str:
+    return f"+1212555{100 + index:04d}"
+
+
+def demo_contacts(rng: random.Random, count: int) -> list[dict]:
+    """`count` contacts with distinct emails and phone numbers."""
+    emails, phones, contacts = {LONG_TIMELINE_CONTACT["email"]}, {"+14155550100"}, []
+    while len(contacts) < count:
+        first, last = rng.choice(FIRST), rng.choice(LAST)
+        company, domain = rng.choice(COMPANIES)
+        handle = f"{first}.{last}{rng.randint(1, 99) if rng.random() < 0.4 else ''}".lower()
+        email = f"{handle}@{domain}"
+        phone = f"+1{rng.choice(AREA_CODES)}555{rng.randint(0, 9999):04d}"
+        if email in emails or phone in phones:
+            continue
+        emails.add(email)
+        phones.add(phone)
+        contacts.append({"firstName": first, "lastName": last, "email": email,
+                         "phoneNumber": phone, "companyName": company, "companyDomain": domain,
+                         "jobTitle": rng.choice(TITLES),
+                         "linkedinUrl": f"https://www.linkedin.com/in/{handle.replace('.', '-')}"})
+    return contacts
+
+
+def build_prospects(rng: random.Random, workspace_id: str, count: int, lists: list[dict],
+                    now: dt.datetime, long_timeline: bool) -> list[dict]:
+    """Prospect documents, created over the last 150 days, each in zero to two lists."""
+    contacts = demo_contacts(rng, count - 1 if long_timeline else count)
+    if long_timeline:
+        contacts.insert(0, dict(LONG_TIMELINE_CONTACT))
+    documents = []
+    for index, raw in enumerate(contacts):
+        contact = Contact.parse(raw, "US")
+        joined = [x for x in lists if rng.random() < 0.45] or ([] if rng.random() < 0.2 else
+                                                                [rng.choice(lists)])
+        if index == 0 and long_timeline:
+            joined = list(lists)
+        created = min([now - dt.timedelta(days=rng.uniform(95, 150))]
+                      + [x["createdAt"] - dt.timedelta(hours=1) for x in joined])
+        owner = joined[0]["ownerUserId"] if joined else None
+        doc = prospect_document(workspace_id, contact, dedupe_key(contact), owner,
+                                created.replace(microsecond=0), [x["id"] for x in joined],
+                                demo_uuid(rng))
+        documents.append(doc)
+    return documents
+
+
+def _weighted(rng: random.Random, table: list[tuple[str, int]]) -> str:
+    return rng.choices([name for name, _ in table], [weight for _, weight in table])[0]
+
+
+def _call_start(rng: random.Random, now: dt.datetime) -> dt.datetime:
+    """A weekday moment in New York business hours within the last CALL_DAYS days."""
+    while True:
+        day = (now - dt.timedelta(days=rng.randint(0, CALL_DAYS - 1))).date()
+        if day.weekday() >= 5 and rng.random() < 0.95:
+            continue
+        local = dt.datetime(day.year, day.month, day.day, 9, tzinfo=TEAM_ZONE) + dt.timedelta(
+            seconds=rng.randint(0, int(8.5 * 3600)), milliseconds=rng.randint(0, 999))
+        start = local.astimezone(dt.UTC).replace(tzinfo=None)
+        if start < now - dt.timedelta(hours=1):
+            return start
+
+
+def _talk_seconds(rng: random.Random, disposition: str) -> int:
+    if disposition == "connected":
+        if rng.random() < 0.35:
+            return rng.randint(8, 59)
+        return min(2400, int(rng.lognormvariate(math.log(180), 0.7)) + 60)
+    if disposition == "voicemail":
+        return rng.randint(15, 50)
+    return rng.randint(4, 25)  # wrong_number
+
+
+def build_calls(rng: random.Random, workspace_id: str, users: list[dict],
+                deleted_user: dict, prospects: list[dict], count: int,
+                now: dt.datetime) -> list[dict]:
+    """Call documents, newest last. Busier reps dial more; the deleted user dialed early on;
+    the long-timeline prospect (prospects[0]) is called more than anyone."""
+    weights = [4, 3, 3, 2, 1, 1][:len(users)] + [1] * max(0, len(users) - 6)
+    members = [p for p in prospects if p["listIds"]]
+    documents = []
+    for _ in range(count):
+        started = _call_start(rng, now)
+        user_index = rng.choices(range(len(users)), weights)[0]
+        user = users[user_index]
+        if started < now - dt.timedelta(days=CALL_DAYS - 25) and rng.random() < 0.15:
+            user, user_index = deleted_user, len(users)
+        direction = "inbound" if rng.random() < 0.08 else "outbound"
+        if rng.random() < 0.01:
+            prospect = prospects[0]
+        elif direction == "outbound" and members and rng.random() < 0.8:
+            prospect = rng.choice(members)
+        else:
+            prospect = rng.choice(prospects)
+        list_id = (rng.choice(prospect["listIds"]) if direction == "outbound"
+                   and prospect["listIds"] and rng.random() < 0.85 else None)
+        disposition = _weighted(rng, OUTBOUND if direction == "outbound" else INBOUND)
+        answered = ended = None
+        if disposition in ("connected", "voicemail", "wrong_number"):
+            answered = started + dt.timedelta(seconds=rng.randint(4, 25))
+            ended = answered + dt.timedelta(seconds=_talk_seconds(rng, disposition))
+        else:
+            ring = {"no_answer": (25, 40), "busy": (2, 6), "failed": (0, 3)}[disposition]
+            ended = started + dt.timedelta(seconds=rng.randint(*ring))
+        talk = int((ended - answered).total_seconds()) if answered else 0
+        meeting = disposition == "connected" and rng.random() < (0.22 if talk >= 120 else 0.02)
+        ref = recording_ref(rng) if answered and rng.random() < 0.92 else None
+        ours, theirs = caller_id(user_index), prospect["phoneE164"]
+        documents.append(call_document(
+            workspace_id, user_id=user["id"], prospect_id=prospect["_id"], direction=direction,
+            disposition=disposition, from_number=ours if direction == "outbound" else theirs,
+            to_number=theirs if direction == "outbound" else ours, started_at=started,
+            answered_at=answered, ended_at=ended, list_id=list_id, meeting_booked=meeting,
+            notes=rng.choice(CALL_NOTES) if disposition == "connected" and rng.random() < 0.45
+            else None, recording_ref=ref, recording_duration_seconds=talk if ref else None,
+            updated_at=ended + dt.timedelta(seconds=rng.randint(2, 90)),
+            call_id=demo_uuid(rng)))
+    documents.sort(key=lambda doc: (doc["startedAt"], doc["_id"]))
+    return documents
+
+
+def build_timelines(rng: random.Random, workspace_id: str, users: list[dict],
+                    prospects: list[dict], calls: list[dict], lists: list[dict],
+                    now: dt.datetime) -> list[dict]:
+    """Everything on the timelines besides the calls' own entries (the store writes those):
+    list memberships, meetings, status changes, emails and notes."""
+    names = {x["id"]: x for x in lists}
+    activities = []
+
+    def add(prospect, kind, at, summary, details, user=None, call=None):
+        activities.append(activity_document(
+            workspace_id, prospect["_id"], kind, at, summary, details,
+            user_id=user, call_id=call, activity_id=demo_uuid(rng)))
+
+    for prospect in prospects:
+        for list_id in prospect["listIds"]:
+            joined = names[list_id]["createdAt"] + dt.timedelta(minutes=rng.randint(1, 240))
+            activities.append(list_added_activity(workspace_id, prospect["_id"], list_id,
+                                                  names[list_id]["name"], joined))
+    status: dict[str, str] = {}
+    for call in calls:  # oldest first
+        prospect_id = call["prospectId"]
+        if status.get(prospect_id) is None:
+            status[prospect_id] = "new"
+        if call["disposition"] == "connected" and status[prospect_id] == "new":
+            _status(activities, rng, workspace_id, call, "new", "contacted")
+            status[prospect_id] = "contacted"
+        if call["meetingBooked"]:
+            meeting_at = call["endedAt"] + dt.timedelta(days=rng.randint(1, 10), hours=2)
+            activities.append(activity_document(
+                workspace_id, prospect_id, "meeting_booked", call["endedAt"],
+                "Meeting booked for " + meeting_at.strftime("%b %d"),
+                {"scheduledFor": meeting_at.replace(minute=0, second=0, microsecond=0)},
+                user_id=call["userId"], call_id=call["_id"], activity_id=demo_uuid(rng)))
+            if status[prospect_id] != "meeting_set":
+                _status(activities, rng, workspace_id, call, status[prospect_id], "meeting_set")
+                status[prospect_id] = "meeting_set"
+    for prospect in prospects:
+        if rng.random() < 0.3:
+            user = prospect["ownerUserId"] or rng.choice(users)["id"]
+            for _ in range(rng.randint(1, 3)):
+                sent = now - dt.timedelta(days=rng.uniform(1, 80))
+                subject = rng.choice(SUBJECTS)
+                add(prospect, "email", sent, f"Email sent: {subject}",
+                    {"direction": "outbound", "subject": subject}, user)
+                if rng.random() < 0.25:
+                    reply = rng.choice(REPLIES)
+                    add(prospect, "email", sent + dt.timedelta(hours=rng.randint(1, 48)),
+                        f"Email received: {reply}", {"direction": "inbound", "subject": reply})
+        if rng.random() < 0.1:
+            text = rng.choice(NOTES)
+            add(prospect, "note", now - dt.timedelta(days=rng.uniform(1, 80)), text,
+                {"text": text}, rng.choice(users)["id"])
+    return activities
+
+
+def _status(activities, rng, workspace_id, call, before, after):
+    activities.append(activity_document(
+        workspace_id, call["prospectId"], "status_change", call["endedAt"],
+        f"Status: {before} → {after}", {"from": before, "to": after},
+        user_id=call["userId"], activity_id=demo_uuid(rng)))
+
+
+def long_timeline(rng: random.Random, workspace_id: str, prospect: dict, users: list[dict],
+                  count: int, now: dt.datetime) -> list[dict]:
+    """`count` emails, notes and status changes over the last two years: one prospect with a
+    very long timeline (to try GET /prospect-activities streaming)."""
+    activities = []
+    statuses = ["contacted", "qualified", "meeting_set", "unqualified", "customer"]
+    current = None
+    for i in range(count):
+        at = now - dt.timedelta(days=730 * (count - i) / max(count, 1),
+                                minutes=rng.randint(0, 600))
+        user = rng.choice(users)["id"]
+        roll = rng.random()
+        if roll < 0.6:
+            inbound = rng.random() < 0.3
+            subject = rng.choice(REPLIES if inbound else SUBJECTS)
+            kind, summary = "email", f"Email {'received' if inbound else 'sent'}: {subject}"
+            details = {"direction": "inbound" if inbound else "outbound", "subject": subject}
+            user = None if inbound else user
+        elif roll < 0.97:
+            text = rng.choice(NOTES + CALL_NOTES)
+            kind, summary, details = "note", text, {"text": text}
+        else:
+            after = rng.choice([s for s in statuses if s != current])
+            kind, summary = "status_change", f"Status: {current or 'none'} → {after}"
+            details, current = {"from": current, "to": after}, after
+        activities.append(activity_document(workspace_id, prospect["_id"], kind, at, summary,
+                                            details, user_id=user,
+                                            activity_id=demo_uuid(rng)))
+    return activities

@@ -1,0 +1,124 @@
+"""What every request passes before the application sees it: the body size cap, and the count of
+requests in flight that a graceful shutdown waits for.
+
+Tornado's own `max_body_size` answers an oversized body with a bare `400` and a closed
+connection. The gate instead stops buffering at `max_body_bytes` (declared Content-Length or
+chunked) and hands the request to the application marked `body_too_large`, so the client gets
+the API's JSON 413; the rest of the body is read and dropped for a few seconds (so the client
+gets to read the reply) and the connection is then closed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tornado import httputil
+from tornado.ioloop import IOLoop
+
+
+
+class Gate(httputil.HTTPServerConnectionDelegate):
+    def __init__(self, app, max_body_bytes: int, linger_seconds: float = 5.0):
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.linger_seconds = linger_seconds
+        self.inflight = 0
+
+    def start_request(self, server_conn, request_conn) -> httputil.HTTPMessageDelegate:
+        return _Request(self, server_conn, request_conn)
+
+    def on_close(self, server_conn) -> None:
+        self.app.on_close(server_conn)
+
+
+class _Connection:
+    """The request's connection as the application sees it: its finish() goes through the gate."""
+
+    def __init__(self, raw, request: _Request):
+        self._raw, self._request = raw, request
+        self.body_too_large = False
+
+    def __getattr__(self, name):
+        return getattr(self._raw, name)
+
+    def finish(self) -> None:
+        self._request.reply_written()
+
+
+class _Request(httputil.HTTPMessageDelegate):
+    def __init__(self, gate: Gate, server_conn, request_conn):
+        self.gate = gate
+        self.raw = request_conn
+        self.conn = _Connection(request_conn, self)
+        self.inner = gate.app.start_request(server_conn, self.conn)
+        self.received = 0
+        self.started = self.cut = self.body_done = self.finished = False
+        self.linger = None
+
+    async def headers_received(self, start_line, headers) -> None:
+        self.started = True
+        self.gate.inflight += 1
+        pending = self.inner.headers_received(start_line, headers)
+        if pending is not None:
+            await pending
+        length = headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > self.gate.max_body_bytes:
+            headers.pop("Expect", None)  # no "100 Continue": the client need not send it at all
+            self.cut_off()
+
+    def data_received(self, chunk: bytes) -> None:
+        if self.cut:
+            return None
+        self.received += len(chunk)
+        if self.received > self.gate.max_body_bytes:
+            self.cut_off()
+            return None
+        return self.inner.data_received(chunk)
+
+    def cut_off(self) -> None:
+        """Let the application answer now (413) and discard the rest of the body."""
+        self.cut = True
+        self.conn.body_too_large = True
+        self.raw.set_max_body_size(sys.maxsize)  # or Tornado adds a bare 400 after our reply
+        self.inner.finish()
+
+    def reply_written(self) -> None:
+        """The application finished its reply. If it did so while the body is still coming in
+        (a cut-off request), keep reading and dropping the body for a while before Tornado
+        closes the connection: closing on unread data sends a TCP reset, which can destroy the
+        reply before the client reads it (the "lingering close" of Apache and nginx)."""
+        if self.cut and not self.body_done:
+            self.linger = IOLoop.current().call_later(self.gate.linger_seconds, self.finish_reply)
+        else:
+            self.finish_reply()
+
+    def finish_reply(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        if self.linger is not None:
+            IOLoop.current().remove_timeout(self.linger)
+        try:
+            self.raw.finish()  # closes the connection unless the whole body has been read
+        finally:
+            self.done()
+
+    def done(self) -> None:
+        if self.started:
+            self.started = False
+            self.gate.inflight -= 1
+
+    def finish(self) -> None:
+        self.body_done = True
+        if not self.cut:
+            self.inner.finish()
+        elif self.linger is not None:
+            self.finish_reply()
+
+    def on_connection_close(self) -> None:
+        self.body_done = True
+        if self.linger is not None:
+            self.finish_reply()
+        self.done()
+        if not self.cut:
+            self.inner.on_connection_close()

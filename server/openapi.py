@@ -1,0 +1,399 @@
+"""The OpenAPI 3.1 document, assembled from the files in schemas/ (one source of truth).
+
+`schemas/endpoints/*.json` describe one operation each (shape: schemas/meta/endpoint.json);
+every other schema file becomes a component, and `$ref`s by `$id` are rewritten to
+`#/components/schemas/<folder>.<name>`. `route_mismatches` cross-checks the document against
+the routes the application serves and the schemas their handlers validate with.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable
+
+from tornado.web import RequestHandler
+
+from handlers.problems import PROBLEMS
+from schemas import Schemas
+
+ENDPOINTS = "/schemas/endpoints/"
+NOT_COMPONENTS = (ENDPOINTS, "/schemas/meta/")
+ENDPOINT_META = "/schemas/meta/endpoint.json"
+NO_QUERY = "/schemas/queries/none.json"
+PROBLEM = "/schemas/records/problem.json"
+API_BASE = "/v1"
+UUID_SCHEMA = {"type": "string", "format": "uuid"}
+STANDARD_PROBLEMS = ["invalid_request", "unauthorized", "rate_limited", "service_unavailable"]
+METHODS = ("get", "head", "post", "put", "patch", "delete", "options")
+TAGS = [
+    ("Users", "Workspace users: the candidates for a list's ownerUserId."),
+    (
+        "Dialer lists",
+        "Create dialer lists and upload contacts to them (spec 4.10: GET /users, "
+        "POST /lists, POST /lists/{listId}/contacts, GET /lists).",
+    ),
+    ("Calls", "Calls and their recordings."),
+    ("Prospects", "Prospects and their activity timelines."),
+    ("Reporting", "Dialer KPIs."),
+    ("Service", "Health of the service (no API key needed)."),
+    ("Reference", "This reference: the OpenAPI document and the console pages."),
+]
+
+DESCRIPTION = """\
+Server-side HTTP API over a dialer workspace's calling data: calls, call recordings,
+prospects, prospect activities, users, dialer lists and dialer KPIs.
+
+Every request carries `Authorization: Bearer <API key>`; the key decides the workspace.
+Paginated lists take `page` and `pageSize` (50 or 100), are ordered newest first and carry a
+`Link` header. Errors are RFC 9457 problem details whose `type` points at
+/reference/problems#<code>.
+
+Requests consume a per-workspace rate limit shared by every client of the workspace, including
+the interactive reference at /reference, which sends its requests to this live system with real
+workspace data."""
+
+HEADERS = {
+    "X-Request-Id": (
+        "Id of this request, also in error bodies and the service's log. A client "
+        "value of 1-128 characters of A-Z a-z 0-9 . _ : - is echoed.",
+        {"type": "string"},
+    ),
+    "RateLimit-Policy": (
+        "The workspace's rate-limit policy: quota `q` requests per window "
+        '`w` seconds, e.g. `"workspace";q=600;w=60`.',
+        {"type": "string"},
+    ),
+    "RateLimit": (
+        "Requests `r` remaining in the current window and seconds `t` until it "
+        'resets, e.g. `"workspace";r=598;t=42`.',
+        {"type": "string"},
+    ),
+    "Retry-After": ("Seconds to wait before retrying.", {"type": "integer", "minimum": 0}),
+    "WWW-Authenticate": ("The Bearer challenge.", {"type": "string"}),
+    "Link": (
+        "RFC 8288 links to the first, prev, next and last pages, relative URLs that keep "
+        'the other query parameters, e.g. `</v1/lists?page=2&pageSize=50>; rel="next"`.',
+        {"type": "string"},
+    ),
+    "Location": ("URL of the created resource.", {"type": "string"}),
+    "Content-Range": (
+        "Which bytes of the recording this is: `bytes <start>-<end>/<size>`; on "
+        "416, `bytes */<size>` when the size is known.",
+        {"type": "string"},
+    ),
+    "Content-Length": ("Number of bytes in the body.", {"type": "integer", "minimum": 0}),
+    "Accept-Ranges": ("`bytes`: byte ranges may be requested.", {"type": "string"}),
+    "ETag": ("Entity tag of the recording, for If-Range.", {"type": "string"}),
+    "Content-Disposition": ("Suggested file name for saving the body.", {"type": "string"}),
+}
+
+REQUEST_HEADERS = {
+    "Range": (
+        "A single byte range `bytes=<start>-<end>` (either end may be omitted); answered "
+        "with 206, or 416 when it cannot be satisfied.",
+        {"type": "string", "pattern": "^bytes=\\d*-\\d*$"},
+    ),
+    "If-Range": (
+        "An ETag from an earlier response: the Range applies only while the recording "
+        "is unchanged, otherwise the whole recording is sent.",
+        {"type": "string"},
+    ),
+}
+
+
+def component_name(schema_id: str) -> str:
+    """/schemas/records/list.json -> records.list"""
+    folder, name = schema_id.removeprefix("/schemas/").removesuffix(".json").split("/")
+    return f"{folder}.{name}"
+
+
+def rewrite(node, base: str | None = None):
+    """A deep copy with $refs by $id (and local #/ refs of component `base`) pointing into
+    #/components/schemas, and without $id/$schema (they would change the base URI)."""
+    if isinstance(node, list):
+        return [rewrite(item, base) for item in node]
+    if not isinstance(node, dict):
+        return copy.deepcopy(node)
+    result = {}
+    for key, value in node.items():
+        if key in ("$id", "$schema"):
+            continue
+        if key == "$ref" and isinstance(value, str):
+            target, _, fragment = value.partition("#")
+            if target.startswith("/schemas/"):
+                value = f"#/components/schemas/{component_name(target)}" + fragment
+            elif not target and base:
+                value = f"#/components/schemas/{component_name(base)}" + fragment
+            result[key] = value
+        else:
+            result[key] = rewrite(value, base)
+    return result
+
+
+def schema_ref(value) -> dict:
+    """A schema $id (string) as a $ref, or an inline schema rewritten."""
+    if isinstance(value, str):
+        return {"$ref": f"#/components/schemas/{component_name(value)}"}
+    return rewrite(value)
+
+
+def path_names(path: str) -> list[str]:
+    return re.findall(r"\{([^}/]+)\}", path)
+
+
+def endpoint_files(schemas: Schemas) -> list[dict]:
+    """Every endpoint file, checked against the meta-schema and against the schema ids."""
+    endpoints = []
+    for sid, doc in schemas.documents.items():
+        if not sid.startswith(ENDPOINTS):
+            continue
+        errors = schemas.errors(ENDPOINT_META, doc)
+        if errors:
+            raise ValueError(f"{sid}: {errors[0]['pointer']} {errors[0]['detail']}")
+        for key in ("query", "body"):
+            if key in doc and doc[key] not in schemas.documents:
+                raise ValueError(f"{sid}: {key} {doc[key]} is not a schema file")
+        if set(path_names(doc["path"])) != set(doc.get("pathParameters", {})):
+            raise ValueError(f"{sid}: pathParameters must describe exactly {doc['path']}")
+        unknown = [c for c in doc.get("problems", []) if c not in PROBLEMS]
+        if unknown:
+            raise ValueError(f"{sid}: unknown problem code {unknown[0]}")
+        endpoints.append(doc)
+    return endpoints
+
+
+def api_path(path: str) -> tuple[str, bool]:
+    """(path relative to the /v1 server, whether it lies under /v1)."""
+    if path.startswith(API_BASE + "/"):
+        return path[len(API_BASE) :], True
+    return path, False
+
+
+def parameters(endpoint: dict, schemas: Schemas) -> list[dict]:
+    result = []
+    for name, spec in endpoint.get("pathParameters", {}).items():
+        result.append(
+            {
+                "name": name,
+                "in": "path",
+                "required": True,
+                "description": spec["description"],
+                "schema": rewrite(spec.get("schema", UUID_SCHEMA)),
+            }
+        )
+    query = schemas.documents[endpoint.get("query", NO_QUERY)]
+    for name, prop in query.get("properties", {}).items():
+        target = schemas.resolve(prop)
+        parameter = {
+            "name": name,
+            "in": "query",
+            "required": name in query.get("required", []),
+            "schema": rewrite(prop),
+        }
+        description = prop.get("description") or target.get("description")
+        if description:
+            parameter["description"] = description
+        result.append(parameter)
+    for name in endpoint.get("requestHeaders", []):
+        result.append({"$ref": f"#/components/parameters/{name}"})
+    return result
+
+
+def response(spec: dict, auth: bool, head: bool = False) -> dict:
+    names = ["X-Request-Id"] + (["RateLimit-Policy", "RateLimit"] if auth else [])
+    names += [h for h in spec.get("headers", []) if h not in names]
+    result = {
+        "description": spec["description"],
+        "headers": {h: {"$ref": f"#/components/headers/{h}"} for h in names},
+    }
+    if spec.get("content") and not head:
+        result["content"] = {
+            media: {"schema": schema_ref(schema)} for media, schema in spec["content"].items()
+        }
+    return result
+
+
+def problem_responses(codes: list[str], auth: bool, head: bool) -> dict:
+    result: dict[str, dict] = {}
+    for code in codes:
+        status, title, meaning = PROBLEMS[code]
+        headers = {
+            "401": ["WWW-Authenticate"],
+            "429": ["Retry-After"],
+            "503": ["Retry-After"],
+            "416": ["Content-Range"],
+        }.get(str(status), [])
+        line = f"{title} (`{code}`): {meaning}"
+        entry = result.get(str(status))
+        if entry:  # two codes with one status: one response describing both
+            entry["description"] += "\n\n" + line
+            entry["x-problem-codes"].append(code)
+            continue
+        spec = {
+            "description": line,
+            "headers": headers,
+            "content": {"application/problem+json": PROBLEM},
+        }
+        result[str(status)] = response(spec, auth and status != 401, head)
+        result[str(status)]["x-problem-codes"] = [code]
+    return result
+
+
+def operation(endpoint: dict, schemas: Schemas, head: bool = False) -> dict:
+    auth = endpoint.get("auth", True)
+    op = {
+        "operationId": endpoint["operationId"] + ("Head" if head else ""),
+        "tags": [endpoint["tag"]],
+        "summary": endpoint["summary"],
+        "description": endpoint["description"],
+    }
+    params = parameters(endpoint, schemas)
+    if params:
+        op["parameters"] = params
+    if "body" in endpoint:
+        media = {"schema": schema_ref(endpoint["body"])}
+        if "bodyExample" in endpoint:
+            media["example"] = endpoint["bodyExample"]
+        op["requestBody"] = {"required": True, "content": {"application/json": media}}
+    responses = {
+        status: response(spec, auth, head) for status, spec in endpoint["responses"].items()
+    }
+    codes = (STANDARD_PROBLEMS if auth else []) + endpoint.get("problems", [])
+    responses.update(problem_responses(list(dict.fromkeys(codes)), auth, head))
+    op["responses"] = dict(sorted(responses.items()))
+    if not auth:
+        op["security"] = []
+    if endpoint.get("tryIt") is False:
+        op["x-try-it"] = False
+    return op
+
+
+def build_document(schemas: Schemas | None = None) -> dict:
+    """The OpenAPI 3.1 document of the service."""
+    schemas = schemas or Schemas()
+    paths: dict[str, dict] = {}
+    for endpoint in endpoint_files(schemas):
+        path, under_api = api_path(endpoint["path"])
+        item = paths.setdefault(path, {})
+        if not under_api:
+            item["servers"] = [{"url": "/", "description": "the service root (not under /v1)"}]
+        method = endpoint["method"].lower()
+        if method in item:
+            raise ValueError(f"{endpoint['$id']}: {endpoint['method']} {path} is documented twice")
+        item[method] = operation(endpoint, schemas)
+        if endpoint.get("head"):
+            item["head"] = operation(endpoint, schemas, head=True)
+    used_tags = {op["tags"][0] for item in paths.values() for m, op in item.items() if m in METHODS}
+    tags = [{"name": n, "description": d} for n, d in TAGS if n in used_tags]
+    tags += [{"name": n} for n in sorted(used_tags - {n for n, _ in TAGS})]
+    components = {
+        component_name(sid): rewrite(doc, sid)
+        for sid, doc in schemas.documents.items()
+        if not sid.startswith(NOT_COMPONENTS)
+    }
+    return {
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "info": {"title": "Workspace Data API", "version": "1.0.0", "description": DESCRIPTION},
+        "servers": [{"url": API_BASE, "description": "this service"}],
+        "security": [{"bearerAuth": []}],
+        "tags": tags,
+        "paths": dict(sorted(paths.items())),
+        "components": {
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The workspace's API key: `Authorization: Bearer <API key>`. "
+                    "Keys are for server-side use; never put one in a query string.",
+                }
+            },
+            "headers": {name: {"description": d, "schema": s} for name, (d, s) in HEADERS.items()},
+            "parameters": {
+                name: {
+                    "name": name,
+                    "in": "header",
+                    "required": False,
+                    "description": d,
+                    "schema": s,
+                }
+                for name, (d, s) in REQUEST_HEADERS.items()
+            },
+            "schemas": dict(sorted(components.items())),
+        },
+    }
+
+
+def operations(document: dict) -> Iterable[tuple[str, str, dict]]:
+    """(full path as served, METHOD, operation) for every operation of the document."""
+    for path, item in document["paths"].items():
+        base = "" if "servers" in item else API_BASE
+        for method, op in item.items():
+            if method in METHODS:
+                yield base + path, method.upper(), op
+
+
+# --- cross-check against the application's routes ----------------------------------------
+
+
+def sample_url(path: str) -> str:
+    """A concrete URL for a templated path (UUIDs for parameters, a file name for {file})."""
+    return re.sub(
+        r"\{([^}/]+)\}",
+        lambda m: "console.css" if m.group(1) == "file" else "00000000-0000-4000-8000-000000000000",
+        path,
+    )
+
+
+def handler_methods(handler: type) -> set[str]:
+    """The methods a handler class implements itself."""
+    if hasattr(handler, "allowed_methods"):
+        return set(handler.allowed_methods())
+    return {m.upper() for m in METHODS if getattr(handler, m) is not getattr(RequestHandler, m)}
+
+
+def route_for(url: str, routes: list) -> tuple | None:
+    """The first route whose pattern matches `url`, as Tornado picks it."""
+    for route in routes:
+        if re.fullmatch(route[0], url):
+            return route
+    return None
+
+
+def route_mismatches(document: dict, routes: list, endpoints: list[dict]) -> list[str]:
+    """What differs between the served routes (catch-all last) and the document."""
+    problems = []
+    served: dict[str, set[str]] = {}
+    by_key = {(e["method"], e["path"]): e for e in endpoints}
+    for path, method, _ in operations(document):
+        route = route_for(sample_url(path), routes)
+        if route is None or route is routes[-1]:
+            problems.append(f"{method} {path} is documented but not served")
+            continue
+        handler = route[1]
+        served.setdefault(route[0], set()).add(method)
+        if method not in handler_methods(handler):
+            problems.append(f"{method} {path}: {handler.__name__} does not implement it")
+        endpoint = by_key.get((method, path))
+        if endpoint is None or not hasattr(handler, "query_schemas"):
+            continue
+        query = handler.query_schemas.get(method, NO_QUERY)
+        if endpoint.get("query", NO_QUERY) != query:
+            problems.append(
+                f"{method} {path}: documents query {endpoint.get('query', NO_QUERY)}"
+                f" but {handler.__name__} validates {query}"
+            )
+        body = handler.body_schemas.get(method)
+        if endpoint.get("body") != body:
+            problems.append(
+                f"{method} {path}: documents body {endpoint.get('body')} but "
+                f"{handler.__name__} validates {body}"
+            )
+    for route in routes[:-1]:
+        missing = handler_methods(route[1]) - served.get(route[0], set())
+        for method in sorted(missing):
+            problems.append(
+                f"{method} {route[0]} ({route[1].__name__}) is served but not documented"
+            )
+    return problems

@@ -1,0 +1,129 @@
+"""Prospect activities: the timeline of everything that happened with a prospect.
+
+One document per activity, read newest first (occurredAt, then id) through the index
+`ws_prospect_timeline`. The timeline is unbounded, so it is read as a stream of bounded batches
+from one cursor (`timeline`), never as one list.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import AsyncIterator
+
+from pymongo import UpdateOne
+
+from store.clock import new_id
+
+TYPES = ("call", "note", "email", "list_added", "meeting_booked", "status_change")
+TIMELINE_ORDER = [("occurredAt", -1), ("_id", -1)]
+FIELDS = {"_id": 1, "type": 1, "occurredAt": 1, "userId": 1, "callId": 1, "summary": 1,
+          "details": 1}
+INSERT_BATCH = 5000
+# Ids of derived activities (a call's entry, a list membership) are derived from what they
+# record, so writing them again is idempotent.
+DERIVED_IDS = uuid.UUID("6f1c0a3e-2b7d-4c59-9e8a-3d5b7f2a1c90")
+DISPOSITION_WORDS = {"connected": "connected", "no_answer": "no answer", "voicemail": "voicemail",
+                     "busy": "busy", "failed": "failed", "wrong_number": "wrong number"}
+
+
+def to_ms(value: dt.datetime) -> dt.datetime:
+    """A naive UTC datetime truncated to BSON's millisecond precision."""
+    return value.replace(microsecond=value.microsecond // 1000 * 1000)
+
+
+def derived_id(*parts: str) -> str:
+    return str(uuid.uuid5(DERIVED_IDS, "/".join(parts)))
+
+
+def activity_document(workspace_id: str, prospect_id: str, type: str, occurred_at: dt.datetime,
+                      summary: str, details: dict | None = None, *, user_id: str | None = None,
+                      call_id: str | None = None, activity_id: str | None = None) -> dict:
+    """The stored form of one activity."""
+    if type not in TYPES:
+        raise ValueError(f"unknown activity type {type!r}")
+    return {"_id": activity_id or new_id(), "workspaceId": workspace_id,
+            "prospectId": prospect_id, "type": type, "occurredAt": to_ms(occurred_at),
+            "userId": user_id, "callId": call_id, "summary": summary, "details": details or {}}
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds // 60}m {seconds % 60:02d}s"
+
+
+def call_activity(call: dict) -> dict:
+    """The `call` entry a stored call document puts on its prospect's timeline."""
+    words = f"{call['direction'].capitalize()} call: {DISPOSITION_WORDS[call['disposition']]}"
+    if call["durationSeconds"]:
+        words += f" ({_duration(call['durationSeconds'])})"
+    return activity_document(
+        call["workspaceId"], call["prospectId"], "call", call["startedAt"], words,
+        {"direction": call["direction"], "disposition": call["disposition"],
+         "durationSeconds": call["durationSeconds"]},
+        user_id=call["userId"], call_id=call["_id"],
+        activity_id=derived_id(call["workspaceId"], "call", call["_id"]))
+
+
+def list_added_activity(workspace_id: str, prospect_id: str, list_id: str,
+                        list_name: str | None, at: dt.datetime) -> dict:
+    """A prospect joined a dialer list; one per prospect and list (its id says which)."""
+    summary = f"Added to list {list_name}" if list_name else "Added to a dialer list"
+    return activity_document(
+        workspace_id, prospect_id, "list_added", at, summary,
+        {"listId": list_id, "listName": list_name},
+        activity_id=derived_id(workspace_id, "list_added", prospect_id, list_id))
+
+
+def _record(doc: dict) -> dict:
+    return {"id": doc["_id"], "type": doc["type"], "occurredAt": doc["occurredAt"],
+            "userId": doc["userId"], "callId": doc["callId"], "summary": doc["summary"],
+            "details": doc["details"]}
+
+
+def _check_scope(workspace_id: str, documents: list[dict]) -> None:
+    if any(doc["workspaceId"] != workspace_id for doc in documents):
+        raise ValueError("every document must belong to the given workspace")
+
+
+class Activities:
+    def __init__(self, db):
+        self.col = db["activities"]
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt activity documents (`activity_document`) in bounded batches."""
+        _check_scope(workspace_id, documents)
+        for start in range(0, len(documents), INSERT_BATCH):
+            await self.col.insert_many(documents[start:start + INSERT_BATCH], ordered=False)
+
+    async def record_list_added(self, workspace_id: str, list_id: str, list_name: str | None,
+                                prospect_ids: list[str], at: dt.datetime) -> None:
+        """One `list_added` activity per prospect and list, in one round trip; idempotent."""
+        writes = []
+        for prospect_id in dict.fromkeys(prospect_ids):
+            doc = list_added_activity(workspace_id, prospect_id, list_id, list_name, at)
+            writes.append(UpdateOne({"_id": doc["_id"], "workspaceId": workspace_id},
+                                    {"$setOnInsert": doc}, upsert=True))
+        if writes:
+            await self.col.bulk_write(writes, ordered=False)
+
+    async def timeline(self, workspace_id: str, prospect_id: str,
+                       batch_size: int = 500) -> AsyncIterator[list[dict]]:
+        """A prospect's activities, newest first, as API records in batches of `batch_size`.
+
+        One cursor that fetches `batch_size` documents per round trip, so memory stays bounded
+        whatever the timeline's length. Use it with `contextlib.aclosing`: closing the
+        generator (a client that went away) closes the cursor on the server.
+        """
+        cursor = self.col.find({"workspaceId": workspace_id, "prospectId": prospect_id},
+                               FIELDS).sort(TIMELINE_ORDER).batch_size(batch_size)
+        try:
+            batch: list[dict] = []
+            async for doc in cursor:
+                batch.append(_record(doc))
+                if len(batch) == batch_size:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+        finally:
+            await cursor.close()

@@ -1,0 +1,29 @@
+"""The benchmark harness runs end to end on a tiny configuration. Timings are never asserted
+here (CONVENTIONS 4): this only proves that `make bench` can produce its table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_bench_prints_one_row_per_figure(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    ids = [row["id"] for row in rows]
+    assert {"P4", "P5"} <= set(ids) and set(ids) <= {"P1", "P2", "P3", "P4", "P5", "P6"}
+    for row in rows:
+        # Every figure either ran cleanly (PASS or MISS is the benchmark's business) or says
+        # why it did not run; requests that failed would show as ERRORS.
+        assert row["result"] in ("PASS", "MISS") or row["result"].startswith("NOT RUN"), row
+        assert f"| {row['id']} |" in proc.stdout
+    p5 = [row["data"] for row in rows if row["id"] == "P5"]
+    assert [d["size"] for d in p5] == [10, 100]
+    assert all(d["round_trips"] > 0 for d in p5)

@@ -1,0 +1,254 @@
+"""GET /v1/calls: record shape, paging, ordering, every filter, validation, isolation."""
+
+import datetime as dt
+import itertools
+import uuid
+
+import pytest
+
+from schemas import Schemas
+from store.calls import call_document
+
+BASE = dt.datetime(2026, 3, 2, 15, 0)
+REF = "RE" + "ab" * 16
+
+
+async def add_call(store, ws, started, *, user=0, prospect=None, disposition="connected",
+                   direction="outbound", talk=90, list_id=None, meeting=False, updated=None,
+                   recording=None, notes=None):
+    answered = started + dt.timedelta(seconds=8) if disposition in (
+        "connected", "voicemail", "wrong_number") else None
+    ended = (answered or started) + dt.timedelta(seconds=talk if answered else 25)
+    return await store.calls.create(
+        ws.id, user_id=ws.users[user]["id"], prospect_id=prospect or str(uuid.uuid4()),
+        direction=direction, disposition=disposition, from_number="+12125550100",
+        to_number="+14155550101", started_at=started, answered_at=answered, ended_at=ended,
+        list_id=list_id, meeting_booked=meeting, notes=notes, recording_ref=recording,
+        recording_duration_seconds=talk if recording else None,
+        updated_at=updated or ended + dt.timedelta(seconds=5))
+
+
+async def walk(api, query=""):
+    """Every call of a query, walking pages of 50 until hasMore is false."""
+    seen, page = [], 1
+    while True:
+        body = (await api.get(f"/v1/calls?page={page}{query}")).json()
+        seen += body["calls"]
+        if not body["hasMore"]:
+            return seen, body["total"]
+        page += 1
+
+
+async def test_call_record_has_every_field_and_no_internal_one(api, store, ws_a):
+    prospect = str(uuid.uuid4())
+    list_id = str(uuid.uuid4())
+    started = dt.datetime(2026, 3, 2, 15, 0, 1, 123456)
+    created = await add_call(store, ws_a, started, prospect=prospect, list_id=list_id,
+                             meeting=True, recording=REF, talk=125, notes="Wants a demo")
+    body = (await api.get("/v1/calls")).json()
+    assert body["total"] == 1
+    [call] = body["calls"]
+    assert call == {
+        "id": created["id"], "direction": "outbound", "disposition": "connected",
+        "fromNumber": "+12125550100", "toNumber": "+14155550101",
+        "userId": ws_a.users[0]["id"], "prospectId": prospect, "listId": list_id,
+        "startedAt": "2026-03-02T15:00:01.123Z", "answeredAt": "2026-03-02T15:00:09.123Z",
+        "endedAt": "2026-03-02T15:02:14.123Z", "durationSeconds": 125, "hasRecording": True,
+        "recordingDurationSeconds": 125, "meetingBooked": True, "notes": "Wants a demo",
+        "createdAt": "2026-03-02T15:00:01.123Z", "updatedAt": "2026-03-02T15:02:19.123Z",
+    }
+    assert Schemas().errors("/schemas/responses/calls-page.json", body) == []
+    assert REF not in str(body) and ws_a.id not in str(body)
+
+
+async def test_unanswered_call_has_no_talk_time_and_nulls(api, store, ws_a):
+    await add_call(store, ws_a, BASE, disposition="no_answer")
+    [call] = (await api.get("/v1/calls")).json()["calls"]
+    assert (call["answeredAt"], call["durationSeconds"], call["hasRecording"],
+            call["recordingDurationSeconds"], call["listId"], call["notes"]) == (
+        None, 0, False, None, None, None)
+    assert Schemas().errors("/schemas/records/call.json", call) == []
+
+
+async def test_pages_newest_first_with_envelope_and_links(api, store, ws_a):
+    for i in range(120):
+        await add_call(store, ws_a, BASE + dt.timedelta(minutes=i))
+    first = await api.get("/v1/calls?direction=outbound")
+    body = first.json()
+    assert set(body) == {"calls", "total", "page", "pageSize", "hasMore"}
+    assert (body["total"], body["page"], body["pageSize"], body["hasMore"]) == (120, 1, 50, True)
+    starts = [c["startedAt"] for c in body["calls"]]
+    assert starts == sorted(starts, reverse=True) and starts[0] == "2026-03-02T16:59:00.000Z"
+    links = first.headers["Link"]
+    assert '</v1/calls?direction=outbound&page=2&pageSize=50>; rel="next"' in links
+    assert '</v1/calls?direction=outbound&page=3&pageSize=50>; rel="last"' in links
+    last = (await api.get("/v1/calls?page=2&pageSize=100")).json()
+    assert (last["hasMore"], len(last["calls"])) == (False, 20)
+    assert last["calls"][-1]["startedAt"] == "2026-03-02T15:00:00.000Z"
+    past = (await api.get("/v1/calls?page=9")).json()
+    assert past["calls"] == [] and past["hasMore"] is False and past["total"] == 120
+
+
+async def test_walking_all_pages_returns_each_call_once_with_equal_timestamps(api, store, ws_a):
+    for i in range(130):
+        await add_call(store, ws_a, BASE + dt.timedelta(minutes=i % 3))
+    seen, total = await walk(api)
+    ids = [c["id"] for c in seen]
+    assert total == 130 and len(ids) == len(set(ids)) == 130
+    keys = [(c["createdAt"], c["id"]) for c in seen]
+    assert keys == sorted(keys, reverse=True)  # newest first, ties broken by id
+
+
+@pytest.fixture
+def varied(io_loop, store, ws_a):
+    """36 calls: every combination of user, direction, disposition, list and prospect."""
+    lists = [None, str(uuid.uuid4())]
+    prospects = [str(uuid.uuid4()), str(uuid.uuid4())]
+    combos = list(itertools.product(range(3), ("outbound", "inbound"),
+                                    ("connected", "voicemail", "no_answer")))
+
+    async def seed():
+        calls = []
+        for i, (user, direction, disposition) in enumerate(combos * 2):
+            calls.append(await add_call(
+                store, ws_a, BASE + dt.timedelta(hours=i), user=user, direction=direction,
+                disposition=disposition, list_id=lists[i % 2], prospect=prospects[i % 3 % 2],
+                updated=BASE + dt.timedelta(days=1, hours=(i * 7) % 36)))
+        return calls
+
+    return io_loop.run_sync(seed)
+
+
+def utc(value: dt.datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+FILTERS = {
+    "userId": lambda calls: calls[4]["userId"],
+    "prospectId": lambda calls: calls[0]["prospectId"],
+    "listId": lambda calls: calls[1]["listId"],
+    "direction": lambda calls: "inbound",
+    "disposition": lambda calls: "voicemail",
+    "createdFrom": lambda calls: calls[10]["createdAt"],
+    "createdTo": lambda calls: calls[10]["createdAt"],
+    "updatedSince": lambda calls: calls[5]["updatedAt"],
+}
+
+
+def matches(call: dict, name: str, value) -> bool:
+    if name == "createdFrom":
+        return call["createdAt"] >= value
+    if name == "createdTo":
+        return call["createdAt"] < value
+    if name == "updatedSince":
+        return call["updatedAt"] >= value
+    return call[name] == value
+
+
+@pytest.mark.parametrize("name", FILTERS)
+async def test_each_filter_selects_exactly_its_calls(api, varied, name):
+    value = FILTERS[name](varied)
+    if isinstance(value, dt.datetime):
+        value = utc(value)
+    expected = sorted((c for c in varied if matches({**c, **{
+        k: utc(v) for k, v in c.items() if isinstance(v, dt.datetime)}}, name, value)),
+        key=lambda c: (c["createdAt"], c["id"]), reverse=True)
+    assert 0 < len(expected) < len(varied)
+    seen, total = await walk(api, f"&{name}={value}")
+    assert [c["id"] for c in seen] == [c["id"] for c in expected]
+    assert total == len(expected)
+
+
+async def test_filters_combine_and_ids_are_case_insensitive(api, varied):
+    user = varied[0]["userId"]
+    query = f"&userId={user.upper()}&direction=outbound&disposition=connected"
+    seen, total = await walk(api, query)
+    expected = [c for c in varied if c["userId"] == user and c["direction"] == "outbound"
+                and c["disposition"] == "connected"]
+    assert total == len(expected) == 2 and {c["id"] for c in seen} == {c["id"] for c in expected}
+
+
+async def test_created_range_is_inclusive_start_exclusive_end(api, store, ws_a):
+    start, end = dt.datetime(2026, 3, 2), dt.datetime(2026, 3, 3)
+    ms = dt.timedelta(milliseconds=1)
+    for when in (start - ms, start, end - ms, end):
+        await add_call(store, ws_a, when)
+    seen, total = await walk(api, "&createdFrom=2026-03-02T00:00:00Z"
+                                  "&createdTo=2026-03-03T00:00:00.000Z")
+    assert total == 2
+    assert [c["createdAt"] for c in seen] == ["2026-03-02T23:59:59.999Z",
+                                              "2026-03-02T00:00:00.000Z"]
+
+
+@pytest.mark.parametrize("value,count", [
+    ("2026-03-02T01:00:00%2B01:00", 2),    # an offset is converted to UTC
+    ("2026-03-02T01:00:00+01:00", 2),      # an unencoded + arrives as a space: still read
+    ("2026-03-01T19:00:00-05:00", 2),
+    ("2026-03-02T00:00:00.0000001Z", None),  # 7 fraction digits: not ISO 8601 as accepted
+    ("2026-03-02T00:00:00.000001Z", 1),    # rounds up to the next millisecond
+    ("2026-03-01T23:59:59.999Z", 3),
+])
+async def test_instants_with_offsets_and_fractions(api, store, ws_a, value, count):
+    for when in (dt.datetime(2026, 3, 1, 23, 59, 59, 999000), dt.datetime(2026, 3, 2),
+                 dt.datetime(2026, 3, 2, 0, 0, 0, 1000)):
+        await add_call(store, ws_a, when)
+    response = await api.get(f"/v1/calls?createdFrom={value}")
+    if count is None:
+        assert response.code == 400
+    else:
+        assert response.json()["total"] == count
+
+
+BAD_QUERIES = {
+    "page=0": "page", "pageSize=20": "pageSize", "foo=bar": "foo", "workspaceId=x": "workspaceId",
+    "userId=nope": "userId", "prospectId=123": "prospectId", "listId=": "listId",
+    "direction=sideways": "direction", "disposition=hung_up": "disposition",
+    "disposition=connected&disposition=busy": "disposition",
+    "createdFrom=2026-03-02": "createdFrom",               # date only: ambiguous
+    "createdFrom=2026-03-02T00:00:00": "createdFrom",      # no offset: ambiguous
+    "createdFrom=2026-13-02T00:00:00Z": "createdFrom",
+    "createdFrom=2026-02-30T00:00:00Z": "createdFrom",
+    "createdTo=yesterday": "createdTo",
+    "createdFrom=2026-03-02T00:00:00Z&createdTo=2026-03-01T00:00:00Z": "createdTo",
+    "updatedSince=0001-01-01T00:00:00%2B01:00": "updatedSince",
+    "updatedSince=1700000000": "updatedSince",
+}
+
+
+@pytest.mark.parametrize("query,parameter", BAD_QUERIES.items(), ids=BAD_QUERIES)
+async def test_bad_parameters_are_400_with_a_pointer(api, query, parameter):
+    response = await api.get(f"/v1/calls?{query}")
+    assert response.code == 400
+    error = response.json()["errors"][0]
+    assert error["parameter"] == parameter
+    assert error["pointer"] == f"#/query/{parameter}"
+
+
+async def test_calls_are_isolated_between_workspaces(api, api_b, store, ws_a, ws_b):
+    mine = await add_call(store, ws_a, BASE, list_id=str(uuid.uuid4()))
+    await add_call(store, ws_b, BASE)
+    body = (await api_b.get("/v1/calls")).json()
+    assert body["total"] == 1 and body["calls"][0]["id"] != mine["id"]
+    for name in ("userId", "prospectId", "listId"):
+        other = (await api_b.get(f"/v1/calls?{name}={mine[name]}")).json()
+        assert other["total"] == 0 and other["calls"] == []
+    assert (await api.get("/v1/calls")).json()["total"] == 1
+
+
+async def test_recording_ref_is_only_given_within_the_workspace(store, ws_a, ws_b):
+    recorded = await add_call(store, ws_a, BASE, recording=REF)
+    silent = await add_call(store, ws_a, BASE, disposition="no_answer")
+    assert await store.calls.recording_ref(ws_a.id, recorded["id"]) == REF
+    assert await store.calls.recording_ref(ws_b.id, recorded["id"]) is None
+    assert await store.calls.recording_ref(ws_a.id, silent["id"]) is None
+    assert await store.calls.recording_ref(ws_a.id, str(uuid.uuid4())) is None
+
+
+def test_call_documents_refuse_impossible_calls():
+    common = dict(user_id="u", prospect_id="p", from_number="+1", to_number="+2")
+    with pytest.raises(ValueError):
+        call_document("w", direction="outbound", disposition="hung_up", started_at=BASE,
+                      ended_at=BASE, **common)
+    with pytest.raises(ValueError):
+        call_document("w", direction="outbound", disposition="connected", started_at=BASE,
+                      answered_at=BASE - dt.timedelta(seconds=1), ended_at=BASE, **common)

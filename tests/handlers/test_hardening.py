@@ -1,0 +1,364 @@
+"""Hostile input: oversized, non-JSON and malformed bodies, other methods, slow and broken
+clients. Every answer is a problem document (checked by the client on every response); never a
+500, never a traceback, never a hung connection."""
+
+import asyncio
+import json
+import re
+import time
+
+import pytest
+
+from handlers.base import APIHandler
+from server.app import collect_handlers
+from server.config import load_config
+from tests.conftest import test_environ
+
+TIMEOUT = 1.0  # idle (= header) and body timeouts of this module's server
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def config():
+    return load_config(environ=test_environ(WSAPI_IDLE_TIMEOUT_SECONDS=str(TIMEOUT),
+                                            WSAPI_BODY_TIMEOUT_SECONDS=str(TIMEOUT)))
+
+
+@pytest.fixture
+def a_list(io_loop, store, ws_a):
+    return io_loop.run_sync(lambda: store.lists.create(ws_a.id, "L", ws_a.users[0]["id"]))
+
+
+class Raw:
+    """A hand-driven HTTP/1.1 connection, for what a well-behaved client library won't send."""
+
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, origin: str) -> "Raw":
+        host, port = origin.removeprefix("http://").split(":")
+        return cls(*await asyncio.open_connection(host, int(port)))
+
+    async def send(self, data: bytes) -> None:
+        try:
+            self.writer.write(data)
+            await self.writer.drain()
+        except ConnectionError:
+            pass  # the server may hang up while we are still sending: that is the point
+
+    async def response(self) -> tuple[int, dict, bytes]:
+        head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), 10)
+        lines = head.decode("latin1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {k.lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)}
+        body = await asyncio.wait_for(self.reader.readexactly(int(headers["content-length"])), 10)
+        return status, headers, body
+
+    async def closed_after(self, reset_ok: bool = False) -> float:
+        """Seconds until the server closes the connection (reads and drops anything it sends).
+        A reset (the server closing on data it has not read) fails unless `reset_ok`."""
+        started = time.monotonic()
+        try:
+            while await asyncio.wait_for(self.reader.read(65536), 10):
+                pass
+        except ConnectionResetError:
+            if not reset_ok:
+                raise
+        finally:
+            self.close()
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def head(method: str, path: str, key: str | None, **headers) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: test"]
+    if key:
+        lines.append(f"Authorization: Bearer {key}")
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def assert_problem(status, headers, body, expected_status, code):
+    assert status == expected_status, body
+    assert headers["content-type"] == "application/problem+json"
+    problem = json.loads(body)
+    assert problem["code"] == code and problem["status"] == expected_status
+    assert problem["requestId"] == headers["x-request-id"]
+
+
+# --- 413 -----------------------------------------------------------------------------------
+
+def test_the_default_body_limit_is_one_mebibyte(config):
+    assert config.max_body_bytes == MIB
+
+
+BODY_TARGETS = {
+    "create list": ("POST", "/v1/lists", True),
+    "contact upload": ("POST", "/v1/lists/{list}/contacts", True),
+    "no body schema": ("GET", "/v1/users", True),
+    "unauthenticated": ("POST", "/v1/lists", False),
+}
+
+
+@pytest.mark.parametrize("size", [MIB + 1, 10 * MIB, 200 * MIB], ids=["1MiB+1", "10MiB", "200MiB"])
+@pytest.mark.parametrize("target", BODY_TARGETS.values(), ids=BODY_TARGETS.keys())
+async def test_an_oversized_body_is_a_json_413(origin, ws_a, a_list, target, size):
+    """Answered as soon as the headers announce the size; the client, still sending, can read
+    the reply (no TCP reset), and the connection is closed after a short linger."""
+    method, path, with_key = target
+    raw = await Raw.open(origin)
+    await raw.send(head(method, path.format(list=a_list["id"]), with_key and ws_a.key,
+                        Content_Type="application/json", Content_Length=size))
+    sender = asyncio.ensure_future(raw.send(b" " * min(size - 1, 2 * MIB)))  # some of it
+    assert_problem(*await raw.response(), 413, "payload_too_large")
+    assert await raw.closed_after() < TIMEOUT + 2
+    await sender
+
+
+async def test_after_a_413_for_a_body_sent_whole_the_connection_stays_usable(origin, ws_a):
+    raw = await Raw.open(origin)
+    await raw.send(head("POST", "/v1/lists", ws_a.key, Content_Type="application/json",
+                        Content_Length=MIB + 1) + b" " * (MIB + 1))
+    assert_problem(*await raw.response(), 413, "payload_too_large")
+    await raw.send(head("GET", "/v1/users", ws_a.key))
+    status, _, _ = await raw.response()
+    assert status == 200
+    raw.close()
+
+
+async def test_an_oversized_body_announced_with_expect_100_continue_is_refused_at_once(
+        origin, ws_a):
+    raw = await Raw.open(origin)
+    await raw.send(head("POST", "/v1/lists", ws_a.key, Content_Type="application/json",
+                        Content_Length=10 * MIB, Expect="100-continue"))
+    status, _, body = await raw.response()  # the 413, not a "100 Continue"
+    assert_problem(status, {"content-type": "application/problem+json",
+                            "x-request-id": json.loads(body)["requestId"]}, body, 413,
+                   "payload_too_large")
+    raw.close()
+
+
+async def test_an_oversized_chunked_body_is_a_json_413(origin, ws_a):
+    raw = await Raw.open(origin)
+    await raw.send(head("POST", "/v1/lists", ws_a.key, Content_Type="application/json",
+                        Transfer_Encoding="chunked"))
+    chunk = b" " * 65536
+    sender = asyncio.ensure_future(raw.send((b"10000\r\n" + chunk + b"\r\n") * 40))  # 2.5 MiB
+    assert_problem(*await raw.response(), 413, "payload_too_large")
+    assert await raw.closed_after() < TIMEOUT + 2
+    await sender
+
+
+async def test_a_body_of_exactly_the_limit_is_accepted(api, ws_a, config):
+    body = json.dumps({"name": "padded", "ownerUserId": ws_a.users[0]["id"]}).encode()
+    body += b" " * (config.max_body_bytes - len(body))
+    response = await api.fetch("/v1/lists", "POST", body=body,
+                               headers={"Content-Type": "application/json"})
+    assert response.code == 201
+
+
+async def test_a_small_chunked_body_is_read_normally(origin, ws_a):
+    body = json.dumps({"name": "chunked", "ownerUserId": ws_a.users[0]["id"]}).encode()
+    raw = await Raw.open(origin)
+    await raw.send(head("POST", "/v1/lists", ws_a.key, Content_Type="application/json",
+                        Transfer_Encoding="chunked")
+                   + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+    status, _, response = await raw.response()
+    assert status == 201, response
+    raw.close()
+
+
+# --- 415 and 400 -----------------------------------------------------------------------------
+
+NOT_JSON = ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+            "application/json; charset=latin-1", "application/jsonx", "application/xml", None]
+
+
+@pytest.mark.parametrize("content_type", NOT_JSON)
+@pytest.mark.parametrize("path", ["/v1/lists", "/v1/lists/{list}/contacts"])
+async def test_a_body_that_is_not_json_is_415(api, a_list, path, content_type):
+    headers = {"Content-Type": content_type} if content_type else {}
+    body = b'--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--x--\r\n' if (
+        content_type or "").startswith("multipart") else b'{"a": 1}'
+    response = await api.fetch(path.format(list=a_list["id"]), "POST", body=body, headers=headers)
+    assert response.code == 415 and response.json()["code"] == "unsupported_media_type"
+
+
+MALFORMED = {
+    "truncated": b'{"name": "x"',
+    "not json": b"name=x",
+    "trailing garbage": b'{"name": "x"} x',
+    "single quotes": b"{'name': 'x'}",
+    "NaN": b'{"name": NaN}',
+    "Infinity": b'{"name": -Infinity}',
+    "huge integer": b'{"name": ' + b"9" * 5000 + b"}",
+    "int beyond int64": b'{"name": 9223372036854775808}',
+    "float overflow": b'{"name": 1e999}',
+    "duplicate key": b'{"name": "a", "name": "b"}',
+    "dollar key": b'{"$where": "1"}',
+    "nested dollar key": b'{"contacts": [{"$set": {"a": 1}}]}',
+    "dotted operator": b'{"name": {"$gt": ""}}',
+    "NUL in key": b'{"na\\u0000me": "x"}',
+    "deep nesting": b"[" * 100_000 + b"]" * 100_000,
+    "deep objects": b'{"a":' * 5000 + b"1" + b"}" * 5000,
+    "invalid utf-8": b'{"name": "\xff\xfe"}',
+    "lone surrogate": b'{"name": "\\ud800"}',
+    "empty": b"",
+    "whitespace": b"   ",
+    "BOM": b'\xef\xbb\xbf{"name": "x"}',
+    "null": b"null",
+    "string": b'"x"',
+    "number": b"5",
+}
+
+
+@pytest.mark.parametrize("body", MALFORMED.values(), ids=MALFORMED.keys())
+@pytest.mark.parametrize("path", ["/v1/lists", "/v1/lists/{list}/contacts"])
+async def test_malformed_json_is_400(api, a_list, path, body):
+    response = await api.fetch(path.format(list=a_list["id"]), "POST", body=body,
+                               headers={"Content-Type": "application/json"})
+    assert response.code == 400, response
+    assert response.json()["code"] == "invalid_request"
+
+
+WRONG_TYPES = {
+    "/v1/lists": [{"name": 5, "ownerUserId": "OWNER"}, {"name": "x", "ownerUserId": 5},
+                  {"name": ["x"], "ownerUserId": "OWNER"}, {"name": None, "ownerUserId": None},
+                  {"name": True, "ownerUserId": "OWNER"}, {"name": {"a": 1}, "ownerUserId": 1.5},
+                  {"name": "x", "ownerUserId": "OWNER", "workspaceId": "OWNER"}],
+    "/v1/lists/{list}/contacts": [{"contacts": "x"}, {"contacts": {}}, {"contacts": [1]},
+                                  {"contacts": [None]}, {"contacts": [[]]},
+                                  {"contacts": [{"email": 5}]},
+                                  {"contacts": [{"email": ["a@b.example"]}]},
+                                  {"contacts": [{"firstName": {"x": 1}}]},
+                                  {"contacts": [{}]}, {"contacts": []},
+                                  {"contacts": [{"email": "a@b.example"}] * 101},
+                                  {"contacts": [{"email": "a@b.example", "workspaceId": "w"}]}],
+}
+
+
+@pytest.mark.parametrize("path,body", [(p, b) for p, bodies in WRONG_TYPES.items()
+                                       for b in bodies])
+async def test_wrong_value_types_are_400(api, ws_a, a_list, path, body):
+    text = json.dumps(body).replace("OWNER", ws_a.users[0]["id"])
+    response = await api.fetch(path.format(list=a_list["id"]), "POST", body=text.encode(),
+                               headers={"Content-Type": "application/json"})
+    assert response.code == 400, response
+    assert response.json()["errors"]
+
+
+BAD_QUERIES = ["page=0", "page=-1", "page=abc", "page=1.5", "page=99999999999999999999999",
+               "page=1e3", "page=%FF", "page=%", "pageSize=51", "pageSize=", "page=1&page=2",
+               "workspaceId=x", "%00=1", "page=NaN", "pageSize=Infinity"]
+
+
+@pytest.mark.parametrize("query", BAD_QUERIES)
+@pytest.mark.parametrize("path", ["/v1/lists", "/v1/calls", "/v1/prospects"])
+async def test_bad_query_parameters_are_400(api, path, query):
+    response = await api.get(f"{path}?{query}")
+    assert response.code == 400, response
+
+
+ODD_PATHS = {"/v1/lists/%00": 404, "/v1/lists/..%2Fusers": 404, "/v1/lists/" + "a" * 5000: 404,
+             "/v1/calls/%FF/recording": 400,  # not UTF-8: Tornado refuses to decode it
+             "/v1/lists/x/contacts/..": 404, "/v1//users": 404, "/V1/USERS": 404}
+
+
+@pytest.mark.parametrize("path,status", ODD_PATHS.items(), ids=[p[:40] for p in ODD_PATHS])
+async def test_odd_paths_are_problems_not_errors(api, path, status):
+    response = await api.get(path)
+    assert response.code == status, response
+
+
+# --- 405 -------------------------------------------------------------------------------------
+
+def sample(pattern: str) -> str:
+    return re.sub(r"\([^)]*\)", "00000000-0000-4000-8000-000000000000", pattern)
+
+
+ROUTES = [(route[0], route[1]) for route in collect_handlers()[:-1]]
+
+
+@pytest.mark.parametrize("pattern,handler", ROUTES, ids=[r[0] for r in ROUTES])
+async def test_every_route_answers_other_methods_with_405_and_allow(api, pattern, handler):
+    allowed = handler.allowed_methods()
+    url = sample(pattern).replace("(.+)", "x")
+    for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"):
+        if method in allowed:
+            continue
+        response = await api.fetch(url, method, body=b"{}" if method in ("POST", "PUT", "PATCH")
+                                   else None, headers={"Content-Type": "application/json"})
+        assert response.code == 405, (method, response)
+        assert response.headers["Allow"] == ", ".join(allowed)
+
+
+def test_every_api_route_is_an_api_handler():
+    for pattern, handler in ROUTES:
+        if pattern.startswith("/v1/"):
+            assert issubclass(handler, APIHandler), pattern
+
+
+# --- slow and broken clients -------------------------------------------------------------------
+
+async def test_half_a_request_line_is_disconnected_after_the_header_timeout(origin):
+    raw = await Raw.open(origin)
+    await raw.send(b"GET /v1/us")
+    assert TIMEOUT * 0.8 < await raw.closed_after() < TIMEOUT + 2
+
+
+async def test_headers_dripped_slowly_are_cut_off_at_the_header_timeout(origin):
+    """The timeout covers the whole header, so a client that sends a line now and then cannot
+    hold the connection (slowloris)."""
+    raw = await Raw.open(origin)
+
+    async def drip():
+        await raw.send(b"GET /v1/users HTTP/1.1\r\nHost: test\r\n")
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if raw.writer.is_closing():
+                return
+            await raw.send(b"X-Slow: 1\r\n")
+
+    dripping = asyncio.ensure_future(drip())
+    assert TIMEOUT * 0.8 < await raw.closed_after(reset_ok=True) < TIMEOUT + 2
+    await dripping
+
+
+async def test_a_body_that_stops_arriving_is_disconnected_after_the_body_timeout(origin, ws_a):
+    raw = await Raw.open(origin)
+    await raw.send(head("POST", "/v1/lists", ws_a.key, Content_Type="application/json",
+                        Content_Length=100) + b'{"name":')
+    assert TIMEOUT * 0.8 < await raw.closed_after() < TIMEOUT + 2
+
+
+async def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(origin, ws_a):
+    raw = await Raw.open(origin)
+    await raw.send(head("GET", "/v1/users", ws_a.key))
+    status, headers, _ = await raw.response()
+    assert status == 200 and headers.get("connection", "") != "close"
+    assert TIMEOUT * 0.8 < await raw.closed_after() < TIMEOUT + 2
+
+
+async def test_oversized_headers_close_the_connection_and_the_server_carries_on(origin, api):
+    raw = await Raw.open(origin)
+    await raw.send(head("GET", "/v1/users", None, X_Big="x" * 64 * 1024))
+    assert await raw.closed_after(reset_ok=True) < 5
+    assert (await api.get("/v1/users")).code == 200
+
+
+@pytest.mark.parametrize("garbage", [b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\0" * 50,
+                                     b"GET\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+                                     b"GET /v1/users HTTP/1.1\r\nNo colon here\r\n\r\n",
+                                     b"POST /v1/lists HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+                                     b"POST /v1/lists HTTP/1.1\r\nContent-Length: 1\r\n"
+                                     b"Transfer-Encoding: chunked\r\n\r\n"])
+async def test_broken_http_gets_no_500_and_the_server_carries_on(origin, api, garbage):
+    raw = await Raw.open(origin)
+    await raw.send(garbage)
+    data = await asyncio.wait_for(raw.reader.read(65536), TIMEOUT + 5)
+    assert not data.startswith(b"HTTP/1.1 5") and b"Traceback" not in data
+    raw.close()
+    assert (await api.get("/v1/users")).code == 200

@@ -1,0 +1,203 @@
+"""GET /v1/openapi.json: a valid OpenAPI 3.1 document assembled from schemas/, covering exactly
+the routes the app serves, and agreeing with what the handlers validate and return."""
+
+import copy
+
+import pytest
+from openapi_spec_validator import validate
+
+from handlers.problems import PROBLEMS
+from schemas import Schemas
+from server.app import collect_handlers
+from server.openapi import (
+    build_document,
+    endpoint_files,
+    operations,
+    route_mismatches,
+    sample_url,
+)
+
+
+@pytest.fixture(scope="module")
+def document():
+    return build_document()
+
+
+def schema_id(ref: str) -> str:
+    """#/components/schemas/records.list -> /schemas/records/list.json"""
+    folder, name = ref.rsplit("/", 1)[1].split(".", 1)
+    return f"/schemas/{folder}/{name}.json"
+
+
+def documented(document, method: str, path: str, status: int) -> dict:
+    for full, m, op in operations(document):
+        if (m, full) == (method, path):
+            return op["responses"][str(status)]
+    raise AssertionError(f"{method} {path} is not documented")
+
+
+def test_document_is_valid_openapi_3_1(document):
+    validate(document)
+    assert document["openapi"].startswith("3.1")
+    assert document["components"]["securitySchemes"]["bearerAuth"] == {
+        **document["components"]["securitySchemes"]["bearerAuth"],
+        "type": "http",
+        "scheme": "bearer",
+    }
+
+
+def test_every_served_route_is_documented_and_every_documented_path_is_served(document):
+    assert route_mismatches(document, collect_handlers(), endpoint_files(Schemas())) == []
+
+
+def test_documented_parameters_and_bodies_are_what_the_handlers_validate(document):
+    """route_mismatches compares each endpoint file's query/body ids with the handler's
+    query_schemas/body_schemas; here the parameters in the document come from those files."""
+    schemas = Schemas()
+    for endpoint in endpoint_files(schemas):
+        op = next(
+            op
+            for path, method, op in operations(document)
+            if (method, path) == (endpoint["method"], endpoint["path"])
+        )
+        query = schemas.documents[endpoint.get("query", "/schemas/queries/none.json")]
+        names = [p["name"] for p in op.get("parameters", []) if p.get("in") == "query"]
+        assert names == list(query.get("properties", {})), endpoint["$id"]
+        body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+        if "body" in endpoint:
+            assert schema_id(body["schema"]["$ref"]) == endpoint["body"]
+        else:
+            assert not body
+
+
+def test_the_cross_check_reports_drift():
+    schemas = Schemas()
+    endpoints = endpoint_files(schemas)
+    document = build_document(schemas)
+    routes = collect_handlers()
+    from handlers.lists import ListsHandler
+
+    class Drifted(ListsHandler):
+        query_schemas = {"GET": "/schemas/queries/none.json"}
+
+        async def delete(self) -> None:
+            pass
+
+    class Extra(ListsHandler):
+        pass
+
+    drifted = [
+        (p, Drifted, *rest) if p == r"/v1/lists" else (p, h, *rest) for p, h, *rest in routes
+    ]
+    drifted.insert(0, (r"/v1/extra", Extra))
+    found = route_mismatches(document, drifted, endpoints)
+    assert (
+        "GET /v1/lists: documents query /schemas/queries/lists.json but Drifted validates "
+        "/schemas/queries/none.json" in found
+    )
+    assert any(m.startswith("DELETE /v1/lists") and "not documented" in m for m in found)
+    assert any(m.startswith("GET /v1/extra") and "not documented" in m for m in found)
+    without = [r for r in routes if r[0] != r"/v1/users"]
+    assert "GET /v1/users is documented but not served" in route_mismatches(
+        document, without, endpoints
+    )
+
+
+def test_a_malformed_endpoint_file_is_refused_with_its_name():
+    schemas = Schemas()
+    bad = copy.deepcopy(schemas.documents["/schemas/endpoints/get-users.json"])
+    bad["responses"]["200"]["headerz"] = []
+    schemas.documents["/schemas/endpoints/get-users.json"] = bad
+    with pytest.raises(ValueError, match="get-users.json: #/responses/200/headerz"):
+        endpoint_files(schemas)
+    bad = copy.deepcopy(schemas.documents["/schemas/endpoints/get-list.json"])
+    bad["pathParameters"] = {}
+    schemas.documents["/schemas/endpoints/get-list.json"] = bad
+    with pytest.raises(ValueError, match="pathParameters"):
+        endpoint_files(schemas)
+
+
+def test_every_schema_file_is_a_component_with_refs_into_components(document):
+    components = document["components"]["schemas"]
+    for sid in Schemas().documents:
+        if sid.startswith(("/schemas/endpoints/", "/schemas/meta/")):
+            continue
+        name = sid.removeprefix("/schemas/").removesuffix(".json").replace("/", ".")
+        assert name in components
+    text = str(components)
+    assert "'/schemas/" not in text and "$id" not in text
+
+
+def test_problem_responses_match_the_problem_table(document):
+    for path, method, op in operations(document):
+        for status, response in op["responses"].items():
+            for code in response.get("x-problem-codes", []):
+                assert str(PROBLEMS[code][0]) == status, (method, path, code)
+                if method != "HEAD":
+                    schema = response["content"]["application/problem+json"]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/records.problem"}
+            if status == "401":
+                assert "WWW-Authenticate" in response["headers"]
+            if status in ("429", "503"):
+                assert "Retry-After" in response["headers"]
+        assert "X-Request-Id" in op["responses"][min(op["responses"])]["headers"]
+        if op.get("security") != []:
+            assert {"401", "429"} <= set(op["responses"]), (method, path)
+
+
+async def test_served_without_auth_and_equal_to_the_assembled_document(anon, document):
+    response = await anon.get("/v1/openapi.json")
+    assert response.code == 200
+    assert response.headers["Content-Type"].startswith("application/json")
+    assert response.json() == document
+    assert (await anon.get("/v1/openapi.json?x=1")).code == 400
+
+
+async def test_documented_response_schemas_match_real_responses(api, document):
+    """Parameterless GETs, and the list flow, validated against their documented schemas."""
+    schemas = Schemas()
+
+    def check(response, method, path, status):
+        assert response.code == status, response
+        spec = documented(document, method, path, status)
+        (media,) = spec["content"]
+        assert response.headers["Content-Type"].startswith(media)
+        ref = spec["content"][media]["schema"].get("$ref")
+        if ref:
+            assert schemas.errors(schema_id(ref), response.json()) == [], (method, path)
+        for header in spec["headers"]:
+            assert header in response.headers, (method, path, header)
+
+    checked = set()
+    for path, method, op in operations(document):
+        if method != "GET" or "{" in path or op.get("x-try-it") is False:
+            continue
+        response = await api.get(path)
+        if response.code == 400:  # needs parameters the query schema cannot require alone
+            check(response, "GET", path, 400)
+            continue
+        check(response, "GET", path, 200)
+        checked.add(path)
+    assert {"/v1/users", "/v1/lists", "/v1/openapi.json"} <= checked
+
+    users = (await api.get("/v1/users")).json()["users"]
+    created = await api.post("/v1/lists", {"name": "Docs", "ownerUserId": users[0]["id"]})
+    check(created, "POST", "/v1/lists", 201)
+    list_id = created.json()["list"]["id"]
+    check(await api.get(f"/v1/lists/{list_id}"), "GET", "/v1/lists/{listId}", 200)
+    uploaded = await api.post(f"/v1/lists/{list_id}/contacts", {"contacts": [{"email": "a@b.c"}]})
+    check(uploaded, "POST", "/v1/lists/{listId}/contacts", 200)
+    check(
+        await api.get(f"/v1/lists/{'0' * 8}-0000-4000-8000-{'0' * 12}"),
+        "GET",
+        "/v1/lists/{listId}",
+        404,
+    )
+    check(await api.get("/v1/users", key="wrong"), "GET", "/v1/users", 401)
+
+
+def test_sample_url_fills_parameters():
+    assert (
+        sample_url("/v1/lists/{listId}/contacts")
+        == "/v1/lists/00000000-0000-4000-8000-000000000000/contacts"
+    )

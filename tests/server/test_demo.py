@@ -1,0 +1,208 @@
+"""The demo data: deterministic, plausible, consistent, at a configurable scale, with a
+progress bar; and the demo process serving it through every read endpoint."""
+
+import datetime as dt
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections import Counter
+
+import pytest
+
+from handlers import jsonio
+from schemas import Schemas
+from server.auth import KeyService
+from server.cli import _parser
+from server.demo import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Progress, seed
+from server.demo_data import Scale
+from store.database import open_store
+
+NOW = dt.datetime(2026, 11, 21, 9, 30)
+SMALL = Scale(calls=400, prospects=80, timeline=300)
+WALL_CLOCK = {"lists": ["updatedAt"], "users": ["deletedAt"]}  # set by store.lists/users
+
+
+async def seeded(seed_value=7, scale=SMALL):
+    store = open_store("memory", "demo")
+    workspaces = await seed(store, KeyService("s" * 40, store.keys), seed=seed_value, scale=scale)
+    return store, workspaces
+
+
+async def snapshot(store) -> dict:
+    data = {}
+    for name in ("workspaces", "users", "lists", "prospects", "calls", "activities"):
+        docs = await store.db[name].find({}).sort("_id").to_list(None)
+        for doc in docs:
+            for field in WALL_CLOCK.get(name, []):
+                doc.pop(field, None)
+        data[name] = docs
+    return data
+
+
+async def test_the_same_seed_gives_the_same_data_and_another_seed_other_data():
+    first, second, other = [await snapshot((await seeded(s))[0]) for s in (7, 7, 8)]
+    assert first == second
+    assert first["calls"] != other["calls"] and first["prospects"] != other["prospects"]
+    assert len(first["calls"]) == 400 + 40 and len(first["prospects"]) == 80 + 20
+
+
+async def test_the_data_is_consistent_and_plausible():
+    store, workspaces = await seeded()
+    data = await snapshot(store)
+    schemas = Schemas()
+    first = workspaces[0]["id"]
+    prospects = {p["_id"]: p for p in data["prospects"]}
+    calls = data["calls"]
+    assert {c["workspaceId"] for c in calls} == {w["id"] for w in workspaces}
+    for call in calls:
+        record = json.loads(jsonio.dumps(
+            {k: v for k, v in call.items() if k not in ("_id", "workspaceId", "recordingRef")}
+            | {"id": call["_id"]}))
+        assert schemas.errors("/schemas/records/call.json", record) == []
+        prospect = prospects[call["prospectId"]]
+        assert prospect["workspaceId"] == call["workspaceId"]
+        assert (call["toNumber"] if call["direction"] == "outbound" else call["fromNumber"]) == (
+            prospect["phoneE164"])
+        assert NOW - dt.timedelta(days=90) <= call["startedAt"] <= call["endedAt"] < NOW
+        assert call["createdAt"] == call["startedAt"] < call["updatedAt"] < NOW
+        assert call["listId"] is None or call["listId"] in prospect["listIds"]
+    refs = [c["recordingRef"] for c in calls if c["hasRecording"]]
+    assert all(re.fullmatch(r"RE[0-9a-f]{32}", ref) for ref in refs)
+    assert len(refs) == len(set(refs))
+    missing = [c for c in calls if c["recordingRef"] == MISSING_RECORDING_REF]
+    assert len(missing) == 1 and missing[0]["workspaceId"] == first
+    assert missing[0]["hasRecording"] and missing[0]["recordingDurationSeconds"] is not None
+    assert not any(c["recordingRef"] for c in calls if not c["hasRecording"])
+
+    outbound = [c for c in calls if c["direction"] == "outbound"]
+    dispositions = Counter(c["disposition"] for c in outbound)
+    assert set(dispositions) == {"connected", "no_answer", "voicemail", "busy", "failed",
+                                 "wrong_number"}
+    assert 0.08 < dispositions["connected"] / len(outbound) < 0.3
+    assert dispositions["no_answer"] == max(dispositions.values())
+    assert any(c["meetingBooked"] for c in calls)
+    assert {c["userId"] for c in calls} >= {u["_id"] for u in data["users"]
+                                            if u["workspaceId"] == first}  # deleted one too
+
+    for listing in data["lists"]:
+        members = [p for p in data["prospects"] if listing["_id"] in p["listIds"]]
+        assert listing["prospectsCount"] == len(members) > 0
+
+    activities = data["activities"]
+    assert {a["type"] for a in activities} == {"call", "note", "email", "list_added",
+                                               "meeting_booked", "status_change"}
+    assert Counter(a["type"] for a in activities)["call"] == len(calls)
+    for activity in activities[:500]:
+        record = json.loads(jsonio.dumps({"id": activity["_id"], **{
+            k: activity[k] for k in ("type", "occurredAt", "userId", "callId", "summary",
+                                     "details")}}))
+        assert schemas.errors("/schemas/records/activity.json", record) == []
+    dana = [p for p in data["prospects"] if p.get("email") == LONG_TIMELINE_CONTACT["email"]]
+    assert len(dana) == 1 and dana[0]["workspaceId"] == first
+    assert sum(a["prospectId"] == dana[0]["_id"] for a in activities) > SMALL.timeline
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_appears_only_after_a_second():
+    clock, stream = FakeClock(), io.StringIO()
+    progress = Progress(100, stream=stream, clock=clock)
+    progress.advance(30, "calls")
+    assert stream.getvalue() == ""
+    clock.now = 1.5
+    for _ in range(7):
+        progress.advance(10, "calls")
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("Seeding demo data [") and "40%" in lines[0]
+    assert "100%" in lines[-1] and len(lines) == 7  # one line per tenth when not a terminal
+
+
+def test_progress_redraws_in_place_on_a_terminal():
+    clock, stream = FakeClock(), Terminal()
+    progress = Progress(10, stream=stream, clock=clock)
+    clock.now = 2
+    progress.advance(5, "calls")
+    clock.now = 2.01
+    progress.advance(1, "calls")  # too soon to redraw
+    clock.now = 3
+    progress.advance(4, "calls")
+    progress.close()
+    text = stream.getvalue()
+    assert text.count("\r") == 3 and text.endswith("done        \n") and "60%" not in text
+
+
+def test_fast_seeding_shows_no_progress():
+    stream = io.StringIO()
+    progress = Progress(10, stream=stream)
+    progress.advance(10, "calls")
+    progress.close()
+    assert stream.getvalue() == ""
+
+
+def test_demo_scale_flags():
+    args = _parser().parse_args(["demo", "--calls", "20000", "--prospects", "3000",
+                                 "--timeline", "100000"])
+    assert (args.calls, args.prospects, args.timeline) == (20000, 3000, 100000)
+    defaults = _parser().parse_args(["demo"])
+    assert (defaults.calls, defaults.prospects, defaults.timeline) == (5000, 500, 5000)
+    for bad in (["--calls", "-1"], ["--prospects", "5"], ["--timeline", "many"]):
+        with pytest.raises(SystemExit):
+            _parser().parse_args(["demo", *bad])
+
+
+@pytest.fixture
+def small_demo(tmp_path):
+    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
+             str(keys_file), "--calls", "300", "--prospects", "60", "--timeline", "200"],
+            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "MONGODB_URI": "memory"})
+    deadline = time.monotonic() + 60
+    while not keys_file.exists() or not keys_file.read_text().endswith("\n"):
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "demo did not start"
+        time.sleep(0.1)
+    yield json.loads(keys_file.read_text()), log
+    process.terminate()
+    process.wait(10)
+
+
+def get(base, key, path):
+    request = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=20) as response:
+        return json.loads(response.read())
+
+
+def test_the_demo_serves_calls_prospects_timelines_and_metrics(small_demo):
+    keys, log = small_demo
+    base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
+    calls = get(base, key, "/calls?pageSize=100")
+    assert calls["total"] == 300 and len(calls["calls"]) == 100
+    prospects = get(base, key, "/prospects")
+    assert prospects["total"] == 60
+    email = urllib.parse.quote(LONG_TIMELINE_CONTACT["email"])
+    timeline = get(base, key, f"/prospect-activities?email={email}")
+    assert len(timeline["activities"]) > 200
+    metrics = get(base, key, "/reporting/dialer-metrics?from=2026-08-24&to=2026-11-21"
+                             "&timezone=America/New_York")
+    outbound = get(base, key, "/calls?direction=outbound")["total"]
+    assert metrics["totals"]["dials"] == outbound > 0
+    assert LONG_TIMELINE_CONTACT["email"] in log.read_text()  # the banner shows the timeline
