@@ -122,8 +122,8 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
     """Create the demo workspaces; returns [{"id", "name", "apiKey"}]. Same seed, same data.
 
     The first workspace gets `scale`, the second about a tenth of it. In the first, the
-    prospect LONG_TIMELINE_CONTACT has `scale.timeline` extra activities, and its newest call
-    with a recording carries MISSING_RECORDING_REF.
+    prospect LONG_TIMELINE_CONTACT has `scale.timeline` extra activities, and the workspace's
+    third-newest call with a recording carries MISSING_RECORDING_REF.
     """
     rng = random.Random(seed)
     now = now or dt.datetime(2026, 11, 21, 9, 30)
@@ -157,7 +157,8 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
         if index == 0:
             recorded = [call for call in calls if call["hasRecording"]]
             if recorded:
-                recorded[-1]["recordingRef"] = MISSING_RECORDING_REF
+                # The third-newest: the console pre-fills the newest call, which should play.
+                recorded[-min(3, len(recorded))]["recordingRef"] = MISSING_RECORDING_REF
         await _write(progress, "calls", store.calls.insert_documents, wid, calls)
         activities = build_timelines(rng, wid, active, prospects, calls, lists, now)
         if part.timeline:

@@ -21,7 +21,7 @@ from store.calls import call_document
 from store.prospects import Contact, dedupe_key, prospect_document
 
 # The one recording reference whose audio the simulated provider reports missing: exactly one
-# call of the first demo workspace carries it (its newest call with a recording).
+# call of the first demo workspace carries it (its third-newest call with a recording).
 MISSING_RECORDING_REF = "RE" + "0badc0de" * 4
 CALL_DAYS = 90
 TEAM_ZONE = ZoneInfo("America/New_York")

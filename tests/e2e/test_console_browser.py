@@ -215,6 +215,11 @@ def test_play_and_download_a_recording(console, tmp_path):
     op.locator('[name="Range"]').fill("bytes=0-1023")
     assert console.send("getCallRecording") == "206 Partial Content"
     assert console.header("getCallRecording", "Content-Range") == f"bytes 0-1023/{length}"
+    # HEAD: the headers only.
+    op.locator('[name="Range"]').fill("")
+    assert console.send("getCallRecording", __method="HEAD") == "200 OK"
+    assert console.header("getCallRecording", "Content-Length") == str(length)
+    assert op.locator(".result audio").count() == 0
     console.assert_clean()
 
 
