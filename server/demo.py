@@ -126,7 +126,10 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
     third-newest call with a recording carries MISSING_RECORDING_REF.
     """
     rng = random.Random(seed)
-    now = now or dt.datetime(2026, 11, 21, 9, 30)
+    # Anchored at today's UTC midnight: the last 90 days stay recent, and two runs on the same
+    # day with the same seed give the same data.
+    now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None, hour=0, minute=0, second=0,
+                                                  microsecond=0)
     scale = scale or Scale()
     progress = progress or Progress(estimate(scale), delay=float("inf"))
     result = []
