@@ -163,29 +163,28 @@ def prospect_document(workspace_id: str, contact: Contact, key: str, owner_user_
 class Prospects:
     def __init__(self, db, default_region: str = "US"):
         self.col = db["prospects"]
-        self.lists = db["lists"]
         self.activities = Activities(db)
         self.default_region = default_region
 
     def parse_contact(self, raw: dict) -> Contact:
         return Contact.parse(raw, self.default_region)
 
-    async def add_to_list(self, workspace_id: str, list_id: str, owner_user_id: str | None,
-                          raw_contacts: list[dict]) -> int:
-        """Match or create a prospect for each contact and add it to the list.
+    async def add_to_list(self, workspace_id: str, listing: dict, raw_contacts: list[dict]) -> int:
+        """Match or create a prospect for each contact and add it to `listing` (a list record).
 
         Returns how many prospects became new members of the list. Idempotent: repeating the
         same upload adds nothing. Retried once when a concurrent upload wins an upsert race.
         """
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         try:
-            return await self._add_to_list(workspace_id, list_id, owner_user_id, contacts)
+            return await self._add_to_list(workspace_id, listing, contacts)
         except BulkWriteError as exc:
             if any(e.get("code") != DUPLICATE_KEY for e in exc.details.get("writeErrors", [])):
                 raise
-            return await self._add_to_list(workspace_id, list_id, owner_user_id, contacts)
+            return await self._add_to_list(workspace_id, listing, contacts)
 
-    async def _add_to_list(self, workspace_id, list_id, owner_user_id, contacts) -> int:
+    async def _add_to_list(self, workspace_id: str, listing: dict, contacts: list[Contact]) -> int:
+        list_id, owner_user_id = listing["id"], listing["ownerUserId"]
         now = utcnow()
         pool = await self._candidates(workspace_id, contacts)
         targets: list[Candidate] = []
@@ -226,10 +225,10 @@ class Prospects:
             for prospect_id in written.upserted_ids.values():
                 upserts[prospect_id].id = prospect_id
         result = await self.col.bulk_write(memberships, ordered=False)
-        await self._record_list_added(workspace_id, list_id, targets, now)
+        await self._record_list_added(workspace_id, listing, targets, now)
         return result.modified_count
 
-    async def _record_list_added(self, workspace_id: str, list_id: str,
+    async def _record_list_added(self, workspace_id: str, listing: dict,
                                  targets: list[Candidate], now) -> None:
         """A `list_added` activity for each target; the first one recorded for a prospect and
         list stays (so it dates the prospect's first upload to the list)."""
@@ -240,11 +239,8 @@ class Prospects:
             ids = {doc["dedupeKey"]: doc["_id"] async for doc in cursor}
             for target in targets:
                 target.id = target.id or ids.get(target.key)
-        listing = await self.lists.find_one({"_id": list_id, "workspaceId": workspace_id},
-                                            {"name": 1})
         await self.activities.record_list_added(
-            workspace_id, list_id, listing and listing["name"],
-            [t.id for t in targets if t.id], now)
+            workspace_id, listing["id"], listing["name"], [t.id for t in targets if t.id], now)
 
     async def _candidates(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
         emails = sorted({c.email for c in contacts if c.email})
