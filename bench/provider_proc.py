@@ -22,6 +22,7 @@ async def main(args) -> None:
     provider = await start_provider("127.0.0.1", 0, account_id=args.account,
                                     auth_token=args.token, library=ProviderLibrary(sizes))
     print(json.dumps({"pid": os.getpid(), "port": provider.port}), flush=True)
+    os.dup2(2, 1)  # nobody reads stdout after the ready line
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

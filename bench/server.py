@@ -48,26 +48,9 @@ def route_exists(path: str) -> bool:
 
 
 def build_app(config, store, auth):
-    """The API app as the `serve` command builds it (with its services, when it has any)."""
-    from server import serve
-
-    builder = getattr(serve, "build_app", None) or getattr(serve, "make_service_app", None)
-    if builder is not None:
-        return builder(config, store, auth)
-    services = {}
-    make_services = getattr(serve, "build_services", None)
-    if make_services is not None:
-        services = make_services(config)
-    app = make_app(config, store, auth, **services)
-    if config.provider_url and app.settings.get("upstream") is None:
-        # The recording relay's provider client, configured as the service configures it.
-        from server.upstream import UpstreamClient
-
-        app.settings["upstream"] = UpstreamClient(
-            config.provider_url, config.provider_account_id, config.provider_auth_token,
-            connect_timeout=config.provider_connect_timeout,
-            header_timeout=config.provider_header_timeout)
-    return app
+    """The API app exactly as `workspace-api serve` builds it: `make_app` adds its own services
+    (rate limiter, provider client from provider_url)."""
+    return make_app(config, store, auth)
 
 
 async def main(args) -> None:
@@ -99,6 +82,7 @@ async def main(args) -> None:
         },
     )
     print(json.dumps(info), flush=True)
+    os.dup2(2, 1)  # nobody reads stdout after the ready line: anything later goes to the log
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
