@@ -13,8 +13,8 @@ from server.auth import KeyService, resolve_secret
 from server.config import Config
 from server.gate import Gate
 from server.logs import access_log
-from server.upstream import UpstreamClient
 from server.ratelimit import RateLimiter
+from server.upstream import UpstreamClient
 from store.database import Store, open_store
 
 # Each module ends with `default_handlers = [(pattern, Handler[, kwargs])]`.

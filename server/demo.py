@@ -32,7 +32,7 @@ from server.demo_data import (
     demo_uuid,
     long_timeline,
 )
-from server.logs import setup_logging
+from server.logs import secrets_of, setup_logging
 from server.provider import ProviderLibrary, start_provider
 
 __all__ = ["MISSING_RECORDING_REF", "LONG_TIMELINE_CONTACT", "Scale", "seed", "run_demo"]
@@ -187,6 +187,7 @@ async def _demo(config: Config, args) -> None:
     progress = Progress(estimate(scale))
     workspaces = await seed(store, auth, args.seed, scale=scale, progress=progress)
     config = await start_simulated_provider(config)
+    setup_logging(config.log_level, secrets_of(config))  # now also scrubs the provider's
     sockets = bind_sockets(config.port, config.host)
     port = sockets[0].getsockname()[1]
     http_server(make_app(config, store, auth), config).add_sockets(sockets)

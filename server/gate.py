@@ -16,7 +16,6 @@ from tornado import httputil
 from tornado.ioloop import IOLoop
 
 
-
 class Gate(httputil.HTTPServerConnectionDelegate):
     def __init__(self, app, max_body_bytes: int, linger_seconds: float = 5.0):
         self.app = app
@@ -43,6 +42,15 @@ class _Connection:
 
     def finish(self) -> None:
         self._request.reply_written()
+
+    def set_close_callback(self, callback) -> None:
+        """A request whose connection closes (the client left, or a handler cut a stream short)
+        is no longer in flight, whether or not its handler finishes it."""
+        def closed() -> None:
+            self._request.done()
+            callback()
+
+        self._raw.set_close_callback(closed if callback else None)
 
 
 class _Request(httputil.HTTPMessageDelegate):

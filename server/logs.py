@@ -26,6 +26,13 @@ PATTERNS = [
 ]
 
 
+def scrub(text: str) -> str:
+    """`text` without bearer tokens, API keys or URL credentials."""
+    for pattern in PATTERNS:
+        text = pattern.sub(lambda m: (m.group(1) + " " if m.lastindex else "") + REDACTED, text)
+    return text
+
+
 class JSONFormatter(logging.Formatter):
     def __init__(self, secrets: Iterable[str] = ()):
         super().__init__()
@@ -37,10 +44,7 @@ class JSONFormatter(logging.Formatter):
     def redact(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
-        for pattern in PATTERNS:
-            text = pattern.sub(lambda m: (m.group(1) + " " if m.lastindex else "") + REDACTED,
-                               text)
-        return text
+        return scrub(text)
 
     def format(self, record: logging.LogRecord) -> str:
         line = {
@@ -88,7 +92,7 @@ def access_log(handler) -> None:
         "requestId": getattr(handler, "request_id", None),
         "workspaceId": getattr(handler, "workspace_id", None),
         "method": request.method,
-        "path": request.path,
+        "path": scrub(request.path),  # a client may put anything there, even its key
         "status": handler.get_status(),
         "durationMs": round(request.request_time() * 1000, 2),
     }

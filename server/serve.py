@@ -21,7 +21,7 @@ from tornado.netutil import bind_sockets
 
 from server.app import http_server, make_app, open_services
 from server.auth import resolve_secret
-from server.config import Config, ConfigError
+from server.config import Config, ConfigError, validate
 from server.logs import secrets_of, setup_logging
 
 log = logging.getLogger("workspace_api")
@@ -37,12 +37,13 @@ def serve(config: Config, args) -> int:
         if v is not None
     }
     config = config.replace(**overrides)
-    setup_logging(config.log_level, secrets_of(config))
+    validate(config)
     if config.processes > 1 and config.embedded:
         raise ConfigError(
             "--processes > 1 needs MongoDB (MONGODB_URI=mongodb://...): the embedded store "
             "lives inside one process, so workers would share no data, keys or rate limits")
     resolve_secret(config)  # refuse a bad secret once, before any worker starts
+    setup_logging(config.log_level, secrets_of(config))
     try:
         sockets = bind_sockets(config.port, config.host)
     except OSError as exc:
@@ -71,6 +72,7 @@ async def run_worker(config: Config, sockets) -> int:
     stop = asyncio.Event()
     for signum in STOP_SIGNALS:
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked since the fork, if any
     await stop.wait()
 
     app.settings["draining"] = True  # /readyz: 503 from now on
@@ -90,9 +92,8 @@ async def run_worker(config: Config, sockets) -> int:
     return 0
 
 
-async def ensure_indexes_when_reachable(store) -> None:
+async def ensure_indexes_when_reachable(store, delay: float = 0.5) -> None:
     """Create the indexes as soon as the database answers; until then the API answers 503."""
-    delay = 0.5
     while True:
         try:
             await store.ensure_indexes()
@@ -119,9 +120,9 @@ def supervise(count: int, work) -> int:
         if pid == 0:
             code = 1
             try:
+                # Still blocked: a stop signal waits until the worker can shut down gracefully.
                 for signum in STOP_SIGNALS:
                     signal.signal(signum, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
                 code = work()
             except BaseException:
                 log.exception("worker %d failed", os.getpid())

@@ -1,0 +1,254 @@
+"""Tenant isolation, endpoint by endpoint: workspace A's key with workspace B's ids (path, query
+or body) behaves exactly like a random id of the same shape, B's data is never changed, and no
+response to A contains any of B's data.
+
+Both workspaces are seeded by the demo seeder (users, a deleted user, lists, prospects, calls
+with recordings, activities). CASES must name every authenticated route the application serves
+(test_every_route_is_covered fails otherwise), so a new endpoint cannot skip this suite.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import re
+import uuid
+from urllib.parse import quote
+
+import pytest
+
+from handlers.base import APIHandler
+from server.app import collect_handlers
+from server.demo import Scale, seed
+from tests.conftest import Client
+
+TODAY = dt.date.today()
+METRICS = f"from={TODAY - dt.timedelta(days=120)}&to={TODAY}"
+
+# route pattern -> (method, path with {placeholders}, JSON body or None). A placeholder is
+# filled once with B's value and once with a fresh value of the same shape; both answers must be
+# identical. Cases without placeholders are only scanned for B's data.
+CASES: dict[str, list[tuple[str, str, object]]] = {
+    r"/v1/users": [("GET", "/v1/users", None)],
+    r"/v1/lists": [
+        ("GET", "/v1/lists?pageSize=100", None),
+        ("POST", "/v1/lists", {"name": "mine", "ownerUserId": "{user}"}),
+        ("POST", "/v1/lists", {"name": "mine", "ownerUserId": "{deleted_user}"}),
+    ],
+    r"/v1/lists/([^/]+)": [("GET", "/v1/lists/{list}", None)],
+    r"/v1/lists/([^/]+)/contacts": [
+        ("POST", "/v1/lists/{list}/contacts", {"contacts": [{"email": "new@a.example"}]}),
+        # B's prospect's email and phone uploaded into a fresh list of A: a new prospect of A,
+        # never B's prospect reused.
+        ("POST", "/v1/lists/{a_list}/contacts",
+         {"contacts": [{"email": "{email}", "phoneNumber": "{phone}", "firstName": "Same"}]}),
+    ],
+    r"/v1/calls": [
+        ("GET", "/v1/calls?pageSize=100", None),
+        ("GET", "/v1/calls?userId={user}", None),
+        ("GET", "/v1/calls?userId={deleted_user}", None),
+        ("GET", "/v1/calls?prospectId={prospect}", None),
+        ("GET", "/v1/calls?listId={list}", None),
+    ],
+    r"/v1/calls/([^/]+)/recording": [
+        ("GET", "/v1/calls/{call}/recording", None),
+        ("HEAD", "/v1/calls/{call}/recording", None),
+    ],
+    r"/v1/prospects": [
+        ("GET", "/v1/prospects?pageSize=100", None),
+        ("GET", "/v1/prospects?listId={list}", None),
+        ("GET", "/v1/prospects?email={email}", None),
+        ("GET", "/v1/prospects?phoneNumber={phone}", None),
+    ],
+    r"/v1/prospect-activities": [
+        ("GET", "/v1/prospect-activities?prospectId={prospect}", None),
+        ("GET", "/v1/prospect-activities?email={email}", None),
+        ("GET", "/v1/prospect-activities?phoneNumber={phone}", None),
+    ],
+    r"/v1/reporting/dialer-metrics": [
+        ("GET", f"/v1/reporting/dialer-metrics?{METRICS}", None),
+        ("GET", f"/v1/reporting/dialer-metrics?{METRICS}&userId={{user}}", None),
+        ("GET", f"/v1/reporting/dialer-metrics?{METRICS}&userId={{deleted_user}}", None),
+    ],
+}
+
+
+class Demo:
+    """The two seeded workspaces and everything the store holds for each."""
+
+    def __init__(self, workspaces, docs):
+        self.a, self.b = workspaces
+        self.docs = docs  # workspace id -> [documents]
+
+    def of(self, which: str, collection: str) -> list[dict]:
+        wid = getattr(self, which)["id"]
+        return [d for c, d in self.docs[wid] if c == collection]
+
+    def strings(self, which: str) -> set[str]:
+        found: set[str] = set()
+
+        def walk(value):
+            if isinstance(value, str):
+                found.add(value)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    walk(item)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(item)
+
+        for _, doc in self.docs[getattr(self, which)["id"]]:
+            walk(doc)
+        return found
+
+
+async def snapshot(store, workspaces) -> dict:
+    docs = {w["id"]: [] for w in workspaces}
+    for name in await store.db.list_collection_names():
+        if name == "rate_limits":
+            continue
+        async for doc in store.db[name].find({}):
+            owner = doc.get("workspaceId") or doc["_id"]
+            if owner in docs:
+                docs[owner].append((name, doc))
+    return docs
+
+
+@pytest.fixture
+def demo(io_loop, store, auth) -> Demo:
+    async def build():
+        workspaces = await seed(store, auth, seed=11,
+                                scale=Scale(calls=120, prospects=60, timeline=0))
+        return Demo(workspaces, await snapshot(store, workspaces))
+
+    return io_loop.run_sync(build)
+
+
+def b_values(demo: Demo) -> dict[str, str]:
+    """One of B's values per placeholder, chosen among those A does not also have."""
+    a_strings = demo.strings("a")
+    prospects = [p for p in demo.of("b", "prospects")
+                 if p.get("email") not in a_strings and p.get("phoneE164") not in a_strings
+                 and p.get("email") and p.get("phoneE164")]
+    users = demo.of("b", "users")
+    return {
+        "user": next(u["_id"] for u in users if not u.get("deletedAt")),
+        "deleted_user": next(u["_id"] for u in users if u.get("deletedAt")),
+        "list": demo.of("b", "lists")[0]["_id"],
+        "prospect": prospects[0]["_id"],
+        "email": prospects[0]["email"],
+        "phone": prospects[0]["phoneE164"],
+        "call": next(c["_id"] for c in demo.of("b", "calls") if c.get("recordingRef")),
+    }
+
+
+def fresh_values(demo: Demo, like: dict[str, str]) -> dict[str, str]:
+    """Values of the same shapes that exist in neither workspace."""
+    taken = demo.strings("a") | demo.strings("b")
+    rng = random.Random(7)
+    values = {}
+    for name, value in like.items():
+        while True:
+            if name == "email":
+                local, _, domain = value.partition("@")
+                candidate = f"{local[:-2]}{rng.randint(10, 99)}x@{domain}"
+            elif name == "phone":
+                candidate = value[:-4] + f"{rng.randint(0, 9999):04d}"
+            else:
+                candidate = str(uuid.uuid4())
+            if candidate not in taken:
+                values[name] = candidate
+                break
+    return values
+
+
+def fill(template, values: dict[str, str]):
+    text = json.dumps(template) if not isinstance(template, str) else template
+    for name, value in values.items():
+        encoded = value if not isinstance(template, str) else quote(value, safe="@")
+        text = text.replace("{" + name + "}", encoded)
+    return text if isinstance(template, str) else json.loads(text)
+
+
+def normalised(response, values: dict[str, str]) -> tuple:
+    text = response.body.decode("utf-8", "replace")
+    text = re.sub(r'"requestId":"[^"]*"', '"requestId":"-"', text)
+    link = response.headers.get("Link", "")
+    for name, value in values.items():
+        for form in (value, quote(value, safe="@"), quote(value, safe="")):
+            text, link = text.replace(form, f"<{name}>"), link.replace(form, f"<{name}>")
+    return response.code, response.headers.get("Content-Type"), link, text
+
+
+def identifying(value: str) -> bool:
+    """Ids, emails, phone numbers, references: strings that name someone's record (as opposed
+    to vocabulary such as "outbound" that every workspace shares)."""
+    return len(value) >= 6 and ("@" in value or sum(c.isdigit() for c in value) >= 3)
+
+
+def placeholders(*templates) -> set[str]:
+    return {name for t in templates for name in re.findall(r"\{(\w+)\}", json.dumps(t))}
+
+
+CASE_LIST = [(pattern, *case) for pattern, cases in CASES.items() for case in cases]
+
+
+@pytest.mark.parametrize("pattern,method,path,body", CASE_LIST,
+                         ids=[f"{m} {p}" for _, m, p, _ in CASE_LIST])
+async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
+        demo, store, origin, pattern, method, path, body):
+    client = Client(origin, demo.a["apiKey"])
+    names = placeholders(path, body) - {"a_list"}
+    given_b = {k: v for k, v in b_values(demo).items() if k in names}
+    given_random = {k: v for k, v in fresh_values(demo, given_b).items() if k in names}
+    b_secrets = {s for s in demo.strings("b") - demo.strings("a") if identifying(s)}
+    b_secrets |= {demo.b["id"], demo.b["name"], *(x["name"] for x in demo.of("b", "lists"))}
+
+    answers = []
+    for values in (given_b, given_random):
+        if "a_list" in placeholders(path, body):
+            owner = demo.of("a", "users")[0]["_id"]
+            values = {**values, "a_list": (await store.lists.create(demo.a["id"], "fresh",
+                                                                    owner))["id"]}
+        kwargs = {"json_body": fill(body, values)} if body is not None else {}
+        response = await client.fetch(fill(path, values), method, **kwargs)
+        assert response.code < 500, response
+        text = response.body.decode("utf-8", "replace") + json.dumps(dict(response.headers))
+        leaked = [s for s in b_secrets if s in text and s not in values.values()]
+        assert not leaked, f"{method} {path} showed A some of B's data: {leaked[:3]}"
+        answers.append(normalised(response, values))
+    if names:
+        assert answers[0] == answers[1], f"{method} {path}: B's ids are told apart from random ids"
+    after = await snapshot(store, [demo.a, demo.b])
+    assert after[demo.b["id"]] == demo.docs[demo.b["id"]], "B's data changed"
+
+
+def test_every_route_is_covered():
+    public = set()
+    for route in collect_handlers()[:-1]:
+        pattern, handler = route[0], route[1]
+        if not (issubclass(handler, APIHandler) and handler.auth_required):
+            public.add(pattern)
+            continue
+        assert pattern in CASES, f"{pattern} is missing from tests/test_isolation.py CASES"
+        methods = {method for method, _, _ in CASES[pattern]}
+        assert set(handler.allowed_methods()) <= methods, f"{pattern}: cover every method"
+    assert not public & set(CASES)
+
+
+async def test_public_routes_show_no_workspace_data(demo, origin):
+    """Routes without a key (health, the OpenAPI document, the console) show no one's data,
+    even when asked with a key."""
+    client = Client(origin, demo.a["apiKey"])
+    secrets = {s for w in ("a", "b") for s in demo.strings(w) if identifying(s)}
+    for route in collect_handlers()[:-1]:
+        pattern, handler = route[0], route[1]
+        if issubclass(handler, APIHandler) and handler.auth_required:
+            continue
+        if "(" in pattern:
+            continue  # static files: no data of any workspace by construction
+        response = await client.get(pattern)
+        text = response.body.decode("utf-8", "replace")
+        leaked = [s for s in secrets if s in text]
+        assert not leaked, f"{pattern} shows workspace data: {leaked[:3]}"
