@@ -22,7 +22,7 @@ async def run_admin(config: Config, args, services=None) -> int:
             print(
                 "workspace-api: admin commands need MongoDB: the embedded store lives inside "
                 "one process and is gone when it exits. Set MONGODB_URI=mongodb://... (and "
-                "WSAPI_SECRET), or use `workspace-api demo`, which seeds its own data.",
+                "WSAPI_SECRET), or type the command into a running `workspace-api demo`.",
                 file=sys.stderr,
             )
             return 2

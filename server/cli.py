@@ -13,6 +13,8 @@ from server.config import ConfigError, load_config
 
 log = logging.getLogger("workspace_api")
 
+ADMIN_COMMANDS = ("workspaces", "users", "keys")
+
 
 def _count(low: int, high: int):
     """An argparse type: an integer from low to high."""
@@ -50,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
         help="where to write the demo workspaces and their API keys as JSON",
     )
     demo.add_argument("--seed", type=int, default=42, help="same seed, same demo data")
+    demo.add_argument("--rate-limit", type=_count(1, 10**9), default=None,
+                      help="requests per minute per workspace (default: "
+                           "$WSAPI_RATE_LIMIT_PER_MINUTE if set, else 60000)")
     demo.add_argument("--calls", type=_count(0, 2_000_000), default=5000,
                       help="calls over the last 90 days in the first workspace (default 5000; "
                            "the second workspace gets a tenth)")

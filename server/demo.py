@@ -12,16 +12,19 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import os
 import random
 import secrets
+import shlex
 import sys
+import threading
 import time
 from pathlib import Path
 
 from tornado.netutil import bind_sockets
 
 from server.app import http_server, make_app, open_services
-from server.config import Config
+from server.config import Config, env_name
 from server.demo_data import (
     LONG_TIMELINE_CONTACT,
     MISSING_RECORDING_REF,
@@ -174,8 +177,17 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
     return result
 
 
+# The demo's per-workspace limit unless --rate-limit or WSAPI_RATE_LIMIT_PER_MINUTE says
+# otherwise: high enough for exploring and for test suites run against the demo.
+DEMO_RATE_LIMIT = 60_000
+
+
 def run_demo(config: Config, args) -> int:
-    config = config.replace(mongodb_uri="memory", host=args.host, port=args.port)
+    rate_limit = args.rate_limit or (config.rate_limit_per_minute
+                                     if env_name("rate_limit_per_minute") in os.environ
+                                     else DEMO_RATE_LIMIT)
+    config = config.replace(mongodb_uri="memory", host=args.host, port=args.port,
+                            rate_limit_per_minute=rate_limit)
     setup_logging(config.log_level)
     asyncio.run(_demo(config, args))
     return 0
@@ -193,11 +205,53 @@ async def _demo(config: Config, args) -> None:
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
     host = f"[{config.host}]" if ":" in config.host else config.host
     origin = f"http://{host}:{port}"
-    Path(args.keys_file).write_text(
-        json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2) + "\n"
-    )
+    write_private(Path(args.keys_file),
+                  json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2))
     print(banner(origin, workspaces, args.keys_file), flush=True)
+    await admin_console(config, store, auth)
     await asyncio.Event().wait()
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write the keys file atomically (a reader never sees it half written), owner-only."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as output:
+        output.write(text + "\n")
+    os.replace(temporary, path)
+
+
+async def admin_console(config: Config, store, auth) -> None:
+    """Run admin commands typed on the demo's standard input against its embedded store (the
+    only place they can reach it), e.g. `keys revoke KEY_ID`. Returns at end of input."""
+    from server.admin import run_admin
+    from server.cli import ADMIN_COMMANDS, _parser
+
+    loop, lines = asyncio.get_running_loop(), asyncio.Queue()
+
+    def read() -> None:  # a daemon thread: a blocked read never holds up exit
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+        loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    if sys.stdin is None or sys.stdin.closed:
+        return
+    threading.Thread(target=read, name="demo-admin", daemon=True).start()
+    while (line := await lines.get()) is not None:
+        try:
+            words = shlex.split(line)
+            if not words:
+                continue
+            if words[0] not in ADMIN_COMMANDS:
+                raise ValueError("only admin commands (workspaces, users, keys) run here")
+            args = _parser().parse_args(words)
+        except SystemExit:  # argparse has printed the usage
+            continue
+        except ValueError as exc:
+            print(f"workspace-api: {exc}", file=sys.stderr, flush=True)
+            continue
+        await run_admin(config, args, services=(store, auth))
+        sys.stdout.flush()
 
 
 async def start_simulated_provider(config: Config) -> Config:
@@ -225,6 +279,10 @@ def banner(origin: str, workspaces: list[dict], keys_file: str) -> str:
         f"  curl -H 'Authorization: Bearer {key}' '{origin}/v1/calls?pageSize=100'",
         f"  curl -H 'Authorization: Bearer {key}' "
         f"'{origin}/v1/prospect-activities?email={LONG_TIMELINE_CONTACT['email']}'",
+        "",
+        "  Admin commands typed here run against the demo's store, for example:",
+        f"    keys list --workspace {workspaces[0]['id']}",
+        "    keys revoke KEY_ID",
         "",
     ]
     return "\n".join(lines)

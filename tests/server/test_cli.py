@@ -163,3 +163,51 @@ def test_demo_calls_have_playable_recordings_and_one_missing(demo_process):
     assert list(statuses.values()).count(404) == 1, statuses
     assert list(statuses.values()).count(206) == len(statuses) - 1
     assert MISSING_RECORDING_REF not in log.read_text()
+
+
+def test_admin_commands_typed_into_the_demo_revoke_a_key_within_5_seconds(tmp_path):
+    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
+             str(keys_file), "--calls", "50", "--timeline", "0"], stdin=subprocess.PIPE,
+            stdout=output, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "MONGODB_URI": "memory"})
+    try:
+        deadline = time.monotonic() + 60
+        while not keys_file.exists():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        keys = json.loads(keys_file.read_text())
+        assert oct(keys_file.stat().st_mode & 0o777) == "0o600"
+        base, workspace = keys["baseUrl"], keys["workspaces"][0]
+        assert http("GET", base + "/users", workspace["apiKey"])[0] == 200
+
+        process.stdin.write(f"keys list --workspace {workspace['id']}\n")
+        process.stdin.write("lists drop everything\n")  # not an admin command: refused
+        process.stdin.flush()
+        while '"keys": [' not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        listed = log.read_text()
+        key_id = listed.split('"keys": [', 1)[1].split('"id": "', 1)[1].split('"', 1)[0]
+        assert workspace["apiKey"] not in listed.split('"keys": [', 1)[1]
+
+        process.stdin.write(f"keys revoke {key_id}\n")
+        process.stdin.flush()
+        revoked_at = time.monotonic()
+        while True:
+            try:
+                http("GET", base + "/users", workspace["apiKey"])
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 401
+                break
+            assert time.monotonic() - revoked_at < 5, "a revoked key must stop within 5 s"
+            time.sleep(0.2)
+        assert "only admin commands" in log.read_text()
+        # the other workspace's key is untouched
+        assert http("GET", base + "/users", keys["workspaces"][1]["apiKey"])[0] == 200
+    finally:
+        process.stdin.close()
+        process.terminate()
+        process.wait(10)
