@@ -157,8 +157,7 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
         prospects = build_prospects(rng, wid, part.prospects, lists, now, part.timeline > 0)
         await _write(progress, "prospects", store.prospects.insert_documents, wid, prospects)
         for listing in lists:
-            members = sum(listing["id"] in p["listIds"] for p in prospects)
-            await store.lists.add_prospects(wid, listing["id"], members)
+            await store.lists.sync_count(wid, listing["id"])
         calls = build_calls(rng, wid, active, deleted, prospects, part.calls, now)
         if index == 0:
             recorded = [call for call in calls if call["hasRecording"]]

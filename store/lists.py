@@ -27,6 +27,7 @@ def _record(doc: dict) -> dict:
 class Lists:
     def __init__(self, db):
         self.col = db["lists"]
+        self.prospects = db["prospects"]
 
     async def create(self, workspace_id: str, name: str, owner_user_id: str,
                      source: str = "CSV", created_at=None, list_id: str | None = None) -> dict:
@@ -45,15 +46,22 @@ class Lists:
         return await page_query(self.col, {"workspaceId": workspace_id}, NEWEST_FIRST,
                                 page, page_size, LIST_FIELDS, _record)
 
-    async def add_prospects(self, workspace_id: str, list_id: str, added: int) -> dict | None:
-        """Count `added` new members and move updatedAt; returns the list after the change."""
+    async def sync_count(self, workspace_id: str, list_id: str) -> dict | None:
+        """Set prospectsCount from the memberships themselves and move updatedAt; returns the
+        list after the change.
+
+        Counting (index workspaceId+listIds) instead of incrementing makes the counter repair
+        itself: an upload interrupted between its membership writes and this update leaves no
+        permanent drift, because the next upload recounts. Members are never removed, so the
+        true count only grows and `$max` keeps a slower concurrent upload's smaller count from
+        overwriting a newer one.
+        """
+        members = await self.prospects.count_documents(
+            {"workspaceId": workspace_id, "listIds": list_id})
         doc = await self.col.find_one_and_update(
             {"_id": list_id, "workspaceId": workspace_id},
-            {"$inc": {"prospectsCount": added}, "$set": {"updatedAt": utcnow()}},
+            {"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}},
             projection=LIST_FIELDS,
             return_document=ReturnDocument.AFTER,
         )
         return doc and _record(doc)
-
-
-

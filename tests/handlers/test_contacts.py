@@ -262,3 +262,15 @@ async def test_round_trips_do_not_grow_with_contact_count(api, store, new_list, 
         await upload(api, created["id"], contacts)
         counts.append(len(calls))
     assert 2 <= counts[0] == counts[1] == counts[2] <= 3
+
+
+async def test_count_repairs_itself_after_an_interrupted_upload(api, store, ws_a, new_list):
+    created = await new_list()
+    contacts = [{"email": f"i{i}@example.com"} for i in range(5)]
+    # memberships written, but the process died before the list's counter was updated
+    listing = await store.lists.get(ws_a.id, created["id"])
+    await store.prospects.add_to_list(ws_a.id, listing, contacts)
+    assert (await store.lists.get(ws_a.id, created["id"]))["prospectsCount"] == 0
+    retry = await upload(api, created["id"], contacts)
+    assert retry["totalProspects"] == 5
+    assert (await api.get(f"/v1/lists/{created['id']}")).json()["list"]["prospectsCount"] == 5
