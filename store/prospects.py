@@ -127,21 +127,31 @@ def dedupe_key(contact: Contact, reason: str = "") -> str:
         base = "l:" + contact.linkedin
     else:
         base = "f:" + fingerprint(contact.fields)
-    if reason == "linkedin":
-        return f"{base}|l:{contact.linkedin}"
     if reason == "ambiguous":
-        return f"{base}|ambiguous"
+        base += "|ambiguous"
+    if reason and contact.linkedin:
+        base += "|l:" + contact.linkedin
     return base
 
 
 def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
-    """The prospect a contact lands on: a safe match in `pool`, or a new one added to it."""
+    """The prospect a contact lands on: a safe match in `pool`, or a new one added to it.
+
+    Safe: the contact's email and phone matches are all one prospect whose LinkedIn URL does
+    not contradict the contact's. Among several matches, the one with exactly the contact's
+    LinkedIn URL is the same person (this is what makes re-uploading a contact that once split
+    off over a LinkedIn conflict land on its own prospect again).
+    """
     matches = [c for c in pool if c.matches(contact)]
-    compatible = [c for c in matches
-                  if not (contact.linkedin and c.linkedin and c.linkedin != contact.linkedin)]
-    if len(compatible) == 1:
-        return compatible[0]
-    reason = "ambiguous" if compatible else ("linkedin" if matches else "")
+    if len(matches) > 1 and contact.linkedin:
+        same_person = [c for c in matches if c.linkedin == contact.linkedin]
+        if len(same_person) == 1:
+            return same_person[0]
+    if len(matches) == 1:
+        only = matches[0]
+        if not (contact.linkedin and only.linkedin and only.linkedin != contact.linkedin):
+            return only
+    reason = "ambiguous" if len(matches) > 1 else ("linkedin" if matches else "")
     key = dedupe_key(contact, reason)
     for candidate in pool:
         if candidate.key == key:

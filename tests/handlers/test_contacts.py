@@ -274,3 +274,37 @@ async def test_count_repairs_itself_after_an_interrupted_upload(api, store, ws_a
     retry = await upload(api, created["id"], contacts)
     assert retry["totalProspects"] == 5
     assert (await api.get(f"/v1/lists/{created['id']}")).json()["list"]["prospectsCount"] == 5
+
+
+async def test_matches_split_by_a_linkedin_conflict_are_not_safe(api, store, ws_a, new_list):
+    created = await new_list()
+    await upload(api, created["id"], [
+        {"email": "amy@example.com", "linkedinUrl": "linkedin.com/in/amy-one"},
+        {"phoneNumber": "+14155550142", "firstName": "Phone only"},
+    ])
+    # email matches the first (whose LinkedIn conflicts), phone the second: no safe match
+    contact = {"email": "amy@example.com", "phoneNumber": "+14155550142",
+               "linkedinUrl": "linkedin.com/in/amy-two"}
+    result = await upload(api, created["id"], [contact])
+    assert result["totalProspects"] == 3
+    found = await prospects(store, ws_a.id)
+    phone_only = [p for p in found if p.get("firstName") == "Phone only"][0]
+    assert "email" not in phone_only  # nothing was copied onto the wrong prospect
+    # the same contact again lands on the prospect it created
+    assert (await upload(api, created["id"], [contact]))["totalProspects"] == 3
+
+
+async def test_ambiguous_contacts_with_different_linkedin_urls_stay_apart(api, store, ws_a,
+                                                                          new_list):
+    created = await new_list()
+    await upload(api, created["id"], [{"email": "bo@example.com", "linkedinUrl": "l.com/in/1"}])
+    await upload(api, created["id"], [{"email": "bo@example.com", "linkedinUrl": "l.com/in/2"}])
+    await upload(api, created["id"], [{"email": "bo@example.com", "linkedinUrl": "l.com/in/3"}])
+    result = await upload(api, created["id"], [{"email": "bo@example.com",
+                                                "linkedinUrl": "l.com/in/4"}])
+    assert result["totalProspects"] == 4
+    linkedins = sorted(p["linkedinNorm"] for p in await prospects(store, ws_a.id))
+    assert linkedins == ["l.com/in/1", "l.com/in/2", "l.com/in/3", "l.com/in/4"]
+    again = await upload(api, created["id"], [{"email": "bo@example.com",
+                                               "linkedinUrl": "l.com/in/3"}])
+    assert again["totalProspects"] == 4
