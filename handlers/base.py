@@ -62,8 +62,13 @@ class APIHandler(RequestHandler):
 
     @classmethod
     def allowed_methods(cls) -> list[str]:
-        return [m for m in METHODS
-                if getattr(cls, m.lower()) is not getattr(RequestHandler, m.lower())]
+        methods = [m for m in METHODS
+                   if getattr(cls, m.lower()) is not getattr(RequestHandler, m.lower())]
+        return methods if "GET" in methods else [m for m in methods if m != "HEAD"]
+
+    async def head(self, *args) -> None:
+        """HEAD is GET without the body (RFC 9110 9.3.2); Tornado drops the body bytes."""
+        await self.get(*args)
 
     async def prepare(self) -> None:
         if self.request.method not in self.allowed_methods():
@@ -111,7 +116,8 @@ class APIHandler(RequestHandler):
 
     def validated_query(self) -> dict:
         schemas = self.settings["schemas"]
-        schema = schemas.documents[self.query_schemas.get(self.request.method, NO_QUERY)]
+        method = "GET" if self.request.method == "HEAD" else self.request.method
+        schema = schemas.documents[self.query_schemas.get(method, NO_QUERY)]
         values, errors = {}, []
         for name, raw in self.request.query_arguments.items():
             if len(raw) > 1:

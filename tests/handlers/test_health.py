@@ -56,7 +56,7 @@ async def test_readiness_is_503_while_shutting_down(anon, app):
 async def test_other_methods_are_405(anon, path, method):
     response = await anon.fetch(path, method, body=None if method == "DELETE" else b"{}",
                                 headers={"Content-Type": "application/json"})
-    assert response.code == 405 and response.headers["Allow"] == "GET"
+    assert response.code == 405 and response.headers["Allow"] == "GET, HEAD"
 
 
 def closed_port() -> int:

@@ -171,3 +171,10 @@ async def test_lists_are_isolated_between_workspaces(api, api_b, ws_a, ws_b):
     missing = await api_b.get(f"/v1/lists/{uuid.uuid4()}")
     assert foreign.code == missing.code == 404
     assert {**foreign.json(), "requestId": ""} == {**missing.json(), "requestId": ""}
+
+
+async def test_head_takes_the_get_query_parameters(api, store, ws_a):
+    await seed_lists(store, ws_a.id, ws_a.users[0]["id"], 3)
+    head = await api.fetch("/v1/lists?page=1&pageSize=100", "HEAD")
+    assert head.code == 200 and head.body == b"" and "Link" in head.headers
+    assert (await api.fetch("/v1/lists?pageSize=7", "HEAD")).code == 400

@@ -27,3 +27,14 @@ async def test_unknown_query_parameter_is_400(api):
     response = await api.get("/v1/users?workspaceId=x")
     assert response.code == 400
     assert response.json()["errors"][0]["parameter"] == "workspaceId"
+
+
+async def test_head_is_get_without_the_body(api, anon):
+    get = await api.get("/v1/users")
+    head = await api.fetch("/v1/users", "HEAD")
+    assert head.code == 200 and head.body == b""
+    assert head.headers["Content-Length"] == get.headers["Content-Length"]
+    assert head.headers["Content-Type"] == get.headers["Content-Type"]
+    assert (await anon.fetch("/v1/users", "HEAD")).code == 401
+    post_only = await api.fetch("/v1/lists/00000000-0000-4000-8000-000000000000/contacts", "HEAD")
+    assert post_only.code == 405 and post_only.headers["Allow"] == "POST"
