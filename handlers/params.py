@@ -13,10 +13,15 @@ import zoneinfo
 
 from handlers.base import APIError, invalid
 
-INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+ -]\d{2}:\d{2})$")
+# A date alone (midnight UTC), or a date-time with seconds, an optional fraction of up to six
+# digits and an optional Z or offset (none: UTC). Matched whole (fullmatch: no trailing newline),
+# ASCII digits only, before fromisoformat, which would also take other ISO 8601 forms.
+INSTANT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+                     r"(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+ -][0-9]{2}:[0-9]{2})?)?")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-INSTANT_FORM = ("must be an ISO 8601 date-time with seconds and a UTC offset or Z, "
-                "such as 2026-11-21T09:30:00Z")
+INSTANT_FORM = ("must be an ISO 8601 date YYYY-MM-DD (midnight UTC) or date-time "
+                "YYYY-MM-DDThh:mm:ss with an optional fraction and an optional Z or UTC offset "
+                "(none: UTC), such as 2026-11-21, 2026-11-21T09:30:00 or 2026-11-21T09:30:00Z")
 
 
 def problem(name: str, detail: str) -> APIError:
@@ -32,15 +37,18 @@ def uuid_param(query: dict, name: str) -> str | None:
 
 def instant(query: dict, name: str) -> dt.datetime | None:
     """An instant as the store's naive UTC datetime, rounded up to a whole millisecond so that
-    inclusive and exclusive bounds keep their meaning at the store's precision."""
+    inclusive and exclusive bounds keep their meaning at the store's precision. A date alone is
+    00:00:00.000 UTC of that day; a date-time without an offset is UTC."""
     raw = query.get(name)
     if raw is None:
         return None
-    if not INSTANT.match(raw):
+    if not INSTANT.fullmatch(raw):
         raise problem(name, INSTANT_FORM)
     text = raw.replace(" ", "+").replace("Z", "+00:00")  # a + that arrived unencoded
     try:
-        value = dt.datetime.fromisoformat(text).astimezone(dt.UTC).replace(tzinfo=None)
+        value = dt.datetime.fromisoformat(text)  # a date alone: its midnight
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
         if value.microsecond % 1000:
             value += dt.timedelta(microseconds=1000 - value.microsecond % 1000)
     except (ValueError, OverflowError):

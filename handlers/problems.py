@@ -25,9 +25,11 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
                               "The Range header is invalid or outside the recording; "
                               "Content-Range gives the length when it is known."),
     "invalid_reference": (422, "Invalid reference",
-                          "The body is well-formed but refers to something that cannot be "
-                          "used, such as an ownerUserId that is unknown, deleted, or of "
-                          "another workspace."),
+                          "A body field or query parameter is well-formed but refers to "
+                          "something that cannot be used: an ownerUserId that is unknown, "
+                          "deleted, or of another workspace, or an email or phoneNumber "
+                          "selector that matches several prospects (select by prospectId "
+                          "instead). `errors` points at the offending field or parameter."),
     "rate_limited": (429, "Too many requests",
                      "The workspace's rate limit is used up; retry after Retry-After seconds."),
     "internal_error": (500, "Internal error",

@@ -2,7 +2,9 @@
 
 import datetime as dt
 import itertools
+import time
 import uuid
+from urllib.parse import quote
 
 import pytest
 
@@ -187,6 +189,12 @@ async def test_created_range_is_inclusive_start_exclusive_end(api, store, ws_a):
     ("2026-03-02T00:00:00.0000001Z", None),  # 7 fraction digits: not ISO 8601 as accepted
     ("2026-03-02T00:00:00.000001Z", 1),    # rounds up to the next millisecond
     ("2026-03-01T23:59:59.999Z", 3),
+    ("2026-03-02", 2),                     # a date alone: 00:00:00.000 UTC of that day
+    ("2026-03-01", 3),
+    ("2026-03-02T00:00:00", 2),            # no offset: UTC
+    ("2026-03-01T23:59:59.999", 3),
+    ("2026-03-02T00:00:00.000001", 1),     # no offset: rounds up the same way
+    ("2026-03-02T00:00:00.0000001", None),
 ])
 async def test_instants_with_offsets_and_fractions(api, store, ws_a, value, count):
     for when in (dt.datetime(2026, 3, 1, 23, 59, 59, 999000), dt.datetime(2026, 3, 2),
@@ -199,20 +207,80 @@ async def test_instants_with_offsets_and_fractions(api, store, ws_a, value, coun
         assert response.json()["total"] == count
 
 
+
+async def test_date_only_range_is_whole_utc_days(api, store, ws_a):
+    """createdFrom=D1&createdTo=D2 as dates: from 00:00:00.000 UTC of D1 (included) to
+    00:00:00.000 UTC of D2 (excluded)."""
+    ms = dt.timedelta(milliseconds=1)
+    start, end = dt.datetime(2026, 11, 1), dt.datetime(2026, 11, 3)
+    for when in (start - ms, start, start + dt.timedelta(hours=12), end - ms, end, end + ms):
+        await add_call(store, ws_a, when)
+    seen, total = await walk(api, "&createdFrom=2026-11-01&createdTo=2026-11-03")
+    assert total == 3
+    assert [c["createdAt"] for c in seen] == ["2026-11-02T23:59:59.999Z",
+                                              "2026-11-01T12:00:00.000Z",
+                                              "2026-11-01T00:00:00.000Z"]
+    # the same bounds, written as instants
+    assert await walk(api, "&createdFrom=2026-11-01T00:00:00.000Z"
+                           "&createdTo=2026-11-03T00:00:00Z") == (seen, total)
+    # one date as both bounds is an empty range, not an error
+    empty = (await api.get("/v1/calls?createdFrom=2026-11-01&createdTo=2026-11-01")).json()
+    assert (empty["total"], empty["calls"]) == (0, [])
+    # a date bound mixes with an instant bound
+    seen, total = await walk(api, "&createdFrom=2026-11-01T00:00:00.001Z&createdTo=2026-11-03")
+    assert total == 2
+
+
+@pytest.fixture
+def server_far_from_utc(monkeypatch):
+    """The process's local time zone at UTC+14, so reading a value without an offset as local
+    time would show."""
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+async def test_date_time_without_offset_is_utc_not_server_time(api, store, ws_a,
+                                                               server_far_from_utc):
+    for hour in (9, 10, 11):
+        await add_call(store, ws_a, dt.datetime(2026, 11, 1, hour, 30),
+                       updated=dt.datetime(2026, 11, 1, hour, 45))
+    for query, count in [("createdFrom=2026-11-01T10:30:00", 2),
+                         ("createdTo=2026-11-01T10:30:00", 1),
+                         ("createdFrom=2026-11-01T10:30:00.000001", 1),
+                         ("createdFrom=2026-11-01&createdTo=2026-11-01T11:00:00", 2),
+                         ("updatedSince=2026-11-01T10:45:00", 2),
+                         ("updatedSince=2026-11-01", 3),
+                         ("updatedSince=2026-11-02", 0)]:
+        response = await api.get(f"/v1/calls?{query}")
+        assert (response.code, response.json()["total"]) == (200, count), query
+
 BAD_QUERIES = {
     "page=0": "page", "pageSize=20": "pageSize", "foo=bar": "foo", "workspaceId=x": "workspaceId",
     "userId=nope": "userId", "prospectId=123": "prospectId", "listId=": "listId",
     "direction=sideways": "direction", "disposition=hung_up": "disposition",
     "disposition=connected&disposition=busy": "disposition",
-    "createdFrom=2026-03-02": "createdFrom",               # date only: ambiguous
-    "createdFrom=2026-03-02T00:00:00": "createdFrom",      # no offset: ambiguous
     "createdFrom=2026-13-02T00:00:00Z": "createdFrom",
     "createdFrom=2026-02-30T00:00:00Z": "createdFrom",
     "createdTo=yesterday": "createdTo",
     "createdFrom=2026-03-02T00:00:00Z&createdTo=2026-03-01T00:00:00Z": "createdTo",
+    "createdFrom=2026-03-02&createdTo=2026-03-01": "createdTo",
     "updatedSince=0001-01-01T00:00:00%2B01:00": "updatedSince",
     "updatedSince=1700000000": "updatedSince",
 }
+# Values that are not one of the accepted forms, or not a real date and time: 400 as well.
+BAD_INSTANTS = [
+    "2026-02-30", "2026-13-01", "2026-00-10", "0000-01-01", "10000-01-01", "26-03-02",
+    "2026-3-2", "20260302", "2026-W10-1", "2026-061", "2026-03", "2026-03-02T", "2026-03-02T10",
+    "2026-03-02T10:00", "2026-03-02 10:00:00", "2026-03-02t10:00:00", "2026-03-02T10:00:00z",
+    "2026-03-02T24:00:00", "2026-03-02T10:60:00", "2026-03-02T10:00:60", "2026-03-02T10:00:00.",
+    "2026-03-02T10:00:00+01", "2026-03-02T10:00:00+0100", "2026-03-02T10:00:00+25:00",
+    "2026-03-02Z", "2026-03-02+01:00", "2026-03-02\n", "2026-03-02T10:00:00Z\n",
+    " 2026-03-02", "2026-03-02 ", "\u0662\u0660\u0662\u0666-03-02", "9999-12-31T23:59:59.9999",
+    "0001-01-01T00:30:00+01:00", "", "null", "2026-03-02/2026-03-03",
+]
 
 
 @pytest.mark.parametrize("query,parameter", BAD_QUERIES.items(), ids=BAD_QUERIES)
@@ -222,6 +290,17 @@ async def test_bad_parameters_are_400_with_a_pointer(api, query, parameter):
     error = response.json()["errors"][0]
     assert error["parameter"] == parameter
     assert error["pointer"] == f"#/query/{parameter}"
+
+
+@pytest.mark.parametrize("name", ["createdFrom", "createdTo", "updatedSince"])
+@pytest.mark.parametrize("value", BAD_INSTANTS)
+async def test_values_that_are_not_instants_are_400_with_a_pointer(api, name, value):
+    response = await api.get(f"/v1/calls?{name}={quote(value, safe='')}")
+    assert response.code == 400, value
+    [error] = response.json()["errors"]
+    assert error["parameter"] == name
+    assert error["pointer"] == f"#/query/{name}"
+    assert error["detail"].startswith("must be an ISO 8601 date YYYY-MM-DD")
 
 
 async def test_calls_are_isolated_between_workspaces(api, api_b, store, ws_a, ws_b):

@@ -116,10 +116,25 @@ async def test_updated_since_is_inclusive_and_follows_uploads(api, store, ws_a, 
     assert [p["firstName"] for p in recent["prospects"]] == ["P1"]
 
 
+
+@pytest.mark.parametrize("value,count", [
+    ("2026-02-01", 12),                   # a date alone: 00:00:00.000 UTC of that day
+    ("2026-02-02", 0),
+    ("2026-02-01T10:00:00", 10),          # no offset: UTC (P2 to P11, 10:00 to 19:00 UTC)
+    ("2026-02-01T10:00:00.000001", 9),    # rounded up to the next millisecond
+    ("2026-02-01T11:00:00%2B01:00", 10),
+    ("2026-02-01T10:00:00-01:00", 9),     # 11:00 UTC
+])
+async def test_updated_since_takes_dates_and_instants_without_offset(api, people, value, count):
+    response = await api.get(f"/v1/prospects?updatedSince={value}")
+    assert (response.code, response.json()["total"]) == (200, count)
+
+
 BAD_QUERIES = {
     "listId=abc": "listId", "email=": "email", "email=%20%20": "email",
     "phoneNumber=call-me": "phoneNumber", "phoneNumber=12": "phoneNumber",
-    "updatedSince=2026-01-01": "updatedSince", "pageSize=75": "pageSize", "name=Ada": "name",
+    "updatedSince=2026-02-30": "updatedSince", "updatedSince=2026-01-01T10:00": "updatedSince",
+    "updatedSince=yesterday": "updatedSince", "pageSize=75": "pageSize", "name=Ada": "name",
     "email=" + "x" * 321: "email",
 }
 
