@@ -25,7 +25,6 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("workspaceId", ASC), ("dedupeKey", ASC)], name="ws_dedupe", unique=True),
         IndexModel([("workspaceId", ASC), ("emailNorm", ASC)], name="ws_email"),
         IndexModel([("workspaceId", ASC), ("phoneE164", ASC)], name="ws_phone"),
-        IndexModel([("workspaceId", ASC), ("listIds", ASC)], name="ws_lists"),
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
         IndexModel([("workspaceId", ASC), ("listIds", ASC), ("createdAt", DESC), ("_id", DESC)],
                    name="ws_list_newest"),

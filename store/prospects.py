@@ -37,6 +37,7 @@ from store.identity import (
     normalize_linkedin,
     normalize_phone,
 )
+from store.locks import Leases
 from store.paging import Page, page_query
 
 # Identifier fields stored beside the contact field they are derived from.
@@ -174,6 +175,7 @@ class Prospects:
     def __init__(self, db, default_region: str = "US"):
         self.col = db["prospects"]
         self.activities = Activities(db)
+        self.leases = Leases(db)
         self.default_region = default_region
 
     def parse_contact(self, raw: dict) -> Contact:
@@ -186,12 +188,18 @@ class Prospects:
         same upload adds nothing. Retried once when a concurrent upload wins an upsert race.
         """
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
-        try:
-            return await self._add_to_list(workspace_id, listing, contacts)
-        except BulkWriteError as exc:
-            if any(e.get("code") != DUPLICATE_KEY for e in exc.details.get("writeErrors", [])):
-                raise
-            return await self._add_to_list(workspace_id, listing, contacts)
+        # Matching reads the workspace's prospects and then writes: uploads of one workspace
+        # take turns (a lease shared by every process), so two uploads can never both miss a
+        # prospect the other is creating under a different identifier. The unique dedupeKey
+        # upserts stay as the second line of defence.
+        async with self.leases.held(workspace_id, "contact-upload"):
+            try:
+                return await self._add_to_list(workspace_id, listing, contacts)
+            except BulkWriteError as exc:
+                if any(e.get("code") != DUPLICATE_KEY
+                       for e in exc.details.get("writeErrors", [])):
+                    raise
+                return await self._add_to_list(workspace_id, listing, contacts)
 
     async def _add_to_list(self, workspace_id: str, listing: dict, contacts: list[Contact]) -> int:
         list_id, owner_user_id = listing["id"], listing["ownerUserId"]

@@ -308,3 +308,44 @@ async def test_ambiguous_contacts_with_different_linkedin_urls_stay_apart(api, s
     again = await upload(api, created["id"], [{"email": "bo@example.com",
                                                "linkedinUrl": "l.com/in/3"}])
     assert again["totalProspects"] == 4
+
+
+async def test_concurrent_uploads_sharing_a_phone_under_different_keys_make_one_prospect(
+        api, store, ws_a, new_list, monkeypatch):
+    # Without turn-taking both uploads read an empty workspace and create "p:..." and "e:..."
+    # prospects with the same phone number. The embedded store answers without yielding to the
+    # event loop, so a real database's latency between the read and the writes is simulated.
+    read = store.prospects._candidates
+
+    async def slow_read(*args):
+        found = await read(*args)
+        await asyncio.sleep(0.01)
+        return found
+
+    monkeypatch.setattr(store.prospects, "_candidates", slow_read)
+    created = await new_list()
+    pairs = []
+    for i in range(5):
+        phone = f"+1415555{i:04d}"
+        pairs += [upload(api, created["id"], [{"phoneNumber": phone}]),
+                  upload(api, created["id"], [{"email": f"pair{i}@example.com",
+                                               "phoneNumber": phone}])]
+    await asyncio.gather(*pairs)
+    found = await prospects(store, ws_a.id)
+    phones = [p["phoneE164"] for p in found]
+    assert len(phones) == len(set(phones)) == 5
+    assert all(p.get("email") for p in found)  # the email was filled into the one prospect
+    after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
+    assert after["prospectsCount"] == 5
+
+
+async def test_a_contact_upload_held_up_too_long_is_503(api, store, ws_a, new_list, monkeypatch):
+    created = await new_list()
+    await store.prospects.leases.try_acquire(ws_a.id, "contact-upload", ttl=60)
+    original = store.prospects.leases.held
+    monkeypatch.setattr(store.prospects.leases, "held",
+                        lambda *args, **kwargs: original(*args, **{**kwargs, "wait": 0.05}))
+    response = await api.post(f"/v1/lists/{created['id']}/contacts",
+                              {"contacts": [{"email": "late@example.com"}]})
+    assert response.code == 503 and response.headers["Retry-After"]
+    assert await prospects(store, ws_a.id) == []

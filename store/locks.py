@@ -1,0 +1,57 @@
+"""Leases: short, workspace-scoped mutual exclusion across every process sharing the database.
+
+A lease is one document whose `_id` names it. Taking it is a single atomic upsert that matches
+only an absent or expired lease; while someone else holds it, the upsert collides on `_id` and
+fails. A holder that dies simply lets its lease expire after `ttl`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import time
+
+from pymongo.errors import DuplicateKeyError
+
+from store.clock import new_id, utcnow
+
+
+class StoreBusy(TimeoutError):
+    """A lease stayed taken for longer than the caller wanted to wait (answered as 503)."""
+
+
+class Leases:
+    def __init__(self, db):
+        self.col = db["leases"]
+
+    async def try_acquire(self, workspace_id: str, name: str, ttl: float) -> str | None:
+        """A token when the lease was free (or expired) and is now ours, else None."""
+        token, now = new_id(), utcnow()
+        try:
+            await self.col.update_one(
+                {"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id,
+                 "expiresAt": {"$lte": now}},
+                {"$set": {"token": token, "expiresAt": now + dt.timedelta(seconds=ttl)}},
+                upsert=True)
+        except DuplicateKeyError:
+            return None
+        return token
+
+    async def release(self, workspace_id: str, name: str, token: str) -> None:
+        await self.col.delete_one({"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id,
+                                   "token": token})
+
+    @contextlib.asynccontextmanager
+    async def held(self, workspace_id: str, name: str, ttl: float = 30.0, wait: float = 10.0):
+        """Hold lease `name` of the workspace for the block; waits up to `wait` seconds."""
+        deadline, pause = time.monotonic() + wait, 0.005
+        while (token := await self.try_acquire(workspace_id, name, ttl)) is None:
+            if time.monotonic() >= deadline:
+                raise StoreBusy(f"lease {name} stayed taken for {wait} s")
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.1)
+        try:
+            yield
+        finally:
+            await self.release(workspace_id, name, token)
