@@ -23,7 +23,7 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check server handlers store schemas console tests
+	$(VENV)/bin/ruff check server handlers store schemas console tests bench
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

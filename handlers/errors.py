@@ -34,7 +34,19 @@ def path_uuid(raw: str, resource: str) -> str:
     return raw.lower()
 
 
+def location(pointer: str) -> str:
+    """A JSON pointer in words: #/contacts/3/email -> contacts[3].email."""
+    where = ""
+    for part in pointer.lstrip("#").strip("/").split("/"):
+        where += f"[{part}]" if part.isdigit() else (f".{part}" if where else part)
+    return where
+
+
 def invalid(errors: list[dict], what: str = "request") -> APIError:
+    """A 400 whose detail names the first problem; `errors` lists every one."""
     first = errors[0]
-    where = first.get("parameter") or first["pointer"].lstrip("#/") or what
+    where = first.get("parameter") or location(first["pointer"]) or what
+    if len(errors) > 1:
+        return APIError("invalid_request", f"{where} {first['detail']} (and {len(errors) - 1} "
+                        "more problem(s), see errors)", errors)
     return APIError("invalid_request", f"{where} {first['detail']}", errors)
