@@ -11,9 +11,8 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 
-from server.provider import ProviderLibrary, base_clip, start_provider
+from server.provider import ProviderLibrary, base_clip, serve_until_signalled, start_provider
 
 
 async def main(args) -> None:
@@ -23,12 +22,7 @@ async def main(args) -> None:
                                     auth_token=args.token, library=ProviderLibrary(sizes))
     print(json.dumps({"pid": os.getpid(), "port": provider.port}), flush=True)
     os.dup2(2, 1)  # nobody reads stdout after the ready line
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    await provider.stop()
+    await serve_until_signalled(provider)
 
 
 if __name__ == "__main__":

@@ -479,6 +479,16 @@ async def start_provider(
     return ProviderServer(server, host, bound_port, app.settings["provider"])
 
 
+async def serve_until_signalled(provider: ProviderServer) -> None:
+    """Keep `provider` serving until SIGINT or SIGTERM, then stop it."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await provider.stop()
+
+
 def run_provider(
     host: str,
     port: int,
@@ -504,11 +514,6 @@ def run_provider(
             host, port, account_id=account_id, auth_token=auth_token, library=library
         )
         log.info("simulated provider listening on %s", provider.base_url)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        await stop.wait()
-        await provider.stop()
+        await serve_until_signalled(provider)
 
     asyncio.run(main())

@@ -5,6 +5,7 @@ invariants every response must hold."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import os
 import uuid
@@ -108,6 +109,18 @@ async def make_workspace(store, auth, name: str, users: int = 3) -> Workspace:
     await store.users.delete(wid, people[-1]["id"])
     record, key = await auth.create(wid, "test key")
     return Workspace(wid, name, key, record["id"], people[:-1], people[-1])
+
+
+async def add_call(store, workspace, ref: str | None) -> str:
+    """A finished, connected call of the workspace with recording `ref` (or none); its id."""
+    started = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)
+    record = await store.calls.create(
+        workspace.id, user_id=workspace.users[0]["id"], prospect_id=str(uuid.uuid4()),
+        direction="outbound", disposition="connected", from_number="+15550100",
+        to_number="+15550199", started_at=started, answered_at=started,
+        ended_at=started + dt.timedelta(minutes=3), recording_ref=ref,
+        recording_duration_seconds=180 if ref else None)
+    return record["id"]
 
 
 @pytest.fixture

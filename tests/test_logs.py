@@ -6,7 +6,6 @@ with the production set-up and scanned)."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import io
 import json
 import logging
@@ -18,7 +17,7 @@ from server.config import load_config
 from server.logs import REDACTED, JSONFormatter, secrets_of, setup_logging
 from server.provider import make_ref, start_provider
 from server.upstream import UpstreamClient
-from tests.conftest import TEST_SECRET, test_environ
+from tests.conftest import TEST_SECRET, add_call, test_environ
 
 PROVIDER_HOST = "127.0.0.5"  # used by nothing else, so any mention of it is a leak
 ACCOUNT_ID = "AC" + "3b" * 16
@@ -64,17 +63,6 @@ def log_output(config):
     yield buffer, raw
     root.handlers[:], level, logging.getLogger("tornado.access").disabled = saved
     root.setLevel(level)
-
-
-async def add_call(store, workspace, ref):
-    started = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)
-    record = await store.calls.create(
-        workspace.id, user_id=workspace.users[0]["id"], prospect_id=str(uuid.uuid4()),
-        direction="outbound", disposition="connected", from_number="+15550100",
-        to_number="+15550199", started_at=started, answered_at=started,
-        ended_at=started + dt.timedelta(minutes=3), recording_ref=ref,
-        recording_duration_seconds=180 if ref else None)
-    return record["id"]
 
 
 async def raw_request(origin: str, data: bytes) -> bytes:

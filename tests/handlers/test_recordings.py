@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime as dt
 import logging
 import uuid
 
@@ -14,6 +13,7 @@ import pytest
 from handlers.ranges import ByteRange, InvalidRange, parse_range
 from server.provider import make_ref, start_provider
 from server.upstream import UpstreamClient
+from tests.conftest import add_call
 
 ACCOUNT_ID = "AC" + "7c" * 16
 AUTH_TOKEN = "upstream-secret-9d3a61"
@@ -46,17 +46,6 @@ def provider(io_loop):
 def app_services(provider):
     return {"upstream": UpstreamClient(provider.base_url, ACCOUNT_ID, AUTH_TOKEN,
                                        connect_timeout=1, header_timeout=0.5, idle_timeout=0.5)}
-
-
-async def add_call(store, workspace, ref: str | None) -> str:
-    started = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)
-    record = await store.calls.create(
-        workspace.id, user_id=workspace.users[0]["id"], prospect_id=str(uuid.uuid4()),
-        direction="outbound", disposition="connected", from_number="+15550100",
-        to_number="+15550199", started_at=started, answered_at=started,
-        ended_at=started + dt.timedelta(minutes=3), recording_ref=ref,
-        recording_duration_seconds=180 if ref else None)
-    return record["id"]
 
 
 @pytest.fixture
