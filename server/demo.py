@@ -188,7 +188,10 @@ def run_demo(config: Config, args) -> int:
     config = config.replace(mongodb_uri="memory", host=args.host, port=args.port,
                             rate_limit_per_minute=rate_limit)
     setup_logging(config.log_level)
-    asyncio.run(_demo(config, args))
+    try:
+        asyncio.run(_demo(config, args))
+    except KeyboardInterrupt:  # Ctrl-C is how a demo ends: no traceback
+        print("\nDemo stopped; its data is gone (embedded store).", file=sys.stderr)
     return 0
 
 
