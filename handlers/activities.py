@@ -31,9 +31,11 @@ class ProspectActivitiesHandler(APIHandler):
 
     async def get(self) -> None:
         prospect = await self.selected_prospect()
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        if self.request.method == "HEAD":
+            return self.finish()  # the length is unknown until streamed: no body, no cursor
         timeline = self.settings["store"].activities.timeline(
             self.workspace_id, prospect["id"], self.batch_size)
-        self.set_header("Content-Type", "application/json; charset=utf-8")
         self.write('{"prospect":' + jsonio.dumps(prospect) + ',"activities":[')
         flushed = False
         async with aclosing(timeline) as batches:

@@ -45,8 +45,8 @@ class ContactsHandler(APIHandler):
         if target is None:
             raise not_found("list")
         contacts = self.body["contacts"]
-        await store.prospects.add_to_list(self.workspace_id, target, contacts)
-        updated = await store.lists.sync_count(self.workspace_id, list_id)
+        members = await store.prospects.add_to_list(self.workspace_id, target, contacts)
+        updated = await store.lists.set_count(self.workspace_id, list_id, members)
         self.send_json({"listId": list_id, "acceptedContacts": len(contacts),
                         "totalProspects": updated["prospectsCount"]})
 

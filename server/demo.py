@@ -157,7 +157,8 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
         prospects = build_prospects(rng, wid, part.prospects, lists, now, part.timeline > 0)
         await _write(progress, "prospects", store.prospects.insert_documents, wid, prospects)
         for listing in lists:
-            await store.lists.sync_count(wid, listing["id"])
+            await store.lists.set_count(
+                wid, listing["id"], await store.prospects.count_in_list(wid, listing["id"]))
         calls = build_calls(rng, wid, active, deleted, prospects, part.calls, now)
         if index == 0:
             recorded = [call for call in calls if call["hasRecording"]]
@@ -223,6 +224,19 @@ def write_private(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+def reads_commands(stdin) -> bool:
+    """Whether to read admin commands: from a pipe or file, or from a terminal the demo has in
+    the foreground (a background job reading its terminal would be stopped by the shell)."""
+    if stdin is None or stdin.closed:
+        return False
+    try:
+        if not stdin.isatty():
+            return True
+        return os.tcgetpgrp(stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError):
+        return False
+
+
 async def admin_console(config: Config, store, auth) -> None:
     """Run admin commands typed on the demo's standard input against its embedded store (the
     only place they can reach it), e.g. `keys revoke KEY_ID`. Returns at end of input."""
@@ -236,7 +250,7 @@ async def admin_console(config: Config, store, auth) -> None:
             loop.call_soon_threadsafe(lines.put_nowait, line)
         loop.call_soon_threadsafe(lines.put_nowait, None)
 
-    if sys.stdin is None or sys.stdin.closed:
+    if not reads_commands(sys.stdin):
         return
     threading.Thread(target=read, name="demo-admin", daemon=True).start()
     while (line := await lines.get()) is not None:
@@ -252,7 +266,10 @@ async def admin_console(config: Config, store, auth) -> None:
         except ValueError as exc:
             print(f"workspace-api: {exc}", file=sys.stderr, flush=True)
             continue
-        await run_admin(config, args, services=(store, auth))
+        try:
+            await run_admin(config, args, services=(store, auth))
+        except Exception:  # a failed command must not end the demo
+            log.exception("admin command failed: %s", words[:2])
         sys.stdout.flush()
 
 

@@ -27,7 +27,6 @@ def _record(doc: dict) -> dict:
 class Lists:
     def __init__(self, db):
         self.col = db["lists"]
-        self.prospects = db["prospects"]
 
     async def create(self, workspace_id: str, name: str, owner_user_id: str,
                      source: str = "CSV", created_at=None, list_id: str | None = None) -> dict:
@@ -46,18 +45,14 @@ class Lists:
         return await page_query(self.col, {"workspaceId": workspace_id}, NEWEST_FIRST,
                                 page, page_size, LIST_FIELDS, _record)
 
-    async def sync_count(self, workspace_id: str, list_id: str) -> dict | None:
-        """Set prospectsCount from the memberships themselves and move updatedAt; returns the
-        list after the change.
+    async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
+        """Record the list's counted number of prospects and move updatedAt; returns the list.
 
-        Counting (index workspaceId+listIds) instead of incrementing makes the counter repair
-        itself: an upload interrupted between its membership writes and this update leaves no
-        permanent drift, because the next upload recounts. Members are never removed, so the
-        true count only grows and `$max` keeps a slower concurrent upload's smaller count from
-        overwriting a newer one.
+        The count comes from the memberships themselves (Prospects.count_in_list), so an upload
+        interrupted before this update leaves no lasting drift: the next upload recounts.
+        Members are never removed, so `$max` keeps an upload that finishes late from
+        overwriting a later upload's larger count.
         """
-        members = await self.prospects.count_documents(
-            {"workspaceId": workspace_id, "listIds": list_id})
         doc = await self.col.find_one_and_update(
             {"_id": list_id, "workspaceId": workspace_id},
             {"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}},

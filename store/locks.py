@@ -2,7 +2,8 @@
 
 A lease is one document whose `_id` names it. Taking it is a single atomic upsert that matches
 only an absent or expired lease; while someone else holds it, the upsert collides on `_id` and
-fails. A holder that dies simply lets its lease expire after `ttl`.
+fails. A holder that dies simply lets its lease expire after `ttl`. Expiry compares the taker's
+clock with the holder's, so hosts sharing a database should keep their clocks in sync (NTP).
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import logging
 import time
 
 from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id, utcnow
+
+log = logging.getLogger("workspace_api")
 
 
 class StoreBusy(TimeoutError):
@@ -54,4 +58,8 @@ class Leases:
         try:
             yield
         finally:
-            await self.release(workspace_id, name, token)
+            try:
+                await self.release(workspace_id, name, token)
+            except Exception:  # the work is done; an unreleased lease expires after `ttl`
+                log.warning("could not release lease %s of workspace %s", name, workspace_id,
+                            exc_info=True)

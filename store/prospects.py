@@ -140,13 +140,17 @@ def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
 
     Safe: the contact's email and phone matches are all one prospect whose LinkedIn URL does
     not contradict the contact's. Among several matches, the one with exactly the contact's
-    LinkedIn URL is the same person (this is what makes re-uploading a contact that once split
-    off over a LinkedIn conflict land on its own prospect again).
+    LinkedIn URL is the same person when every other match has a different LinkedIn URL (this
+    is what makes re-uploading a contact that once split off over a LinkedIn conflict land on
+    its own prospect again).
     """
     matches = [c for c in pool if c.matches(contact)]
     if len(matches) > 1 and contact.linkedin:
         same_person = [c for c in matches if c.linkedin == contact.linkedin]
-        if len(same_person) == 1:
+        others = [c for c in matches if c.linkedin != contact.linkedin]
+        # Only when every other match is a different person by its own LinkedIn URL; a match
+        # without one could be this person too, so the matches stay ambiguous.
+        if len(same_person) == 1 and all(c.linkedin for c in others):
             return same_person[0]
     if len(matches) == 1:
         only = matches[0]
@@ -184,8 +188,8 @@ class Prospects:
     async def add_to_list(self, workspace_id: str, listing: dict, raw_contacts: list[dict]) -> int:
         """Match or create a prospect for each contact and add it to `listing` (a list record).
 
-        Returns how many prospects became new members of the list. Idempotent: repeating the
-        same upload adds nothing. Retried once when a concurrent upload wins an upsert race.
+        Returns the list's number of prospects after the upload, counted while the upload still
+        holds its turn. Idempotent: repeating the same upload adds nothing.
         """
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         # Matching reads the workspace's prospects and then writes: uploads of one workspace
@@ -194,14 +198,19 @@ class Prospects:
         # upserts stay as the second line of defence.
         async with self.leases.held(workspace_id, "contact-upload"):
             try:
-                return await self._add_to_list(workspace_id, listing, contacts)
-            except BulkWriteError as exc:
+                await self._add_to_list(workspace_id, listing, contacts)
+            except BulkWriteError as exc:  # a fallback: the lease already serialises uploads
                 if any(e.get("code") != DUPLICATE_KEY
                        for e in exc.details.get("writeErrors", [])):
                     raise
-                return await self._add_to_list(workspace_id, listing, contacts)
+                await self._add_to_list(workspace_id, listing, contacts)
+            return await self.count_in_list(workspace_id, listing["id"])
 
-    async def _add_to_list(self, workspace_id: str, listing: dict, contacts: list[Contact]) -> int:
+    async def count_in_list(self, workspace_id: str, list_id: str) -> int:
+        """How many prospects the list has (index workspaceId+listIds+createdAt+_id)."""
+        return await self.col.count_documents({"workspaceId": workspace_id, "listIds": list_id})
+
+    async def _add_to_list(self, workspace_id: str, listing: dict, contacts: list[Contact]) -> None:
         list_id, owner_user_id = listing["id"], listing["ownerUserId"]
         now = utcnow()
         pool = await self._candidates(workspace_id, contacts)
@@ -242,9 +251,8 @@ class Prospects:
             # differently); an upsert that found a concurrent upload's prospect inserted nothing.
             for prospect_id in written.upserted_ids.values():
                 upserts[prospect_id].id = prospect_id
-        result = await self.col.bulk_write(memberships, ordered=False)
+        await self.col.bulk_write(memberships, ordered=False)
         await self._record_list_added(workspace_id, listing, targets, now)
-        return result.modified_count
 
     async def _record_list_added(self, workspace_id: str, listing: dict,
                                  targets: list[Candidate], now) -> None:

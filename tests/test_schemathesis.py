@@ -51,7 +51,8 @@ def demo(tmp_path):
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "demo", "--port", str(port), "--keys-file",
              str(keys_file), "--calls", "400", "--prospects", "80", "--timeline", "300"],
-            stdout=subprocess.DEVNULL, stderr=stderr, env=env, start_new_session=True)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
+            start_new_session=True)
     origin = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

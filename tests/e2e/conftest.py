@@ -88,6 +88,7 @@ def demo(tmp_path_factory):
                 "--keys-file",
                 str(keys_file),
             ],
+            stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

@@ -242,3 +242,17 @@ async def test_a_failure_mid_stream_cuts_the_body_short(api, store, ws_a, monkey
     # the chunked body, which the client reports as an error instead of a complete response.
     with pytest.raises(HTTPStreamClosedError):
         await api.get(f"/v1/prospect-activities?prospectId={ada['id']}", check=False)
+
+
+async def test_head_answers_without_reading_the_timeline(api, store, ws_a, monkeypatch):
+    prospect = await store.prospects.create(ws_a.id, {"email": "head@example.com"})
+    opened = []
+    monkeypatch.setattr(store.activities, "timeline",
+                        lambda *args, **kwargs: opened.append(args) or None)
+    response = await api.fetch(f"/v1/prospect-activities?prospectId={prospect['id']}", "HEAD")
+    assert response.code == 200 and response.body == b""
+    assert response.headers["Content-Type"].startswith("application/json")
+    assert opened == []
+    missing = await api.fetch("/v1/prospect-activities?prospectId="
+                              "00000000-0000-4000-8000-000000000000", "HEAD")
+    assert missing.code == 404

@@ -349,3 +349,20 @@ async def test_a_contact_upload_held_up_too_long_is_503(api, store, ws_a, new_li
                               {"contacts": [{"email": "late@example.com"}]})
     assert response.code == 503 and response.headers["Retry-After"]
     assert await prospects(store, ws_a.id) == []
+
+
+async def test_a_linkedin_twin_is_not_reused_when_another_match_has_no_linkedin(api, store, ws_a,
+                                                                              new_list):
+    created = await new_list()
+    await upload(api, created["id"], [
+        {"email": "cy@example.com", "linkedinUrl": "linkedin.com/in/cy"},
+        {"phoneNumber": "+14155550177", "firstName": "Phone only"},
+    ])
+    # email matches the LinkedIn twin, phone matches a prospect without LinkedIn: ambiguous
+    result = await upload(api, created["id"], [{"email": "cy@example.com",
+                                                "phoneNumber": "+14155550177",
+                                                "linkedinUrl": "linkedin.com/in/cy"}])
+    assert result["totalProspects"] == 3
+    twin = [p for p in await prospects(store, ws_a.id)
+            if p.get("linkedinNorm") == "linkedin.com/in/cy" and "phoneE164" not in p]
+    assert twin, "the phone of another prospect must not be copied onto the LinkedIn twin"

@@ -93,7 +93,8 @@ def demo_process(tmp_path):
     with open(log, "w") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
-             str(keys_file)], stdout=output, stderr=subprocess.STDOUT,
+             str(keys_file)], stdin=subprocess.DEVNULL, stdout=output,
+            stderr=subprocess.STDOUT,
             env={**os.environ, "MONGODB_URI": "memory"})
     deadline = time.monotonic() + 60
     while not keys_file.exists() or not keys_file.read_text().endswith("\n"):

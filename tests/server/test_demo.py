@@ -174,7 +174,8 @@ def small_demo(tmp_path):
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
              str(keys_file), "--calls", "300", "--prospects", "60", "--timeline", "200"],
-            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "MONGODB_URI": "memory"})
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            env={**os.environ, "MONGODB_URI": "memory"})
     deadline = time.monotonic() + 60
     while not keys_file.exists() or not keys_file.read_text().endswith("\n"):
         assert process.poll() is None, log.read_text()
@@ -206,3 +207,16 @@ def test_the_demo_serves_calls_prospects_timelines_and_metrics(small_demo):
     outbound = get(base, key, "/calls?direction=outbound")["total"]
     assert metrics["totals"]["dials"] == outbound > 0
     assert LONG_TIMELINE_CONTACT["email"] in log.read_text()  # the banner shows the timeline
+
+
+def test_admin_commands_are_read_from_pipes_but_never_by_a_background_job(tmp_path):
+    import io
+
+    from server.demo import reads_commands
+
+    assert reads_commands(None) is False
+    closed = io.StringIO()
+    closed.close()
+    assert reads_commands(closed) is False
+    with open(tmp_path / "commands", "w+") as pipe_like:
+        assert reads_commands(pipe_like) is True
