@@ -4,10 +4,14 @@ invariants every response must hold."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
 import os
+import subprocess
+import sys
+import time
 import uuid
 
 import pytest
@@ -224,3 +228,27 @@ def api_b(origin, ws_b):
 def anon(origin):
     """Client without credentials."""
     return Client(origin, None)
+
+
+@contextlib.contextmanager
+def running_demo(tmp_path, *args: str, stdin=subprocess.DEVNULL):
+    """A real `workspace-api demo` process on a free port: (process, keys file JSON, log path).
+    The keys file is written atomically once the demo serves."""
+    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
+             str(keys_file), *args], stdin=stdin, stdout=output, stderr=subprocess.STDOUT,
+            text=True, env={**os.environ, "MONGODB_URI": "memory"})
+    try:
+        deadline = time.monotonic() + 60
+        while not keys_file.exists():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "demo did not start: " + log.read_text()
+            time.sleep(0.1)
+        yield process, json.loads(keys_file.read_text()), log
+    finally:
+        if process.stdin:
+            process.stdin.close()
+        process.terminate()
+        process.wait(10)

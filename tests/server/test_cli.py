@@ -1,9 +1,7 @@
 """The workspace-api command: admin commands, the embedded-store refusal, and the demo."""
 
 import json
-import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -14,6 +12,7 @@ from server.admin import run_admin
 from server.cli import _parser, main
 from server.demo import seed
 from store.database import open_store
+from tests.conftest import running_demo
 
 
 async def test_admin_commands_manage_workspaces_users_and_keys(config, services, capsys, anon,
@@ -89,21 +88,8 @@ async def test_demo_seed_is_deterministic():
 
 @pytest.fixture
 def demo_process(tmp_path):
-    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
-    with open(log, "w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
-             str(keys_file)], stdin=subprocess.DEVNULL, stdout=output,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "MONGODB_URI": "memory"})
-    deadline = time.monotonic() + 60
-    while not keys_file.exists() or not keys_file.read_text().endswith("\n"):
-        assert process.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "demo did not start"
-        time.sleep(0.1)
-    yield process, json.loads(keys_file.read_text()), log
-    process.terminate()
-    process.wait(10)
+    with running_demo(tmp_path) as demo:
+        yield demo
 
 
 def http(method, url, key, body=None):
@@ -167,19 +153,10 @@ def test_demo_calls_have_playable_recordings_and_one_missing(demo_process):
 
 
 def test_admin_commands_typed_into_the_demo_revoke_a_key_within_5_seconds(tmp_path):
-    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
-    with open(log, "w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
-             str(keys_file), "--calls", "50", "--timeline", "0"], stdin=subprocess.PIPE,
-            stdout=output, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "MONGODB_URI": "memory"})
-    try:
+    with running_demo(tmp_path, "--calls", "50", "--timeline", "0",
+                      stdin=subprocess.PIPE) as (process, keys, log):
+        keys_file = tmp_path / "keys.json"
         deadline = time.monotonic() + 60
-        while not keys_file.exists():
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        keys = json.loads(keys_file.read_text())
         assert oct(keys_file.stat().st_mode & 0o777) == "0o600"
         base, workspace = keys["baseUrl"], keys["workspaces"][0]
         assert http("GET", base + "/users", workspace["apiKey"])[0] == 200
@@ -208,7 +185,3 @@ def test_admin_commands_typed_into_the_demo_revoke_a_key_within_5_seconds(tmp_pa
         assert "only admin commands" in log.read_text()
         # the other workspace's key is untouched
         assert http("GET", base + "/users", keys["workspaces"][1]["apiKey"])[0] == 200
-    finally:
-        process.stdin.close()
-        process.terminate()
-        process.wait(10)

@@ -4,11 +4,7 @@ progress bar; and the demo process serving it through every read endpoint."""
 import datetime as dt
 import io
 import json
-import os
 import re
-import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -22,6 +18,7 @@ from server.cli import _parser
 from server.demo import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Progress, seed
 from server.demo_data import Scale
 from store.database import open_store
+from tests.conftest import running_demo
 
 NOW = dt.datetime(2026, 11, 21, 9, 30)
 SMALL = Scale(calls=400, prospects=80, timeline=300)
@@ -169,21 +166,9 @@ def test_demo_scale_flags():
 
 @pytest.fixture
 def small_demo(tmp_path):
-    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
-    with open(log, "w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
-             str(keys_file), "--calls", "300", "--prospects", "60", "--timeline", "200"],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-            env={**os.environ, "MONGODB_URI": "memory"})
-    deadline = time.monotonic() + 60
-    while not keys_file.exists() or not keys_file.read_text().endswith("\n"):
-        assert process.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "demo did not start"
-        time.sleep(0.1)
-    yield json.loads(keys_file.read_text()), log
-    process.terminate()
-    process.wait(10)
+    with running_demo(tmp_path, "--calls", "300", "--prospects", "60", "--timeline",
+                      "200") as (_, keys, log):
+        yield keys, log
 
 
 def get(base, key, path):
