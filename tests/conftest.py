@@ -207,6 +207,19 @@ def check_invariants(response: Response, method: str) -> None:
         assert content_type.startswith(("application/json", "audio/mpeg", "text/html")), response
 
 
+async def walk_pages(client: Client, path: str, key: str) -> tuple[list[dict], int]:
+    """Every record of a paginated path (query allowed), following hasMore; and the total."""
+    path = path.rstrip("?&")
+    separator = "&" if "?" in path else "?"
+    seen, page = [], 1
+    while True:
+        body = (await client.get(f"{path}{separator}page={page}")).json()
+        seen += body[key]
+        if not body["hasMore"]:
+            return seen, body["total"]
+        page += 1
+
+
 @pytest.fixture
 def origin(http_server, http_server_port):
     return f"http://127.0.0.1:{http_server_port[1]}"

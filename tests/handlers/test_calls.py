@@ -10,6 +10,7 @@ import pytest
 
 from schemas import Schemas
 from store.calls import call_document
+from tests.conftest import walk_pages
 
 BASE = dt.datetime(2026, 3, 2, 15, 0)
 REF = "RE" + "ab" * 16
@@ -32,13 +33,7 @@ async def add_call(store, ws, started, *, user=0, prospect=None, disposition="co
 
 async def walk(api, query=""):
     """Every call of a query, walking pages of 50 until hasMore is false."""
-    seen, page = [], 1
-    while True:
-        body = (await api.get(f"/v1/calls?page={page}{query}")).json()
-        seen += body["calls"]
-        if not body["hasMore"]:
-            return seen, body["total"]
-        page += 1
+    return await walk_pages(api, f"/v1/calls?{query.lstrip('&')}", "calls")
 
 
 async def test_call_record_has_every_field_and_no_internal_one(api, store, ws_a):

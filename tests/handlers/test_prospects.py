@@ -6,18 +6,13 @@ import uuid
 import pytest
 
 from schemas import Schemas
+from tests.conftest import walk_pages
 
 BASE = dt.datetime(2026, 2, 1, 8, 0)
 
 
 async def walk(api, query=""):
-    seen, page = [], 1
-    while True:
-        body = (await api.get(f"/v1/prospects?page={page}{query}")).json()
-        seen += body["prospects"]
-        if not body["hasMore"]:
-            return seen, body["total"]
-        page += 1
+    return await walk_pages(api, f"/v1/prospects?{query.lstrip('&')}", "prospects")
 
 
 async def new_list(api, ws, name="Leads"):

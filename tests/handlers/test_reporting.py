@@ -10,6 +10,7 @@ import pytest
 
 from schemas import Schemas
 from store.metrics import FIGURES
+from tests.conftest import walk_pages
 
 MS = dt.timedelta(milliseconds=1)
 
@@ -174,13 +175,7 @@ async def test_metrics_are_isolated_between_workspaces(api, api_b, store, ws_a, 
 # --- reconciliation with GET /calls --------------------------------------------------------
 
 async def calls_of(api, query: str) -> tuple[list[dict], int]:
-    seen, page = [], 1
-    while True:
-        body = (await api.get(f"/v1/calls?pageSize=100&page={page}&{query}")).json()
-        seen += body["calls"]
-        if not body["hasMore"]:
-            return seen, body["total"]
-        page += 1
+    return await walk_pages(api, f"/v1/calls?pageSize=100&{query}", "calls")
 
 
 async def recount(api, starts: str, ends: str, user: str | None = None) -> dict:
