@@ -272,24 +272,27 @@ def throughput_row(row_id: str, what: str, api: Side, bare: Side, target: float)
 # --- the benchmarks --------------------------------------------------------------------------
 
 
-async def bench_p4(bench: Bench, server: Process) -> list[Row]:
+async def api_against_bare(bench: Bench, server: Process, figure: str, what: str,
+                           api_path: str, bare_path: str, target: float) -> list[Row]:
+    """One GET through the API and the same work in a bare handler, side by side."""
     api_port, bare_port = server.info["api_port"], server.info["bare_port"]
-    api = api_get(server, "/v1/users")
-    bare = request_bytes("GET", "/bare/users", HOST, bare_port)
+    api = api_get(server, api_path)
+    bare = request_bytes("GET", bare_path, HOST, bare_port)
     results = await side_by_side(bench.settings, server.pid, {"api": (api_port, lambda i: api),
                                                   "bare": (bare_port, lambda i: bare)})
-    return [throughput_row("P4", f"GET /users ({bench.settings.users} users) req/s",
-                           results["api"], results["bare"], 0.6)]
+    return [throughput_row(figure, what, results["api"], results["bare"], target)]
+
+
+async def bench_p4(bench: Bench, server: Process) -> list[Row]:
+    return await api_against_bare(bench, server, "P4",
+                                  f"GET /users ({bench.settings.users} users) req/s",
+                                  "/v1/users", "/bare/users", 0.6)
 
 
 async def bench_p3(bench: Bench, server: Process) -> list[Row]:
-    api_port, bare_port = server.info["api_port"], server.info["bare_port"]
-    api = api_get(server, "/v1/calls?pageSize=100")
-    bare = request_bytes("GET", "/bare/calls", HOST, bare_port)
-    results = await side_by_side(bench.settings, server.pid, {"api": (api_port, lambda i: api),
-                                                  "bare": (bare_port, lambda i: bare)})
-    return [throughput_row("P3", f"GET /calls?pageSize=100 ({bench.settings.calls} calls) req/s",
-                           results["api"], results["bare"], 0.8)]
+    return await api_against_bare(bench, server, "P3",
+                                  f"GET /calls?pageSize=100 ({bench.settings.calls} calls) req/s",
+                                  "/v1/calls?pageSize=100", "/bare/calls", 0.8)
 
 
 def upload_body(start: int, count: int, run: str) -> bytes:
