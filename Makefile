@@ -23,7 +23,7 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check server handlers store schemas console tests bench
+	$(VENV)/bin/ruff check server handlers store schemas console telephony tests bench
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -7,7 +7,8 @@ setup(
     version="0.1.0",
     description="Self-hosted HTTP API over a dialer workspace's calling data",
     python_requires=">=3.11",
-    packages=find_packages(include=["server", "handlers", "store", "console", "schemas"]),
+    packages=find_packages(
+        include=["server", "handlers", "store", "console", "schemas", "telephony"]),
     package_data={
         "schemas": ["*.json", "*/*.json"],
         "console": ["templates/*", "static/*"],

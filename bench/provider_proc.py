@@ -12,7 +12,12 @@ import asyncio
 import json
 import os
 
-from server.provider import ProviderLibrary, base_clip, serve_until_signalled, start_provider
+from telephony.simulated_provider import (
+    ProviderLibrary,
+    base_clip,
+    serve_until_signalled,
+    start_provider,
+)
 
 
 async def main(args) -> None:

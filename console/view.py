@@ -11,7 +11,7 @@ import re
 
 from markupsafe import Markup, escape
 
-from handlers.problems import PROBLEMS
+from schemas.problems import PROBLEMS
 
 COMPONENT_PREFIX = "#/components/schemas/"
 MAX_DEPTH = 3

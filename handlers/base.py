@@ -16,7 +16,7 @@ from tornado.web import HTTPError, RequestHandler
 
 from handlers import jsonio
 from handlers.errors import UUID, APIError, invalid, not_found, path_uuid
-from handlers.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
+from schemas.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
 
 __all__ = ["UUID", "APIError", "APIHandler", "NotFoundHandler", "invalid", "not_found",
            "path_uuid"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from handlers.problems import PROBLEMS
+from schemas.problems import PROBLEMS
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 

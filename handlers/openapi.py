@@ -2,7 +2,7 @@
 
 from handlers import jsonio
 from handlers.base import APIHandler
-from server.openapi import build_document
+from schemas.openapi import build_document
 
 
 def openapi_document(settings: dict) -> dict:

@@ -17,7 +17,7 @@ from tornado.web import Finish
 
 from handlers import ranges
 from handlers.base import UUID, APIError, APIHandler
-from server.upstream import (
+from telephony.upstream import (
     UpstreamError,
     UpstreamNotFound,
     UpstreamRangeNotSatisfiable,
@@ -145,7 +145,7 @@ class RecordingHandler(APIHandler):
 
     async def stream_body(self, response: UpstreamResponse) -> None:
         """Relay the body chunk by chunk; each write waits until the client took the last,
-        and the upstream is read only as fast as that (see server/upstream.py)."""
+        and the upstream is read only as fast as that (see telephony/upstream.py)."""
         sent = False
         try:
             async for chunk in response:

@@ -1,11 +1,61 @@
-"""Operator commands (workspaces, users, keys) run against the configured MongoDB."""
+"""Operator commands (workspaces, users, keys): their command-line syntax, their dispatch and
+their output. The entry point (server/cli.py) and the demo's stdin console both parse with
+`add_admin_commands`, so the commands read the same in both places."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from server.app import open_services
 from server.config import Config
+
+ADMIN_COMMANDS = ("workspaces", "users", "keys")
+
+
+def add_admin_commands(sub) -> None:
+    """Add the admin commands to an argparse subparsers object."""
+    workspaces = sub.add_parser("workspaces", help="manage workspaces").add_subparsers(
+        dest="action", required=True
+    )
+    create = workspaces.add_parser("create", help="create a workspace")
+    create.add_argument("name")
+
+    users = sub.add_parser("users", help="manage workspace users").add_subparsers(
+        dest="action", required=True
+    )
+    create = users.add_parser("create", help="create a user")
+    create.add_argument("--workspace", required=True)
+    create.add_argument("--email", required=True)
+    create.add_argument("--first-name", required=True)
+    create.add_argument("--last-name", required=True)
+    delete = users.add_parser("delete", help="delete a user (hidden from GET /users)")
+    delete.add_argument("user_id")
+
+    keys = sub.add_parser("keys", help="manage API keys").add_subparsers(
+        dest="action", required=True
+    )
+    create = keys.add_parser("create", help="create a key (shown once)")
+    create.add_argument("--workspace", required=True)
+    create.add_argument("--name", required=True)
+    listing = keys.add_parser("list", help="list a workspace's keys")
+    listing.add_argument("--workspace", required=True)
+    revoke = keys.add_parser("revoke", help="revoke a key (refused within seconds)")
+    revoke.add_argument("key_id")
+
+
+def admin_parser() -> argparse.ArgumentParser:
+    """A parser of the admin commands alone (the demo's stdin console)."""
+    parser = argparse.ArgumentParser(prog="workspace-api")
+    add_admin_commands(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+def emit(value) -> None:
+    """Admin output: one JSON document on stdout, for people and scripts alike."""
+    from handlers.jsonio import dumps
+
+    print(dumps(value, indent=2))
 
 
 class AdminError(Exception):
@@ -14,8 +64,6 @@ class AdminError(Exception):
 
 async def run_admin(config: Config, args, services=None) -> int:
     """Run one admin command. `services` (store, auth) lets tests and the demo pass their own."""
-    from server.cli import emit
-
     owned = services is None
     if owned:
         if config.embedded:

@@ -14,8 +14,8 @@ from server.config import Config
 from server.gate import Gate
 from server.logs import access_log
 from server.ratelimit import RateLimiter
-from server.upstream import UpstreamClient
 from store.database import Store, open_store
+from telephony.upstream import UpstreamClient
 
 # Each module ends with `default_handlers = [(pattern, Handler[, kwargs])]`.
 HANDLER_MODULES = [

@@ -1,4 +1,5 @@
-"""The `workspace-api` command: serve, demo, and the operators' admin commands."""
+"""The `workspace-api` entry point: parses the command line and dispatches to serve, demo,
+provider or the admin commands; it is the only module that imports all of them."""
 
 from __future__ import annotations
 
@@ -9,12 +10,10 @@ import sys
 
 from pymongo.errors import PyMongoError
 
+from server.admin import add_admin_commands
 from server.config import ConfigError, load_config
 
 log = logging.getLogger("workspace_api")
-
-ADMIN_COMMANDS = ("workspaces", "users", "keys")
-
 
 def _count(low: int, high: int):
     """An argparse type: an integer from low to high."""
@@ -31,7 +30,7 @@ def _count(low: int, high: int):
     return parse
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="workspace-api", description="Workspace Data API server and admin tool"
     )
@@ -74,38 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     provider.add_argument("--missing", action="append", default=[], metavar="REF",
                           help="answer 404 for recording REF (repeatable)")
 
-    workspaces = sub.add_parser("workspaces", help="manage workspaces").add_subparsers(
-        dest="action", required=True
-    )
-    create = workspaces.add_parser("create", help="create a workspace")
-    create.add_argument("name")
-
-    users = sub.add_parser("users", help="manage workspace users").add_subparsers(
-        dest="action", required=True
-    )
-    create = users.add_parser("create", help="create a user")
-    create.add_argument("--workspace", required=True)
-    create.add_argument("--email", required=True)
-    create.add_argument("--first-name", required=True)
-    create.add_argument("--last-name", required=True)
-    delete = users.add_parser("delete", help="delete a user (hidden from GET /users)")
-    delete.add_argument("user_id")
-
-    keys = sub.add_parser("keys", help="manage API keys").add_subparsers(
-        dest="action", required=True
-    )
-    create = keys.add_parser("create", help="create a key (shown once)")
-    create.add_argument("--workspace", required=True)
-    create.add_argument("--name", required=True)
-    listing = keys.add_parser("list", help="list a workspace's keys")
-    listing.add_argument("--workspace", required=True)
-    revoke = keys.add_parser("revoke", help="revoke a key (refused within seconds)")
-    revoke.add_argument("key_id")
+    add_admin_commands(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         config = load_config(args.config)
         if args.command == "serve":
@@ -131,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_simulated_provider(args) -> int:
-    from server.provider import run_provider
+    from telephony.simulated_provider import run_provider
 
     sizes = {}
     for item in args.size:
@@ -142,12 +115,6 @@ def run_simulated_provider(args) -> int:
     run_provider(args.host, args.port, args.account_id, args.auth_token, sizes, args.missing)
     return 0
 
-
-def emit(value) -> None:
-    """Admin output: one JSON document on stdout, for people and scripts alike."""
-    from handlers.jsonio import dumps
-
-    print(dumps(value, indent=2))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from server.demo_data import (
     long_timeline,
 )
 from server.logs import secrets_of, setup_logging
-from server.provider import ProviderLibrary, start_provider
+from telephony.simulated_provider import ProviderLibrary, start_provider
 
 __all__ = ["MISSING_RECORDING_REF", "LONG_TIMELINE_CONTACT", "Scale", "seed", "run_demo"]
 
@@ -240,8 +240,7 @@ def reads_commands(stdin) -> bool:
 async def admin_console(config: Config, store, auth) -> None:
     """Run admin commands typed on the demo's standard input against its embedded store (the
     only place they can reach it), e.g. `keys revoke KEY_ID`. Returns at end of input."""
-    from server.admin import run_admin
-    from server.cli import ADMIN_COMMANDS, _parser
+    from server.admin import ADMIN_COMMANDS, admin_parser, run_admin
 
     loop, lines = asyncio.get_running_loop(), asyncio.Queue()
 
@@ -260,7 +259,7 @@ async def admin_console(config: Config, store, auth) -> None:
                 continue
             if words[0] not in ADMIN_COMMANDS:
                 raise ValueError("only admin commands (workspaces, users, keys) run here")
-            args = _parser().parse_args(words)
+            args = admin_parser().parse_args(words)
         except SystemExit:  # argparse has printed the usage
             continue
         except ValueError as exc:

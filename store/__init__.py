@@ -1,0 +1,1 @@
+"""Every database query: one store interface over two backends (MongoDB, SQLite)."""

@@ -15,8 +15,8 @@ import pytest
 
 from server.config import load_config
 from server.logs import REDACTED, JSONFormatter, secrets_of, setup_logging
-from server.provider import make_ref, start_provider
-from server.upstream import UpstreamClient
+from telephony.simulated_provider import make_ref, start_provider
+from telephony.upstream import UpstreamClient
 from tests.conftest import TEST_SECRET, add_call, test_environ
 
 PROVIDER_HOST = "127.0.0.5"  # used by nothing else, so any mention of it is a leak

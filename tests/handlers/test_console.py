@@ -6,8 +6,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from handlers.console import CSP
-from handlers.problems import PROBLEMS
-from server.openapi import build_document, operations
+from schemas.openapi import build_document, operations
+from schemas.problems import PROBLEMS
 
 STATIC = Path(__file__).resolve().parents[2] / "console" / "static"
 

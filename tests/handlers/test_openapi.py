@@ -6,16 +6,16 @@ import copy
 import pytest
 from openapi_spec_validator import validate
 
-from handlers.problems import PROBLEMS
 from schemas import Schemas
-from server.app import collect_handlers
-from server.openapi import (
+from schemas.openapi import (
     build_document,
     endpoint_files,
     operations,
     route_mismatches,
     sample_url,
 )
+from schemas.problems import PROBLEMS
+from server.app import collect_handlers
 
 
 @pytest.fixture(scope="module")

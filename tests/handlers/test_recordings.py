@@ -11,8 +11,8 @@ import psutil
 import pytest
 
 from handlers.ranges import ByteRange, InvalidRange, parse_range
-from server.provider import make_ref, start_provider
-from server.upstream import UpstreamClient
+from telephony.simulated_provider import make_ref, start_provider
+from telephony.upstream import UpstreamClient
 from tests.conftest import add_call
 
 ACCOUNT_ID = "AC" + "7c" * 16

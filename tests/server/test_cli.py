@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 
 from server.admin import run_admin
-from server.cli import _parser, main
+from server.cli import build_parser, main
 from server.demo import seed
 from store.database import open_store
 from tests.conftest import running_demo
@@ -20,7 +20,7 @@ async def test_admin_commands_manage_workspaces_users_and_keys(config, services,
     store, auth = services
 
     async def admin(*argv):
-        code = await run_admin(config, _parser().parse_args(list(argv)), services)
+        code = await run_admin(config, build_parser().parse_args(list(argv)), services)
         out = capsys.readouterr()
         return code, (json.loads(out.out) if out.out.strip() else None), out.err
 

@@ -14,7 +14,7 @@ import pytest
 from handlers import jsonio
 from schemas import Schemas
 from server.auth import KeyService
-from server.cli import _parser
+from server.cli import build_parser
 from server.demo import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Progress, seed
 from server.demo_data import Scale
 from store.database import open_store
@@ -154,14 +154,14 @@ def test_fast_seeding_shows_no_progress():
 
 
 def test_demo_scale_flags():
-    args = _parser().parse_args(["demo", "--calls", "20000", "--prospects", "3000",
+    args = build_parser().parse_args(["demo", "--calls", "20000", "--prospects", "3000",
                                  "--timeline", "100000"])
     assert (args.calls, args.prospects, args.timeline) == (20000, 3000, 100000)
-    defaults = _parser().parse_args(["demo"])
+    defaults = build_parser().parse_args(["demo"])
     assert (defaults.calls, defaults.prospects, defaults.timeline) == (5000, 500, 5000)
     for bad in (["--calls", "-1"], ["--prospects", "5"], ["--timeline", "many"]):
         with pytest.raises(SystemExit):
-            _parser().parse_args(["demo", *bad])
+            build_parser().parse_args(["demo", *bad])
 
 
 @pytest.fixture

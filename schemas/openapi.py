@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from tornado.web import RequestHandler
 
-from handlers.problems import PROBLEMS
 from schemas import Schemas
+from schemas.problems import PROBLEMS
 
 ENDPOINTS = "/schemas/endpoints/"
 NOT_COMPONENTS = (ENDPOINTS, "/schemas/meta/")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.provider import ProviderServer, start_provider
-from server.upstream import UpstreamClient
+from telephony.simulated_provider import ProviderServer, start_provider
+from telephony.upstream import UpstreamClient
 
 ACCOUNT_ID = "AC" + "5e" * 16
 AUTH_TOKEN = "provider-token-f00dfeed"

@@ -10,7 +10,7 @@ import pytest
 from tornado.httpclient import AsyncHTTPClient, HTTPResponse
 from tornado.simple_httpclient import HTTPTimeoutError
 
-from server.provider import (
+from telephony.simulated_provider import (
     CHUNK_SIZE,
     MAX_CLIPS,
     MIN_CLIPS,

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 import psutil
 import pytest
 
-from server.provider import Recording, make_ref, start_provider
-from server.upstream import (
+from telephony.simulated_provider import Recording, make_ref, start_provider
+from telephony.upstream import (
     UpstreamClient,
     UpstreamError,
     UpstreamNotFound,

@@ -1,4 +1,7 @@
-"""Simulated telephony provider: a Twilio-like recordings endpoint with switchable faults.
+"""SIMULATED telephony provider: the stand-in that the demo, the tests and the benchmarks start.
+
+Not the real provider and never used in production: `telephony.upstream` is what the API uses
+to talk to a provider. This one is a Twilio-like recordings endpoint with switchable faults.
 
 Serves ``GET|HEAD /2010-04-01/Accounts/{AccountSid}/Recordings/{ref}.mp3`` behind HTTP Basic
 auth, with single byte ranges, strong ETags and ``If-Range``. A recording is a virtual file that

@@ -1,0 +1,1 @@
+"""The telephony provider side: the upstream recordings client, and the simulated provider."""

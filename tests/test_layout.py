@@ -1,0 +1,92 @@
+"""The tree's rooms: imports among the project's own code point one way, with no cycles."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("server", "handlers", "store", "console", "schemas", "telephony")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """Every project module `path` imports, at any depth (function-level imports count too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name:
+                found.add(name)
+    return found
+
+
+def graph(level) -> dict[str, set[str]]:
+    known = modules()
+    edges: dict[str, set[str]] = {}
+    for name, path in known.items():
+        source = level(name)
+        targets = {level(target) for target in imports_of(path, set(known))} - {source}
+        edges.setdefault(source, set()).update(targets)
+    return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the directed graph as a path, or None (depth-first search, three colours)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                return stack[stack.index(target):] + [target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+@pytest.mark.parametrize("level", ["package", "module"])
+def test_no_import_cycles(level):
+    def package(name: str) -> str:
+        return name.partition(".")[0]
+
+    cycle = find_cycle(graph(package if level == "package" else str))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_handlers_and_store_stay_below_the_assembly():
+    edges = graph(lambda name: name.partition(".")[0])
+    assert "server" not in edges["handlers"]
+    assert edges["store"] == set()  # the store imports no other room
+    assert edges["telephony"] == set()
