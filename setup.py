@@ -18,9 +18,7 @@ setup(
     install_requires=[
         "tornado>=6.5.6",
         "motor>=3.6,<4",
-        # mongomock (the embedded store) breaks on pymongo >= 4.11's bulk-write API.
-        "pymongo>=4.9,<4.11",
-        "mongomock-motor>=0.0.36",
+        "pymongo>=4.9,<5",
         "jsonschema>=4.23",
         "pyjwt>=2.9",
         "jinja2>=3.1",

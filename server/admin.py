@@ -1,6 +1,7 @@
-"""Operator commands (workspaces, users, keys): their command-line syntax, their dispatch and
-their output. The entry point (server/cli.py) and the demo's stdin console both parse with
-`add_admin_commands`, so the commands read the same in both places."""
+"""Operator commands (workspaces, users, keys) against the configured store (the SQLite file or
+MongoDB): their command-line syntax, their dispatch and their output. The entry point
+(server/cli.py) and the demo's stdin console both parse with `add_admin_commands`, so the
+commands read the same in both places."""
 
 from __future__ import annotations
 
@@ -66,11 +67,12 @@ async def run_admin(config: Config, args, services=None) -> int:
     """Run one admin command. `services` (store, auth) lets tests and the demo pass their own."""
     owned = services is None
     if owned:
-        if config.embedded:
+        if config.throwaway:
             print(
-                "workspace-api: admin commands need MongoDB: the embedded store lives inside "
-                "one process and is gone when it exits. Set MONGODB_URI=mongodb://... (and "
-                "WSAPI_SECRET), or type the command into a running `workspace-api demo`.",
+                "workspace-api: MONGODB_URI=memory is a throwaway store that lives inside one "
+                "process: admin commands cannot reach it. Unset MONGODB_URI to use the SQLite "
+                "file at sqlite_path (WSAPI_SQLITE_PATH), point it at MongoDB, or type the "
+                "command into a running `workspace-api demo`.",
                 file=sys.stderr,
             )
             return 2

@@ -14,7 +14,7 @@ from server.config import Config
 from server.gate import Gate
 from server.logs import access_log
 from server.ratelimit import RateLimiter
-from store.database import Store, open_store
+from store.database import open_store
 from telephony.upstream import UpstreamClient
 
 # Each module ends with `default_handlers = [(pattern, Handler[, kwargs])]`.
@@ -40,7 +40,7 @@ def collect_handlers() -> list:
     return routes
 
 
-def make_app(config: Config, store: Store, auth: KeyService, **services) -> tornado.web.Application:
+def make_app(config: Config, store, auth: KeyService, **services) -> tornado.web.Application:
     """The Tornado application; `services` (provider client, rate limiter...) join settings."""
     services.setdefault("upstream", UpstreamClient.from_config(config))
     services.setdefault("rate_limiter", RateLimiter(store.ratelimits, config.rate_limit_per_minute))
@@ -59,16 +59,17 @@ def make_app(config: Config, store: Store, auth: KeyService, **services) -> torn
 
 
 async def open_services(config: Config, clock=time.monotonic,
-                        wait_for_indexes: bool = True) -> tuple[Store, KeyService]:
+                        wait_for_indexes: bool = True) -> tuple:
     """Connect the store (creating indexes idempotently) and the key service. Without
     `wait_for_indexes` the caller ensures indexes itself (serve retries them in the background)."""
     secret = resolve_secret(config)
-    store = open_store(
-        config.mongodb_uri, config.database, config.db_timeout_seconds, config.default_region
-    )
+    store = open_store(config.mongodb_uri, config.database, config.db_timeout_seconds,
+                       config.default_region, config.sqlite_path)
     try:
-        if wait_for_indexes:
+        if wait_for_indexes or store.embedded:
             await store.ensure_indexes()
+        if secret is None:  # SQLite without a configured secret: the one kept in the file
+            secret = await store.settings.signing_secret()
     except Exception:
         store.close()
         raise

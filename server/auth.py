@@ -20,14 +20,17 @@ ALGORITHM = "HS256"
 MIN_SECRET_LENGTH = 32
 
 
-def resolve_secret(config: Config) -> str:
-    """The signing secret; a throwaway random one on the embedded store when none is set."""
+def resolve_secret(config: Config) -> str | None:
+    """The signing secret: the configured one; a random one for a throwaway store; None on a
+    SQLite file without a configured secret (the caller takes the one kept in the file)."""
     if config.secret:
         if len(config.secret) < MIN_SECRET_LENGTH:
             raise ConfigError(f"WSAPI_SECRET must be at least {MIN_SECRET_LENGTH} characters")
         return config.secret
-    if config.embedded:
+    if config.throwaway:
         return secrets.token_urlsafe(48)
+    if config.embedded:
+        return None
     raise ConfigError("WSAPI_SECRET must be set when MONGODB_URI points at MongoDB")
 
 

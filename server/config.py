@@ -22,6 +22,7 @@ class Config:
     port: int
     processes: int
     mongodb_uri: str
+    sqlite_path: str
     database: str
     db_timeout_seconds: float
     secret: str
@@ -41,7 +42,12 @@ class Config:
 
     @property
     def embedded(self) -> bool:
-        """True when the store is the in-process embedded one (nothing is persisted)."""
+        """True when the store is the embedded SQLite database (no MongoDB URI)."""
+        return not self.mongodb_uri.startswith(("mongodb://", "mongodb+srv://"))
+
+    @property
+    def throwaway(self) -> bool:
+        """True for `MONGODB_URI=memory`: a throwaway SQLite file, gone when the process ends."""
         return self.mongodb_uri == "memory"
 
     def replace(self, **changes: Any) -> Config:
@@ -83,8 +89,11 @@ def load_config(path: str | os.PathLike | None = None, environ: dict | None = No
 
 
 def validate(config: Config) -> None:
-    if not (config.embedded or config.mongodb_uri.startswith(("mongodb://", "mongodb+srv://"))):
-        raise ConfigError("MONGODB_URI must be 'memory' or a mongodb:// or mongodb+srv:// URI")
+    if config.embedded and config.mongodb_uri not in ("", "memory"):
+        raise ConfigError("MONGODB_URI must be empty (the SQLite file at sqlite_path), 'memory' "
+                          "(a throwaway SQLite file) or a mongodb:// or mongodb+srv:// URI")
+    if config.embedded and not config.throwaway and not config.sqlite_path:
+        raise ConfigError("sqlite_path (WSAPI_SQLITE_PATH) must name the database file")
     if not 0 < config.port < 65536:
         raise ConfigError(f"port must be between 1 and 65535, not {config.port}")
     if config.key_cache_seconds > 5:

@@ -2,7 +2,8 @@
 
 With `--processes N` the socket is bound once and N forked workers accept on it; the parent
 only supervises (restarts a crashed worker, forwards SIGTERM/SIGINT). Every worker opens its
-own MongoDB client after the fork. The service starts even while MongoDB is unreachable: it
+own store (MongoDB client, or connections to the SQLite file) after the fork. The service starts
+even while MongoDB is unreachable: it
 answers 503 (and /readyz says not ready) until the indexes could be ensured, retrying by itself.
 On SIGTERM a worker stops accepting, lets requests in flight finish (shutdown_timeout_seconds),
 then exits.
@@ -38,10 +39,10 @@ def serve(config: Config, args) -> int:
     }
     config = config.replace(**overrides)
     validate(config)
-    if config.processes > 1 and config.embedded:
+    if config.processes > 1 and config.throwaway:
         raise ConfigError(
-            "--processes > 1 needs MongoDB (MONGODB_URI=mongodb://...): the embedded store "
-            "lives inside one process, so workers would share no data, keys or rate limits")
+            "--processes > 1 needs a shared store: MONGODB_URI=memory is a throwaway file of one "
+            "process. Use the SQLite file (unset MONGODB_URI; WSAPI_SQLITE_PATH) or MongoDB")
     resolve_secret(config)  # refuse a bad secret once, before any worker starts
     setup_logging(config.log_level, secrets_of(config))
     try:
@@ -55,12 +56,14 @@ def serve(config: Config, args) -> int:
 
 async def run_worker(config: Config, sockets) -> int:
     """Serve on the bound sockets until SIGTERM/SIGINT, then shut down gracefully."""
-    if config.embedded:
+    if config.throwaway:
         log.warning(
-            "MONGODB_URI=memory: using the embedded in-process store. NOTHING IS "
-            "PERSISTED; all data is lost when the process exits. Set MONGODB_URI to a "
-            "MongoDB URI for real use."
+            "MONGODB_URI=memory: using a throwaway SQLite file. NOTHING IS PERSISTED; all data "
+            "is lost when the process exits. Unset MONGODB_URI to keep the data in the SQLite "
+            "file at sqlite_path (WSAPI_SQLITE_PATH), or point it at MongoDB."
         )
+    elif config.embedded:
+        log.info("store: SQLite file %s", config.sqlite_path)
     store, auth = await open_services(config, wait_for_indexes=config.embedded)
     indexes = None
     if not store.indexes_ready:

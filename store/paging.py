@@ -1,12 +1,10 @@
-"""Page-number paging shared by the paginated collections (lists, calls, prospects)."""
+"""Page-number paging, backend-neutral: the page of records a store returns, and its limits."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-from collections.abc import Callable
 
-# Past this offset MongoDB's skip would overflow; such a page is empty by definition.
+# Past this offset a database's skip would overflow; such a page is empty by definition.
 MAX_SKIP = 2**62
 
 
@@ -20,21 +18,3 @@ class Page:
     @property
     def has_more(self) -> bool:
         return self.page * self.page_size < self.total
-
-
-async def page_query(col, query: dict, sort: list, page: int, page_size: int,
-                     projection: dict, record: Callable[[dict], dict]) -> Page:
-    """One page of `query` in `sort` order plus the total count, fetched concurrently.
-
-    `sort` must end in a unique key (_id) so that the order is total and pages never overlap.
-    """
-    skip = (page - 1) * page_size
-
-    async def items() -> list[dict]:
-        if skip >= MAX_SKIP:
-            return []
-        cursor = col.find(query, projection).sort(sort).skip(skip).limit(page_size)
-        return [record(doc) async for doc in cursor]
-
-    found, total = await asyncio.gather(items(), col.count_documents(query))
-    return Page(found, total, page, page_size)

@@ -1,4 +1,5 @@
-"""Prospects and contact upload: matching contacts to prospects and adding them to a list.
+"""Prospects and contact matching, backend-neutral: the rules that decide which prospect each
+uploaded contact becomes, the dedupe keys, and the stored and API forms of a prospect.
 
 Matching (spec 4.4, README "Contact matching"):
 - email is compared case-insensitively, phone numbers in E.164 form (`store.identity`);
@@ -10,25 +11,16 @@ Matching (spec 4.4, README "Contact matching"):
   that key, so concurrent uploads of the same contacts converge on one prospect instead of
   racing a read against a write.
 
-An upload costs a fixed number of round trips whatever the number of contacts: one read of the
-candidate prospects, one bulk write of prospects, one bulk write of list memberships, then one
-read of the list's name and one bulk write of `list_added` activities (one per prospect and
-list, idempotent), plus one read of prospect ids only when a concurrent upload created some of
-this upload's new prospects first.
-
-Reading: `page` (GET /prospects) and `lookup` (the prospect of GET /prospect-activities), with
-email and phone filters normalised exactly as the matcher compares them.
+The backends (store/mongo/prospects.py, store/sqlite/prospects.py) run these rules inside
+their upload; their `page` and `lookup` normalise email and phone filters exactly as the
+matcher compares them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from pymongo import UpdateOne
-from pymongo.errors import BulkWriteError
-
-from store.activities import Activities
-from store.clock import new_id, utcnow
+from store.clock import new_id
 from store.identity import (
     CONTACT_FIELDS,
     clean_contact,
@@ -37,8 +29,6 @@ from store.identity import (
     normalize_linkedin,
     normalize_phone,
 )
-from store.locks import Leases
-from store.paging import Page, page_query
 
 # Identifier fields stored beside the contact field they are derived from.
 DERIVED = {"email": "emailNorm", "phoneNumber": "phoneE164", "linkedinUrl": "linkedinNorm"}
@@ -50,7 +40,7 @@ RECORD_FIELDS = dict.fromkeys(("_id", *CONTACT_FIELDS, "ownerUserId", "listIds",
 INSERT_BATCH = 5000
 
 
-def _record(doc: dict) -> dict:
+def record(doc: dict) -> dict:
     """The API form of a prospect: all eight contact fields (null when unknown)."""
     return {"id": doc["_id"], **{field: doc.get(field) for field in CONTACT_FIELDS},
             "ownerUserId": doc.get("ownerUserId"), "listIds": doc.get("listIds", []),
@@ -173,162 +163,3 @@ def prospect_document(workspace_id: str, contact: Contact, key: str, owner_user_
     return {"_id": prospect_id or new_id(), "workspaceId": workspace_id, "dedupeKey": key,
             **contact.fields, **contact.derived(), "ownerUserId": owner_user_id,
             "listIds": list_ids or [], "createdAt": now, "updatedAt": now}
-
-
-class Prospects:
-    def __init__(self, db, default_region: str = "US"):
-        self.col = db["prospects"]
-        self.activities = Activities(db)
-        self.leases = Leases(db)
-        self.default_region = default_region
-
-    def parse_contact(self, raw: dict) -> Contact:
-        return Contact.parse(raw, self.default_region)
-
-    async def add_to_list(self, workspace_id: str, listing: dict, raw_contacts: list[dict]) -> int:
-        """Match or create a prospect for each contact and add it to `listing` (a list record).
-
-        Returns the list's number of prospects after the upload, counted while the upload still
-        holds its turn. Idempotent: repeating the same upload adds nothing.
-        """
-        contacts = [self.parse_contact(raw) for raw in raw_contacts]
-        # Matching reads the workspace's prospects and then writes: uploads of one workspace
-        # take turns (a lease shared by every process), so two uploads can never both miss a
-        # prospect the other is creating under a different identifier. The unique dedupeKey
-        # upserts stay as the second line of defence.
-        async with self.leases.held(workspace_id, "contact-upload"):
-            try:
-                await self._add_to_list(workspace_id, listing, contacts)
-            except BulkWriteError as exc:  # a fallback: the lease already serialises uploads
-                if any(e.get("code") != DUPLICATE_KEY
-                       for e in exc.details.get("writeErrors", [])):
-                    raise
-                await self._add_to_list(workspace_id, listing, contacts)
-            return await self.count_in_list(workspace_id, listing["id"])
-
-    async def count_in_list(self, workspace_id: str, list_id: str) -> int:
-        """How many prospects the list has (index workspaceId+listIds+createdAt+_id)."""
-        return await self.col.count_documents({"workspaceId": workspace_id, "listIds": list_id})
-
-    async def _add_to_list(self, workspace_id: str, listing: dict, contacts: list[Contact]) -> None:
-        list_id, owner_user_id = listing["id"], listing["ownerUserId"]
-        now = utcnow()
-        pool = await self._candidates(workspace_id, contacts)
-        targets: list[Candidate] = []
-        for contact in contacts:
-            target = resolve(contact, pool)
-            target.absorb(contact)
-            if target not in targets:
-                targets.append(target)
-
-        writes, memberships, upserts = [], [], {}
-        for target in targets:
-            if target.id is None:
-                selector = {"workspaceId": workspace_id, "dedupeKey": target.key}
-                created = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
-                doc = prospect_document(workspace_id, created, target.key, owner_user_id, now)
-                for field in selector:  # the upsert takes these from the selector
-                    doc.pop(field)
-                upserts[doc["_id"]] = target
-                writes.append(UpdateOne(selector, {"$setOnInsert": doc}, upsert=True))
-            else:
-                selector = {"_id": target.id, "workspaceId": workspace_id}
-            # Fill blanks field by field: each update applies only while the field is still
-            # absent, so a concurrent writer's value is never overwritten.
-            derived = derived_fields(target.email, target.phone, target.linkedin)
-            for field, value in target.fills.items():
-                update = {field: value, "updatedAt": now}
-                if DERIVED.get(field) in derived:
-                    update[DERIVED[field]] = derived[DERIVED[field]]
-                writes.append(UpdateOne({**selector, field: {"$exists": False}}, {"$set": update}))
-            memberships.append(UpdateOne(
-                {**selector, "listIds": {"$ne": list_id}},
-                {"$push": {"listIds": list_id}, "$set": {"updatedAt": now}},
-            ))
-        if writes:
-            written = await self.col.bulk_write(writes, ordered=True)
-            # Matched by the proposed _id, not by op index (the embedded store numbers upserts
-            # differently); an upsert that found a concurrent upload's prospect inserted nothing.
-            for prospect_id in written.upserted_ids.values():
-                upserts[prospect_id].id = prospect_id
-        await self.col.bulk_write(memberships, ordered=False)
-        await self._record_list_added(workspace_id, listing, targets, now)
-
-    async def _record_list_added(self, workspace_id: str, listing: dict,
-                                 targets: list[Candidate], now) -> None:
-        """A `list_added` activity for each target; the first one recorded for a prospect and
-        list stays (so it dates the prospect's first upload to the list)."""
-        raced = [t.key for t in targets if t.id is None]  # created by a concurrent upload
-        if raced:
-            cursor = self.col.find({"workspaceId": workspace_id, "dedupeKey": {"$in": raced}},
-                                   {"_id": 1, "dedupeKey": 1})
-            ids = {doc["dedupeKey"]: doc["_id"] async for doc in cursor}
-            for target in targets:
-                target.id = target.id or ids.get(target.key)
-        await self.activities.record_list_added(
-            workspace_id, listing["id"], listing["name"], [t.id for t in targets if t.id], now)
-
-    async def _candidates(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
-        emails = sorted({c.email for c in contacts if c.email})
-        phones = sorted({c.phone for c in contacts if c.phone})
-        clauses = []
-        if emails:
-            clauses.append({"emailNorm": {"$in": emails}})
-        if phones:
-            clauses.append({"phoneE164": {"$in": phones}})
-        if not clauses:
-            return []
-        cursor = self.col.find({"workspaceId": workspace_id, "$or": clauses}, MATCH_FIELDS)
-        return [Candidate.from_doc(doc) async for doc in cursor]
-
-    async def create(self, workspace_id: str, contact: dict, owner_user_id: str | None = None,
-                     list_ids: list[str] | None = None, created_at=None,
-                     prospect_id: str | None = None) -> dict:
-        """Insert one prospect as is, without matching (seeding and tests); its API record."""
-        parsed = self.parse_contact(contact)
-        doc = prospect_document(workspace_id, parsed, dedupe_key(parsed) + "|" + new_id(),
-                                owner_user_id, created_at or utcnow(), list_ids, prospect_id)
-        await self.col.insert_one(doc)
-        return _record(doc)
-
-    def normalize_phone(self, value: str) -> str | None:
-        """A phone number as stored and matched (E.164), or None when it cannot be read."""
-        return normalize_phone(value, self.default_region)
-
-    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt prospect documents (`prospect_document`) in bounded batches."""
-        if any(doc["workspaceId"] != workspace_id for doc in documents):
-            raise ValueError("every document must belong to the given workspace")
-        for start in range(0, len(documents), INSERT_BATCH):
-            await self.col.insert_many(documents[start:start + INSERT_BATCH], ordered=False)
-
-    async def page(self, workspace_id: str, page: int, page_size: int, *,
-                   list_id: str | None = None, email: str | None = None,
-                   phone: str | None = None, updated_since=None) -> Page:
-        """One page of prospects, newest first (createdAt, then id). `email` and `phone` are
-        compared like the matcher compares them; `updated_since` is inclusive."""
-        query = self._query(workspace_id, email=email, phone=phone)
-        if list_id is not None:
-            query["listIds"] = list_id
-        if updated_since is not None:
-            query["updatedAt"] = {"$gte": updated_since}
-        return await page_query(self.col, query, NEWEST_FIRST, page, page_size, RECORD_FIELDS,
-                                _record)
-
-    async def lookup(self, workspace_id: str, *, prospect_id: str | None = None,
-                     email: str | None = None, phone: str | None = None,
-                     limit: int = 2) -> list[dict]:
-        """The prospects (at most `limit`, oldest first) selected by id, email or phone."""
-        query = self._query(workspace_id, email=email, phone=phone)
-        if prospect_id is not None:
-            query["_id"] = prospect_id
-        cursor = self.col.find(query, RECORD_FIELDS).sort([("createdAt", 1), ("_id", 1)])
-        return [_record(doc) async for doc in cursor.limit(limit)]
-
-    def _query(self, workspace_id: str, *, email: str | None, phone: str | None) -> dict:
-        query: dict = {"workspaceId": workspace_id}
-        if email is not None:
-            query["emailNorm"] = normalize_email(email)
-        if phone is not None:
-            query["phoneE164"] = self.normalize_phone(phone)
-        return query

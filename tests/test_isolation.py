@@ -106,10 +106,10 @@ class Demo:
 
 async def snapshot(store, workspaces) -> dict:
     docs = {w["id"]: [] for w in workspaces}
-    for name in await store.db.list_collection_names():
-        if name == "rate_limits":
+    for name in await store.collections():
+        if name in ("rate_limits", "settings", "counters"):
             continue
-        async for doc in store.db[name].find({}):
+        for doc in await store.documents(name):
             owner = doc.get("workspaceId") or doc["_id"]
             if owner in docs:
                 docs[owner].append((name, doc))

@@ -1,6 +1,7 @@
 """POST /v1/lists/{listId}/contacts: validation, matching, integrity, concurrency."""
 
 import asyncio
+import time
 import uuid
 
 import pytest
@@ -23,7 +24,7 @@ async def upload(api, list_id, contacts, expect=200):
 
 
 async def prospects(store, workspace_id):
-    return await store.db["prospects"].find({"workspaceId": workspace_id}).to_list(None)
+    return [p for p in await store.documents("prospects") if p["workspaceId"] == workspace_id]
 
 
 async def test_upload_result_and_list_metadata(api, new_list):
@@ -41,14 +42,16 @@ async def test_upload_result_and_list_metadata(api, new_list):
     assert listed["prospectsCount"] == 2
 
 
-async def test_updated_at_moves(api, new_list, monkeypatch):
+async def test_updated_at_moves(api, store, new_list, monkeypatch):
     import datetime as dt
-
-    import store.lists as lists_module
+    import importlib
 
     created = await new_list()
     later = dt.datetime(2030, 1, 1, 12, 0, 0, 123000)
-    monkeypatch.setattr(lists_module, "utcnow", lambda: later)
+    package = {"sqlite": "store.sqlite", "mongodb": "store.mongo"}[store.backend]
+    for module in ("lists", "prospects"):
+        monkeypatch.setattr(importlib.import_module(f"{package}.{module}"), "utcnow",
+                            lambda: later)
     await upload(api, created["id"], [{"email": "a@example.com"}])
     after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
     assert after["updatedAt"] == "2030-01-01T12:00:00.123Z"
@@ -243,6 +246,26 @@ async def test_concurrent_overlapping_uploads_create_no_duplicates(api, store, w
     assert max(r["totalProspects"] for r in results) == 100
 
 
+@pytest.mark.sqlite
+async def test_an_upload_is_one_transaction_whatever_its_size(api, store, new_list, monkeypatch):
+    writes = []
+    original = store.engine.write
+
+    async def write(fn, *args, **kwargs):
+        writes.append(fn.__name__)
+        return await original(fn, *args, **kwargs)
+
+    monkeypatch.setattr(store.engine, "write", write)
+    created = await new_list()
+    for size in (1, 10, 100):
+        writes.clear()
+        contacts = [{"email": f"s{size}-{i}@example.com", "phoneNumber": f"+1415555{i:04d}"}
+                    for i in range(size)]
+        await upload(api, created["id"], contacts)
+        assert writes.count("upload") == 1
+
+
+@pytest.mark.mongodb
 async def test_round_trips_do_not_grow_with_contact_count(api, store, new_list, monkeypatch):
     calls = []
     collection = store.prospects.col
@@ -264,6 +287,18 @@ async def test_round_trips_do_not_grow_with_contact_count(api, store, new_list, 
     assert 2 <= counts[0] == counts[1] == counts[2] <= 3
 
 
+@pytest.mark.sqlite
+async def test_the_count_moves_in_the_upload_transaction(api, store, ws_a, new_list):
+    created = await new_list()
+    contacts = [{"email": f"i{i}@example.com"} for i in range(5)]
+    listing = await store.lists.get(ws_a.id, created["id"])
+    assert await store.prospects.add_to_list(ws_a.id, listing, contacts) == 5
+    assert (await store.lists.get(ws_a.id, created["id"]))["prospectsCount"] == 5
+    retry = await upload(api, created["id"], contacts)
+    assert retry["totalProspects"] == 5
+
+
+@pytest.mark.mongodb
 async def test_count_repairs_itself_after_an_interrupted_upload(api, store, ws_a, new_list):
     created = await new_list()
     contacts = [{"email": f"i{i}@example.com"} for i in range(5)]
@@ -310,6 +345,7 @@ async def test_ambiguous_contacts_with_different_linkedin_urls_stay_apart(api, s
     assert again["totalProspects"] == 4
 
 
+@pytest.mark.mongodb
 async def test_concurrent_uploads_sharing_a_phone_under_different_keys_make_one_prospect(
         api, store, ws_a, new_list, monkeypatch):
     # Without turn-taking both uploads read an empty workspace and create "p:..." and "e:..."
@@ -339,6 +375,31 @@ async def test_concurrent_uploads_sharing_a_phone_under_different_keys_make_one_
     assert after["prospectsCount"] == 5
 
 
+@pytest.mark.sqlite
+async def test_an_upload_that_waits_too_long_for_the_writer_is_503(api, store, ws_a, new_list,
+                                                                  monkeypatch):
+    import store.sqlite.prospects as sqlite_prospects
+
+    created = await new_list()
+    monkeypatch.setattr(sqlite_prospects, "UPLOAD_TIMEOUT", 0.05)
+    original, blockers = store.engine.write, []
+
+    async def write(fn, *args, **kwargs):
+        if fn is sqlite_prospects.upload:  # another writer holds the writer past the deadline
+            blockers.append(asyncio.ensure_future(original(lambda conn: time.sleep(0.3))))
+            await asyncio.sleep(0.01)
+        return await original(fn, *args, **kwargs)
+
+    monkeypatch.setattr(store.engine, "write", write)
+    response = await api.post(f"/v1/lists/{created['id']}/contacts",
+                              {"contacts": [{"email": "late@example.com"}]})
+    await asyncio.gather(*blockers)
+    assert blockers
+    assert response.code == 503 and response.headers["Retry-After"]
+    assert await prospects(store, ws_a.id) == []
+
+
+@pytest.mark.mongodb
 async def test_a_contact_upload_held_up_too_long_is_503(api, store, ws_a, new_list, monkeypatch):
     created = await new_list()
     await store.prospects.leases.try_acquire(ws_a.id, "contact-upload", ttl=60)

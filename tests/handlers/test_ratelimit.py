@@ -147,6 +147,20 @@ async def test_two_app_instances_sharing_one_store_enforce_one_limit(
         await server.close_all_connections()
 
 
+@pytest.mark.sqlite
+async def test_expired_windows_are_deleted_when_a_new_one_starts(store, limiter, ws_a,
+                                                                 rate_clock, api):
+    await use_up(api, 2)
+    for _ in range(3):
+        rate_clock.advance(60)
+        await use_up(api, 1)
+    rows = [r for r in await store.documents("rate_limits") if r["workspaceId"] == ws_a.id]
+    assert len(rows) == 2  # the current window and the one before it (one spare window)
+    start, end = limiter.window_of(ws_a.id, rate_clock())
+    assert max(r["windowStart"] for r in rows) == EPOCH + dt.timedelta(seconds=start)
+
+
+@pytest.mark.mongodb
 async def test_counters_are_documents_that_expire(store, limiter, ws_a, rate_clock, api):
     await use_up(api, 2)
     start, end = limiter.window_of(ws_a.id, rate_clock())

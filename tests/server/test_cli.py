@@ -39,7 +39,7 @@ async def test_admin_commands_manage_workspaces_users_and_keys(config, services,
     code, out, _ = await admin("keys", "list", "--workspace", wid)
     assert [k["id"] for k in out["keys"]] == [key_id]
     assert key not in json.dumps(out)  # the plain key is never shown again
-    stored = await store.db["api_keys"].find_one({"_id": key_id})
+    [stored] = [k for k in await store.documents("api_keys") if k["_id"] == key_id]
     assert key not in json.dumps(stored, default=str)
 
     code, out, _ = await admin("users", "delete", user_id)
@@ -58,10 +58,10 @@ async def test_admin_commands_manage_workspaces_users_and_keys(config, services,
     assert code == 1
 
 
-def test_admin_commands_refuse_the_embedded_store(capsys, monkeypatch):
+def test_admin_commands_refuse_a_throwaway_store(capsys, monkeypatch):
     monkeypatch.setenv("MONGODB_URI", "memory")
     assert main(["keys", "list", "--workspace", "x"]) == 2
-    assert "need MongoDB" in capsys.readouterr().err
+    assert "throwaway" in capsys.readouterr().err
 
 
 def test_serve_refuses_missing_secret_with_mongodb(capsys, monkeypatch):
@@ -75,12 +75,13 @@ async def test_demo_seed_is_deterministic():
     snapshots = []
     for _ in range(2):
         store = open_store("memory", "demo")
+        await store.ensure_indexes()
         from server.auth import KeyService
         await seed(store, KeyService("s" * 40, store.keys), seed=7)
-        users = await store.db["users"].find({}, {"_id": 1, "email": 1}).to_list(None)
-        lists = await store.db["lists"].find({}, {"_id": 1, "name": 1,
-                                                  "prospectsCount": 1}).to_list(None)
-        count = await store.db["prospects"].count_documents({})
+        users = [(u["_id"], u["email"]) for u in await store.documents("users")]
+        lists = [(x["_id"], x["name"], x["prospectsCount"])
+                 for x in await store.documents("lists")]
+        count = len(await store.documents("prospects"))
         snapshots.append((users, lists, count))
     assert snapshots[0] == snapshots[1]
     assert snapshots[0][2] > 0

@@ -8,8 +8,9 @@ from server.config import ConfigError, load_config
 
 def test_defaults_come_from_config_yaml():
     config = load_config(environ={})
-    assert (config.host, config.port, config.mongodb_uri) == ("127.0.0.1", 8888, "memory")
-    assert config.embedded
+    assert (config.host, config.port, config.mongodb_uri) == ("127.0.0.1", 8888, "")
+    assert config.embedded and not config.throwaway
+    assert config.sqlite_path == "data/workspace-api.sqlite3"
 
 
 def test_environment_overrides_every_key():
@@ -30,10 +31,13 @@ def test_unusable_values_are_refused(environ):
         load_config(environ=environ)
 
 
-def test_secret_is_required_with_mongodb_and_random_on_the_embedded_store():
+def test_secret_is_required_with_mongodb_and_random_on_a_throwaway_store():
     with pytest.raises(ConfigError, match="WSAPI_SECRET"):
         resolve_secret(load_config(environ={"MONGODB_URI": "mongodb://db"}))
     with pytest.raises(ConfigError, match="at least 32"):
         resolve_secret(load_config(environ={"WSAPI_SECRET": "short"}))
-    embedded = load_config(environ={})
-    assert resolve_secret(embedded) != resolve_secret(embedded)
+    throwaway = load_config(environ={"MONGODB_URI": "memory"})
+    assert resolve_secret(throwaway) != resolve_secret(throwaway)
+    # On a SQLite file the secret kept in the file is used (None: ask the store).
+    assert resolve_secret(load_config(environ={})) is None
+    assert resolve_secret(load_config(environ={"WSAPI_SECRET": "k" * 40})) == "k" * 40

@@ -34,7 +34,7 @@ async def seeded(seed_value=7, scale=SMALL):
 async def snapshot(store) -> dict:
     data = {}
     for name in ("workspaces", "users", "lists", "prospects", "calls", "activities"):
-        docs = await store.db[name].find({}).sort("_id").to_list(None)
+        docs = await store.documents(name)
         for doc in docs:
             for field in WALL_CLOCK.get(name, []):
                 doc.pop(field, None)

@@ -93,11 +93,11 @@ def listening_on(process: psutil.Process, port: int) -> bool:
                for c in process.net_connections(kind="tcp"))
 
 
-def test_processes_are_refused_on_the_embedded_store(monkeypatch, capsys):
+def test_processes_are_refused_on_a_throwaway_store(monkeypatch, capsys):
     monkeypatch.setenv("MONGODB_URI", "memory")
     assert main(["serve", "--processes", "2", "--port", str(free_port())]) == 2
     err = capsys.readouterr().err
-    assert "--processes > 1 needs MongoDB" in err and "embedded store" in err
+    assert "--processes > 1 needs a shared store" in err and "throwaway" in err
 
 
 def test_a_port_in_use_is_a_clear_error():

@@ -1,11 +1,13 @@
-"""Leases: one holder at a time per workspace and name, expiry, release."""
+"""Leases (MongoDB backend): one holder at a time per workspace and name, expiry, release."""
 
 import asyncio
 import datetime as dt
 
 import pytest
 
-from store.locks import StoreBusy
+from store.errors import StoreBusy
+
+pytestmark = pytest.mark.mongodb
 
 
 async def test_one_holder_at_a_time_per_workspace(store):

@@ -4,7 +4,8 @@ import datetime as dt
 import json
 from zoneinfo import ZoneInfo
 
-from store.metrics import day_starts, pipeline
+from store.metrics import day_starts
+from store.mongo.metrics import pipeline
 
 
 def test_day_starts_are_local_midnights_in_utc():

@@ -3,6 +3,8 @@
 import datetime as dt
 from contextlib import aclosing
 
+import pytest
+
 from store.activities import activity_document, derived_id, list_added_activity
 
 
@@ -26,6 +28,7 @@ async def test_timeline_batches_are_bounded_ordered_and_scoped(store):
     assert set(seen[0]) == {"id", "type", "occurredAt", "userId", "callId", "summary", "details"}
 
 
+@pytest.mark.mongodb
 async def test_abandoning_the_timeline_closes_the_cursor(store, monkeypatch):
     await store.activities.insert_documents("ws-a", notes("ws-a", "p1", 30))
     closed = []
@@ -49,9 +52,27 @@ async def test_abandoning_the_timeline_closes_the_cursor(store, monkeypatch):
     assert closed == [True]
 
 
-async def test_insert_refuses_documents_of_another_workspace(store):
-    import pytest
+@pytest.mark.sqlite
+async def test_the_timeline_holds_no_cursor_between_batches(store, monkeypatch):
+    """On SQLite every batch is one short read by keyset: nothing stays open in between."""
+    await store.activities.insert_documents("ws-a", notes("ws-a", "p1", 30))
+    reads = []
+    original = store.engine.read
 
+    async def read(fn, *args, **kwargs):
+        reads.append(fn)
+        return await original(fn, *args, **kwargs)
+
+    monkeypatch.setattr(store.engine, "read", read)
+    seen = []
+    async with aclosing(store.activities.timeline("ws-a", "p1", 10)) as batches:
+        async for batch in batches:
+            seen += batch
+    assert len(seen) == 30 and len(reads) == 4  # 10 + 10 + 10 + an empty look past the end
+    assert [a["summary"] for a in seen] == [f"n{i}" for i in range(29, -1, -1)]
+
+
+async def test_insert_refuses_documents_of_another_workspace(store):
     with pytest.raises(ValueError):
         await store.activities.insert_documents("ws-a", notes("ws-b", "p1", 1))
 

@@ -17,12 +17,9 @@ import time
 from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id, utcnow
+from store.errors import StoreBusy
 
 log = logging.getLogger("workspace_api")
-
-
-class StoreBusy(TimeoutError):
-    """A lease stayed taken for longer than the caller wanted to wait (answered as 503)."""
 
 
 class Leases:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from store.clock import new_id, utcnow
+from store.records import workspace_record
 
 
 class Workspaces:
@@ -12,8 +13,8 @@ class Workspaces:
     async def create(self, name: str, workspace_id: str | None = None, created_at=None) -> dict:
         doc = {"_id": workspace_id or new_id(), "name": name, "createdAt": created_at or utcnow()}
         await self.col.insert_one(doc)
-        return {"id": doc["_id"], "name": name, "createdAt": doc["createdAt"]}
+        return workspace_record(doc)
 
     async def get(self, workspace_id: str) -> dict | None:
         doc = await self.col.find_one({"_id": workspace_id})
-        return doc and {"id": doc["_id"], "name": doc["name"], "createdAt": doc["createdAt"]}
+        return doc and workspace_record(doc)

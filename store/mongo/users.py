@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 from store.clock import new_id, utcnow
+from store.records import user_record as _record
 
 USER_FIELDS = {"_id": 1, "email": 1, "firstName": 1, "lastName": 1, "createdAt": 1}
-
-
-def _record(doc: dict) -> dict:
-    return {
-        "id": doc["_id"],
-        "email": doc["email"],
-        "firstName": doc["firstName"],
-        "lastName": doc["lastName"],
-        "createdAt": doc["createdAt"],
-    }
 
 
 class Users:

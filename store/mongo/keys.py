@@ -3,16 +3,7 @@
 from __future__ import annotations
 
 from store.clock import new_id, utcnow
-
-
-def _record(doc: dict) -> dict:
-    return {
-        "id": doc["_id"],
-        "workspaceId": doc["workspaceId"],
-        "name": doc["name"],
-        "createdAt": doc["createdAt"],
-        "revokedAt": doc.get("revokedAt"),
-    }
+from store.records import key_record as _record
 
 
 class Keys:

@@ -5,23 +5,13 @@ from __future__ import annotations
 from pymongo import ReturnDocument
 
 from store.clock import new_id, utcnow
-from store.paging import Page, page_query
+from store.mongo.paging import page_query
+from store.paging import Page
+from store.records import list_record as _record
 
 NEWEST_FIRST = [("createdAt", -1), ("_id", -1)]
 LIST_FIELDS = {"_id": 1, "name": 1, "source": 1, "ownerUserId": 1, "createdAt": 1,
                "updatedAt": 1, "prospectsCount": 1}
-
-
-def _record(doc: dict) -> dict:
-    return {
-        "id": doc["_id"],
-        "name": doc["name"],
-        "source": doc["source"],
-        "ownerUserId": doc["ownerUserId"],
-        "createdAt": doc["createdAt"],
-        "updatedAt": doc["updatedAt"],
-        "prospectsCount": doc["prospectsCount"],
-    }
 
 
 class Lists:

@@ -1,0 +1,11 @@
+"""Errors every backend raises the same way, so handlers never depend on the backend."""
+
+from __future__ import annotations
+
+
+class StoreUnavailable(TimeoutError):
+    """The database did not answer in time; the request should be retried later (503)."""
+
+
+class StoreBusy(StoreUnavailable):
+    """The work waited longer than allowed for its turn (a lease, a lock): retry later (503)."""

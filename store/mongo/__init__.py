@@ -1,0 +1,87 @@
+"""The MongoDB backend: one motor database handle and the collection families built on it.
+Production at scale: replica sets, sharding, many hosts sharing one database."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pymongo
+
+from store.mongo.activities import Activities
+from store.mongo.calls import Calls
+from store.mongo.indexes import ensure_indexes
+from store.mongo.keys import Keys
+from store.mongo.lists import Lists
+from store.mongo.metrics import DialerMetrics
+from store.mongo.prospects import Prospects
+from store.mongo.ratelimits import RateLimits
+from store.mongo.users import Users
+from store.mongo.workspaces import Workspaces
+
+
+class MongoStore:
+    backend = "mongodb"
+    embedded = False
+
+    def __init__(self, db, client, default_region: str = "US"):
+        self.db = db
+        self.client = client
+        self.workspaces = Workspaces(db)
+        self.users = Users(db)
+        self.keys = Keys(db)
+        self.lists = Lists(db)
+        self.prospects = Prospects(db, default_region)
+        self.calls = Calls(db)
+        self.activities = Activities(db)
+        self.metrics = DialerMetrics(db)
+        self.ratelimits = RateLimits(db)
+        # False until ensure_indexes() has succeeded: the API answers 503 until then, because
+        # the unique indexes are what keeps concurrent writes free of duplicates.
+        self.indexes_ready = False
+
+    async def ensure_indexes(self, build_timeout: float = 600) -> None:
+        # The ping fails fast (timeoutMS) when the server is away; the index builds then get
+        # longer, as a first build on a large collection may outlast the per-operation timeout.
+        await self.db.command("ping")
+        with pymongo.timeout(build_timeout):
+            await ensure_indexes(self.db)
+        self.indexes_ready = True
+
+    async def ping(self, timeout: float = 2.0) -> bool:
+        try:
+            await asyncio.wait_for(self.db.command("ping"), timeout)
+        except Exception:
+            return False
+        return True
+
+    async def collections(self) -> list[str]:
+        return await self.db.list_collection_names()
+
+    async def drop(self) -> None:
+        await self.client.drop_database(self.db.name)
+
+    def close(self) -> None:
+        self.client.close()
+
+    async def documents(self, collection: str) -> list[dict]:
+        """Every stored document of a collection (operators and tests; never a request)."""
+        return await self.db[collection].find({}).sort("_id").to_list(None)
+
+
+def open_mongo(uri: str, database: str, timeout_seconds: float = 5.0,
+               default_region: str = "US") -> MongoStore:
+    from motor.motor_asyncio import AsyncIOMotorClient
+
+    ms = int(timeout_seconds * 1000)
+    client = AsyncIOMotorClient(
+        uri,
+        # timeoutMS bounds every operation as a whole (selection, connection, server time), so
+        # a request never waits longer than this on the database: it gets a 503 instead.
+        timeoutMS=ms,
+        serverSelectionTimeoutMS=ms,
+        connectTimeoutMS=ms,
+        socketTimeoutMS=max(ms, 30000),
+        tz_aware=False,
+        appname="workspace-data-api",
+    )
+    return MongoStore(client[database], client, default_region)

@@ -1,0 +1,67 @@
+"""Calls on MongoDB: the paginated, filtered call log and the recording reference of a call."""
+
+from __future__ import annotations
+
+from store.activities import call_activity
+from store.calls import CALL_FIELDS, INSERT_BATCH, NEWEST_FIRST, call_document
+from store.calls import record as _record
+from store.mongo.activities import Activities
+from store.mongo.paging import page_query
+from store.paging import Page
+
+
+def call_filters(workspace_id: str, *, user_id=None, prospect_id=None, list_id=None,
+                 direction=None, disposition=None, created_from=None, created_to=None,
+                 updated_since=None) -> dict:
+    """The query of GET /calls: equality filters, createdAt in [from, to), updatedAt >= since."""
+    query: dict = {"workspaceId": workspace_id}
+    for field, value in (("userId", user_id), ("prospectId", prospect_id), ("listId", list_id),
+                         ("direction", direction), ("disposition", disposition)):
+        if value is not None:
+            query[field] = value
+    created = {}
+    if created_from is not None:
+        created["$gte"] = created_from
+    if created_to is not None:
+        created["$lt"] = created_to
+    if created:
+        query["createdAt"] = created
+    if updated_since is not None:
+        query["updatedAt"] = {"$gte": updated_since}
+    return query
+
+
+class Calls:
+    def __init__(self, db):
+        self.col = db["calls"]
+        self.activities = Activities(db)
+
+    async def create(self, workspace_id: str, **fields) -> dict:
+        """Record one finished call (`call_document` arguments); returns its API record."""
+        doc = call_document(workspace_id, **fields)
+        await self.insert_documents(workspace_id, [doc])
+        return _record(doc)
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt call documents in bounded batches, each with its `call` activity on
+        the prospect's timeline."""
+        if any(doc["workspaceId"] != workspace_id for doc in documents):
+            raise ValueError("every document must belong to the given workspace")
+        for start in range(0, len(documents), INSERT_BATCH):
+            batch = documents[start:start + INSERT_BATCH]
+            await self.col.insert_many(batch, ordered=False)
+            await self.activities.insert_documents(workspace_id,
+                                                   [call_activity(doc) for doc in batch])
+
+    async def page(self, workspace_id: str, page: int, page_size: int, **filters) -> Page:
+        """One page of calls, newest first (createdAt, then id); `filters` as `call_filters`."""
+        return await page_query(self.col, call_filters(workspace_id, **filters), NEWEST_FIRST,
+                                page, page_size, CALL_FIELDS, _record)
+
+    async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
+        """The provider's reference of the call's recording; None when the call is not in this
+        workspace or has no recording."""
+        doc = await self.col.find_one(
+            {"_id": call_id, "workspaceId": workspace_id, "hasRecording": True},
+            {"recordingRef": 1})
+        return doc and doc.get("recordingRef")

@@ -1,0 +1,95 @@
+"""The SQLite backend: the embedded default store, a real indexed, transactional database file
+(WAL mode), shared by every process of one host that opens the same file."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+from store.sqlite import schema
+from store.sqlite.activities import Activities
+from store.sqlite.calls import Calls
+from store.sqlite.engine import Engine
+from store.sqlite.lists import Lists
+from store.sqlite.metrics import DialerMetrics
+from store.sqlite.prospects import Prospects
+from store.sqlite.small import Keys, RateLimits, Settings, Users, Workspaces
+
+
+class SQLiteStore:
+    backend = "sqlite"
+    embedded = True
+
+    def __init__(self, path: str | Path, timeout: float = 5.0, default_region: str = "US",
+                 throwaway_dir: str | None = None):
+        self.path = Path(path)
+        self.engine = Engine(self.path, timeout)
+        self._throwaway_dir = throwaway_dir  # removed at close: `MONGODB_URI=memory`
+        self.workspaces = Workspaces(self.engine)
+        self.users = Users(self.engine)
+        self.keys = Keys(self.engine)
+        self.lists = Lists(self.engine)
+        self.prospects = Prospects(self.engine, default_region)
+        self.calls = Calls(self.engine)
+        self.activities = Activities(self.engine)
+        self.metrics = DialerMetrics(self.engine)
+        self.ratelimits = RateLimits(self.engine)
+        self.settings = Settings(self.engine)
+        # The schema exists before the store is used (once, at start-up): every table and
+        # index is created idempotently, so opening an older or a new file is the same.
+        self.engine.run_once(schema.create)
+        self.indexes_ready = False
+
+    @property
+    def throwaway(self) -> bool:
+        return self._throwaway_dir is not None
+
+    async def ensure_indexes(self, build_timeout: float = 600) -> None:
+        """Create the tables and indexes (idempotent; done at open, so a check here)."""
+        await self.engine.write(schema.create, timeout=build_timeout)
+        self.indexes_ready = True
+
+    async def ping(self, timeout: float = 2.0) -> bool:
+        try:
+            await asyncio.wait_for(self.engine.read(lambda conn: conn.execute("SELECT 1")),
+                                   timeout)
+        except Exception:
+            return False
+        return True
+
+    async def documents(self, collection: str) -> list[dict]:
+        """Every stored row of a table as a document (operators and tests; never a request)."""
+        if collection not in schema.TABLES:
+            raise ValueError(f"no table {collection}")
+
+        def rows(conn):
+            order = '"_id"' if "_id" in schema.TABLES[collection] else "1"
+            return [schema.to_doc(row) for row in
+                    conn.execute(f"SELECT * FROM {collection} ORDER BY {order}")]
+
+        return await self.engine.read(rows)
+
+    async def collections(self) -> list[str]:
+        return list(schema.TABLES)
+
+    async def drop(self) -> None:
+        def drop(conn):
+            for table in schema.TABLES:
+                conn.execute(f"DELETE FROM {table}")
+
+        await self.engine.write(drop)
+
+    def close(self) -> None:
+        self.engine.close()
+        if self._throwaway_dir:
+            shutil.rmtree(self._throwaway_dir, ignore_errors=True)
+
+
+def open_sqlite(path: str | None, timeout: float = 5.0, default_region: str = "US") -> SQLiteStore:
+    """The store in the SQLite file at `path`; None makes a throwaway file, removed at close."""
+    if path is None:
+        directory = tempfile.mkdtemp(prefix="workspace-api-")
+        return SQLiteStore(Path(directory) / "store.sqlite3", timeout, default_region, directory)
+    return SQLiteStore(Path(path).expanduser(), timeout, default_region)

@@ -1,0 +1,53 @@
+"""Prospect activities on SQLite: bulk inserts and the timeline, read newest first in bounded
+batches by keyset (each batch its own short read, so no cursor stays open between them)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from store.activities import INSERT_BATCH, check_scope, record
+from store.sqlite.schema import insert, to_doc
+
+TIMELINE = ('SELECT "_id", type, occurredAt, userId, callId, summary, details FROM activities '
+            "WHERE workspaceId = ? AND prospectId = ?")
+
+
+class Activities:
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt activity documents (`activity_document`) in bounded batches."""
+        check_scope(workspace_id, documents)
+        for start in range(0, len(documents), INSERT_BATCH):
+            await self.engine.write(insert, "activities", documents[start:start + INSERT_BATCH],
+                                    timeout=600)
+
+    async def timeline(self, workspace_id: str, prospect_id: str,
+                       batch_size: int = 500) -> AsyncIterator[list[dict]]:
+        """A prospect's activities, newest first, as API records in batches of `batch_size`.
+        Memory stays bounded whatever the timeline's length; closing the generator ends it."""
+        after = None
+        while True:
+            batch = await self.engine.read(self._batch, workspace_id, prospect_id, after,
+                                           batch_size)
+            if batch:
+                yield [record(doc) for doc in batch]
+            if len(batch) < batch_size:
+                return
+            after = batch[-1]["_raw"]
+
+    @staticmethod
+    def _batch(conn, workspace_id: str, prospect_id: str, after, size: int) -> list[dict]:
+        query, params = TIMELINE, [workspace_id, prospect_id]
+        if after is not None:
+            query += " AND (occurredAt, _id) < (?, ?)"
+            params += after
+        rows = conn.execute(query + " ORDER BY occurredAt DESC, _id DESC LIMIT ?",
+                            (*params, size)).fetchall()
+        docs = []
+        for row in rows:
+            doc = to_doc(row)
+            doc["_raw"] = (row["occurredAt"], row["_id"])
+            docs.append(doc)
+        return docs

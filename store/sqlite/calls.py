@@ -1,0 +1,81 @@
+"""Calls on SQLite: the paginated, filtered call log and the recording reference of a call."""
+
+from __future__ import annotations
+
+from store.activities import call_activity, check_scope
+from store.calls import INSERT_BATCH, RECORD_FIELDS, call_document
+from store.calls import record as call_record
+from store.paging import Page
+from store.sqlite.paging import bump, counter, page_query
+from store.sqlite.schema import insert, ms
+
+SELECT = "SELECT " + ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS)) + " FROM calls"
+EQUALITY = {"user_id": "userId", "prospect_id": "prospectId", "list_id": "listId",
+            "direction": "direction", "disposition": "disposition"}
+
+
+def write_calls(conn, workspace_id: str, documents: list[dict]) -> None:
+    """Insert calls with their `call` timeline entries and count them, in the caller's
+    transaction."""
+    insert(conn, "calls", documents)
+    insert(conn, "activities", [call_activity(doc) for doc in documents], "INSERT OR IGNORE")
+    bump(conn, workspace_id, "calls", len(documents))
+
+
+def call_where(workspace_id: str, *, created_from=None, created_to=None, updated_since=None,
+               **equal) -> tuple[list[str], list]:
+    """The WHERE of GET /calls: equality filters, createdAt in [from, to), updatedAt >= since."""
+    where, params = ["workspaceId = ?"], [workspace_id]
+    for name, value in equal.items():
+        if value is not None:
+            where.append(f"{EQUALITY[name]} = ?")
+            params.append(value)
+    for clause, value in (("createdAt >= ?", created_from), ("createdAt < ?", created_to),
+                          ("updatedAt >= ?", updated_since)):
+        if value is not None:
+            where.append(clause)
+            params.append(ms(value))
+    return where, params
+
+
+class Calls:
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def create(self, workspace_id: str, **fields) -> dict:
+        """Record one finished call (`call_document` arguments); returns its API record."""
+        doc = call_document(workspace_id, **fields)
+        await self.insert_documents(workspace_id, [doc])
+        return call_record(doc)
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt call documents, each with its `call` activity, one transaction per
+        batch."""
+        check_scope(workspace_id, documents)
+        for start in range(0, len(documents), INSERT_BATCH):
+            await self.engine.write(write_calls, workspace_id,
+                                    documents[start:start + INSERT_BATCH], timeout=600)
+
+    async def page(self, workspace_id: str, page: int, page_size: int, **filters) -> Page:
+        """One page of calls, newest first (createdAt, then id)."""
+        where, params = call_where(workspace_id, **filters)
+
+        def page_of(conn):
+            total = counter(conn, workspace_id, "calls") if len(where) == 1 else None
+            return page_query(conn, select=SELECT, where=where, params=params,
+                              order="createdAt DESC, _id DESC", page=page,
+                              page_size=page_size, record=call_record, total=total,
+                              count_from="calls")
+
+        return await self.engine.read(page_of)
+
+    async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
+        """The provider's reference of the call's recording; None when the call is not in this
+        workspace or has no recording."""
+        def ref(conn):
+            row = conn.execute('SELECT recordingRef FROM calls WHERE "_id" = ? AND '
+                               "workspaceId = ? AND hasRecording = 1",
+                               (call_id, workspace_id)).fetchone()
+            return row and row[0]
+
+        return await self.engine.read(ref)

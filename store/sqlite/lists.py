@@ -1,0 +1,60 @@
+"""Dialer lists on SQLite: creation, paging, lookup, and the prospectsCount counter."""
+
+from __future__ import annotations
+
+from store.clock import new_id, utcnow
+from store.paging import Page
+from store.records import list_record
+from store.sqlite.paging import bump, counter, page_query
+from store.sqlite.schema import insert, ms, to_doc
+
+SELECT = 'SELECT "_id", name, source, ownerUserId, createdAt, updatedAt, prospectsCount FROM lists'
+
+
+class Lists:
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def create(self, workspace_id: str, name: str, owner_user_id: str,
+                     source: str = "CSV", created_at=None, list_id: str | None = None) -> dict:
+        now = created_at or utcnow()
+        doc = {"_id": list_id or new_id(), "workspaceId": workspace_id, "name": name,
+               "source": source, "ownerUserId": owner_user_id, "createdAt": now,
+               "updatedAt": now, "prospectsCount": 0}
+
+        def create(conn):
+            insert(conn, "lists", [doc])
+            bump(conn, workspace_id, "lists", 1)
+
+        await self.engine.write(create)
+        return list_record(doc)
+
+    async def get(self, workspace_id: str, list_id: str) -> dict | None:
+        def get(conn):
+            row = conn.execute(f'{SELECT} WHERE "_id" = ? AND workspaceId = ?',
+                               (list_id, workspace_id)).fetchone()
+            return row and list_record(to_doc(row))
+
+        return await self.engine.read(get)
+
+    async def page(self, workspace_id: str, page: int, page_size: int) -> Page:
+        def page_of(conn):
+            return page_query(conn, select=SELECT, where=["workspaceId = ?"],
+                              params=[workspace_id], order="createdAt DESC, _id DESC",
+                              page=page, page_size=page_size, record=list_record,
+                              total=counter(conn, workspace_id, "lists"), count_from="lists")
+
+        return await self.engine.read(page_of)
+
+    async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
+        """Record the list's counted number of prospects and move updatedAt; returns the list.
+        Members are never removed, so the larger count wins (as `$max` on MongoDB)."""
+        def set_count(conn):
+            conn.execute('UPDATE lists SET prospectsCount = MAX(prospectsCount, ?), updatedAt = ? '
+                         'WHERE "_id" = ? AND workspaceId = ?',
+                         (members, ms(utcnow()), list_id, workspace_id))
+            row = conn.execute(f'{SELECT} WHERE "_id" = ? AND workspaceId = ?',
+                               (list_id, workspace_id)).fetchone()
+            return row and list_record(to_doc(row))
+
+        return await self.engine.write(set_count)

@@ -1,0 +1,237 @@
+"""Contact upload and prospect reads on SQLite.
+
+An upload is one write transaction (all or nothing): it reads the candidate prospects, matches
+(store.prospects), inserts the new prospects, fills blanks of existing ones, adds memberships
+and `list_added` activities, and moves the list's prospectsCount, every statement served by an
+index. Writers take turns through SQLite's write lock, in one process or several, so nothing
+can slip in between the read and the writes.
+"""
+
+from __future__ import annotations
+
+from store.activities import check_scope, list_added_activity
+from store.clock import new_id, utcnow
+from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
+from store.paging import Page
+from store.prospects import (
+    DERIVED,
+    INSERT_BATCH,
+    Candidate,
+    Contact,
+    dedupe_key,
+    derived_fields,
+    prospect_document,
+    resolve,
+)
+from store.prospects import record as prospect_record
+from store.sqlite.paging import bump, counter, page_query
+from store.sqlite.schema import insert, ms, to_doc
+
+MATCH_COLUMNS = ", ".join(f'"{name}"' for name in
+                          ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values()))
+RECORD_COLUMNS = ("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt", "updatedAt")
+SELECT = "SELECT " + ", ".join(f'p."{name}"' for name in RECORD_COLUMNS) + " FROM prospects p"
+IN_LIST = (SELECT + " JOIN memberships m ON p.\"_id\" = m.prospectId "
+           "AND p.workspaceId = m.workspaceId")
+UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
+
+
+def _marks(values) -> str:
+    return ", ".join("?" * len(values))
+
+
+def write_prospects(conn, workspace_id: str, documents: list[dict]) -> None:
+    """Insert prospect documents with their list memberships and count them (caller's
+    transaction)."""
+    insert(conn, "prospects", documents)
+    conn.executemany(
+        "INSERT OR IGNORE INTO memberships (workspaceId, listId, prospectId, prospectCreatedAt) "
+        "VALUES (?, ?, ?, ?)",
+        [(workspace_id, list_id, doc["_id"], ms(doc["createdAt"]))
+         for doc in documents for list_id in doc.get("listIds", [])])
+    bump(conn, workspace_id, "prospects", len(documents))
+
+
+def _candidates(conn, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
+    emails = sorted({c.email for c in contacts if c.email})
+    phones = sorted({c.phone for c in contacts if c.phone})
+    clauses, params = [], [workspace_id]
+    if emails:
+        clauses.append(f"emailNorm IN ({_marks(emails)})")
+        params += emails
+    if phones:
+        clauses.append(f"phoneE164 IN ({_marks(phones)})")
+        params += phones
+    if not clauses:
+        return []
+    rows = conn.execute(f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
+                        f"({' OR '.join(clauses)})", params)
+    return [Candidate.from_doc(to_doc(row)) for row in rows]
+
+
+def _fill(conn, workspace_id: str, target: Candidate, now) -> None:
+    """Fill the prospect's blank fields (`target.fills`), with the identifiers derived from
+    them; a value already stored is never overwritten."""
+    derived = derived_fields(target.email, target.phone, target.linkedin)
+    changes = dict(target.fills)
+    for field in target.fills:
+        if DERIVED.get(field) in derived:
+            changes[DERIVED[field]] = derived[DERIVED[field]]
+    changes["updatedAt"] = ms(now)
+    assignments = ", ".join(f'"{name}" = ?' for name in changes)
+    conn.execute(f'UPDATE prospects SET {assignments} WHERE "_id" = ? AND workspaceId = ?',
+                 (*changes.values(), target.id, workspace_id))
+
+
+def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> int:
+    """The whole contact upload in the writer's transaction; the list's new prospectsCount."""
+    list_id, now = listing["id"], utcnow()
+    pool = _candidates(conn, workspace_id, contacts)
+    targets: list[Candidate] = []
+    for contact in contacts:
+        target = resolve(contact, pool)
+        target.absorb(contact)
+        if target not in targets:
+            targets.append(target)
+    new = {t.key: t for t in targets if t.id is None}
+    if new:  # a prospect created earlier under the same identity (no email/phone match)
+        rows = conn.execute(f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
+                            f"AND dedupeKey IN ({_marks(new)})", (workspace_id, *new))
+        for row in rows:
+            target = new.pop(row["dedupeKey"])
+            target.id = row["_id"]
+            target.fills = {f: v for f, v in target.fields.items() if row[f] is None}
+    created = []
+    for target in new.values():
+        contact = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
+        doc = prospect_document(workspace_id, contact, target.key, listing["ownerUserId"], now)
+        target.id = doc["_id"]
+        created.append(doc)
+    if created:
+        write_prospects(conn, workspace_id, created)
+    for target in targets:  # only prospects that existed before this upload get fills
+        if target.key not in new and target.fills:
+            _fill(conn, workspace_id, target, now)
+    # Memberships: only the ones that are new move the prospect (listIds, updatedAt).
+    ids = [t.id for t in targets]
+    created_at = {row[0]: row[1] for row in conn.execute(
+        f'SELECT "_id", createdAt FROM prospects WHERE workspaceId = ? AND "_id" IN '
+        f"({_marks(ids)})", (workspace_id, *ids))}
+    joined = []
+    for prospect_id in ids:
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO memberships (workspaceId, listId, prospectId, "
+            "prospectCreatedAt) VALUES (?, ?, ?, ?)",
+            (workspace_id, list_id, prospect_id, created_at[prospect_id]))
+        if cursor.rowcount == 1:
+            joined.append(prospect_id)
+    if joined:
+        conn.executemany(
+            "UPDATE prospects SET listIds = json_insert(listIds, '$[#]', ?), updatedAt = ? "
+            'WHERE "_id" = ? AND workspaceId = ?',
+            [(list_id, ms(now), prospect_id, workspace_id) for prospect_id in joined])
+    insert(conn, "activities",
+           [list_added_activity(workspace_id, prospect_id, list_id, listing["name"], now)
+            for prospect_id in joined], "INSERT OR IGNORE")
+    row = conn.execute('SELECT prospectsCount FROM lists WHERE "_id" = ? AND workspaceId = ?',
+                       (list_id, workspace_id)).fetchone()
+    members = (row[0] if row else 0) + len(joined)
+    conn.execute('UPDATE lists SET prospectsCount = ?, updatedAt = ? WHERE "_id" = ? '
+                 "AND workspaceId = ?", (members, ms(now), list_id, workspace_id))
+    return members
+
+
+class Prospects:
+    def __init__(self, engine, default_region: str = "US"):
+        self.engine = engine
+        self.default_region = default_region
+
+    def parse_contact(self, raw: dict) -> Contact:
+        return Contact.parse(raw, self.default_region)
+
+    def normalize_phone(self, value: str) -> str | None:
+        """A phone number as stored and matched (E.164), or None when it cannot be read."""
+        return normalize_phone(value, self.default_region)
+
+    async def add_to_list(self, workspace_id: str, listing: dict, raw_contacts: list[dict]) -> int:
+        """Match or create a prospect for each contact and add it to `listing` (a list record),
+        all in one transaction; the list's number of prospects afterwards. Idempotent."""
+        contacts = [self.parse_contact(raw) for raw in raw_contacts]
+        return await self.engine.write(upload, workspace_id, listing, contacts,
+                                       timeout=UPLOAD_TIMEOUT)
+
+    async def count_in_list(self, workspace_id: str, list_id: str) -> int:
+        def count(conn):
+            return conn.execute("SELECT COUNT(*) FROM memberships WHERE workspaceId = ? AND "
+                                "listId = ?", (workspace_id, list_id)).fetchone()[0]
+
+        return await self.engine.read(count)
+
+    async def create(self, workspace_id: str, contact: dict, owner_user_id: str | None = None,
+                     list_ids: list[str] | None = None, created_at=None,
+                     prospect_id: str | None = None) -> dict:
+        """Insert one prospect as is, without matching (seeding and tests); its API record."""
+        parsed = self.parse_contact(contact)
+        doc = prospect_document(workspace_id, parsed, dedupe_key(parsed) + "|" + new_id(),
+                                owner_user_id, created_at or utcnow(), list_ids, prospect_id)
+        await self.engine.write(write_prospects, workspace_id, [doc])
+        return prospect_record(doc)
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt prospect documents (`prospect_document`) in bounded batches."""
+        check_scope(workspace_id, documents)
+        for start in range(0, len(documents), INSERT_BATCH):
+            await self.engine.write(write_prospects, workspace_id,
+                                    documents[start:start + INSERT_BATCH], timeout=600)
+
+    async def page(self, workspace_id: str, page: int, page_size: int, *,
+                   list_id: str | None = None, email: str | None = None,
+                   phone: str | None = None, updated_since=None) -> Page:
+        """One page of prospects, newest first (createdAt, then id). `email` and `phone` are
+        compared like the matcher compares them; `updated_since` is inclusive."""
+        where, params = self._where(workspace_id, email=email, phone=phone)
+        if updated_since is not None:
+            where.append("p.updatedAt >= ?")
+            params.append(ms(updated_since))
+        if list_id is not None:
+            where = ["m.workspaceId = ?", "m.listId = ?", *where[1:]]
+            params = [workspace_id, list_id, *params[1:]]
+            select, order = IN_LIST, "m.prospectCreatedAt DESC, m.prospectId DESC"
+            count_from = IN_LIST.split(" FROM ", 1)[1]
+        else:
+            select, order, count_from = SELECT, "p.createdAt DESC, p._id DESC", "prospects p"
+
+        def page_of(conn):
+            total = counter(conn, workspace_id, "prospects") if len(where) == 1 else None
+            return page_query(conn, select=select, where=where, params=params, order=order,
+                              page=page, page_size=page_size, record=prospect_record,
+                              total=total if list_id is None else None, count_from=count_from)
+
+        return await self.engine.read(page_of)
+
+    async def lookup(self, workspace_id: str, *, prospect_id: str | None = None,
+                     email: str | None = None, phone: str | None = None,
+                     limit: int = 2) -> list[dict]:
+        """The prospects (at most `limit`, oldest first) selected by id, email or phone."""
+        where, params = self._where(workspace_id, email=email, phone=phone)
+        if prospect_id is not None:
+            where.append('p."_id" = ?')
+            params.append(prospect_id)
+
+        def find(conn):
+            rows = conn.execute(f"{SELECT} WHERE {' AND '.join(where)} "
+                                "ORDER BY p.createdAt, p._id LIMIT ?", (*params, limit))
+            return [prospect_record(to_doc(row)) for row in rows]
+
+        return await self.engine.read(find)
+
+    def _where(self, workspace_id: str, *, email: str | None,
+               phone: str | None) -> tuple[list[str], list]:
+        where, params = ["p.workspaceId = ?"], [workspace_id]
+        if email is not None:
+            where.append("p.emailNorm = ?")
+            params.append(normalize_email(email))
+        if phone is not None:
+            where.append("p.phoneE164 = ?")
+            params.append(self.normalize_phone(phone))
+        return where, params

@@ -1,0 +1,164 @@
+"""The SQLite tables and every index, created idempotently when the store opens.
+
+Columns carry the same names as the MongoDB documents' fields (`_id`, `workspaceId`,
+`createdAt`, ...), so one record shape serves both backends. Instants are INTEGER milliseconds
+since the Unix epoch (UTC), booleans 0/1, `listIds` and `details` JSON text. Each index starts
+with `workspaceId`; the README's index table lists them beside the MongoDB ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+
+EPOCH = dt.datetime(1970, 1, 1)
+
+TABLES = {
+    "settings": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
+    "workspaces": '"_id" TEXT PRIMARY KEY, name TEXT NOT NULL, createdAt INTEGER NOT NULL',
+    "users": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, email TEXT, firstName TEXT, '
+             "lastName TEXT, createdAt INTEGER NOT NULL, deletedAt INTEGER",
+    "api_keys": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, name TEXT, '
+                "createdAt INTEGER NOT NULL, revokedAt INTEGER",
+    "lists": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, name TEXT NOT NULL, '
+             "source TEXT, ownerUserId TEXT, createdAt INTEGER NOT NULL, "
+             "updatedAt INTEGER NOT NULL, prospectsCount INTEGER NOT NULL DEFAULT 0",
+    "prospects": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, dedupeKey TEXT NOT NULL, '
+                 "firstName TEXT, lastName TEXT, phoneNumber TEXT, email TEXT, companyName TEXT, "
+                 "companyDomain TEXT, jobTitle TEXT, linkedinUrl TEXT, emailNorm TEXT, "
+                 "phoneE164 TEXT, linkedinNorm TEXT, ownerUserId TEXT, "
+                 "listIds TEXT NOT NULL DEFAULT '[]', createdAt INTEGER NOT NULL, "
+                 "updatedAt INTEGER NOT NULL",
+    # A prospect's list memberships, one row each (the prospect's `listIds` in table form),
+    # with the prospect's createdAt so a list's prospects page newest first from the index.
+    "memberships": "workspaceId TEXT NOT NULL, listId TEXT NOT NULL, prospectId TEXT NOT NULL, "
+                   "prospectCreatedAt INTEGER NOT NULL, "
+                   "PRIMARY KEY (workspaceId, listId, prospectId)",
+    "calls": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, direction TEXT NOT NULL, '
+             "disposition TEXT NOT NULL, fromNumber TEXT, toNumber TEXT, userId TEXT, "
+             "prospectId TEXT, listId TEXT, startedAt INTEGER NOT NULL, answeredAt INTEGER, "
+             "endedAt INTEGER NOT NULL, durationSeconds INTEGER NOT NULL, "
+             "hasRecording INTEGER NOT NULL, recordingDurationSeconds INTEGER, "
+             "recordingRef TEXT, meetingBooked INTEGER NOT NULL, notes TEXT, "
+             "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL",
+    "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
+                  "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
+                  "summary TEXT, details TEXT NOT NULL DEFAULT '{}'",
+    "rate_limits": "workspaceId TEXT NOT NULL, windowStart INTEGER NOT NULL, "
+                   "count INTEGER NOT NULL, expireAt INTEGER NOT NULL, "
+                   "PRIMARY KEY (workspaceId, windowStart)",
+    # Exact per-workspace totals, kept in the same transaction as every insert.
+    "counters": "workspaceId TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, "
+                "PRIMARY KEY (workspaceId, name)",
+}
+WITHOUT_ROWID = {"settings", "memberships", "rate_limits", "counters"}
+
+INDEXES = {
+    "users_ws_active_created": "users (workspaceId, deletedAt, createdAt, _id)",
+    "api_keys_ws_created": "api_keys (workspaceId, createdAt)",
+    "lists_ws_newest": "lists (workspaceId, createdAt DESC, _id DESC)",
+    "lists_ws_updated": "lists (workspaceId, updatedAt, _id)",
+    "prospects_ws_dedupe": "UNIQUE prospects (workspaceId, dedupeKey)",
+    "prospects_ws_email": "prospects (workspaceId, emailNorm)",
+    "prospects_ws_phone": "prospects (workspaceId, phoneE164)",
+    "prospects_ws_newest": "prospects (workspaceId, createdAt DESC, _id DESC)",
+    "prospects_ws_updated": "prospects (workspaceId, updatedAt, _id)",
+    "memberships_ws_list_newest":
+        "memberships (workspaceId, listId, prospectCreatedAt DESC, prospectId DESC)",
+    "calls_ws_newest": "calls (workspaceId, createdAt DESC, _id DESC)",
+    "calls_ws_user_newest": "calls (workspaceId, userId, createdAt DESC, _id DESC)",
+    "calls_ws_prospect_newest": "calls (workspaceId, prospectId, createdAt DESC, _id DESC)",
+    "calls_ws_list_newest": "calls (workspaceId, listId, createdAt DESC, _id DESC)",
+    "calls_ws_updated": "calls (workspaceId, updatedAt, _id)",
+    # Covering index of the dialer metrics: the query reads nothing but this index.
+    "calls_ws_metrics": "calls (workspaceId, direction, createdAt, userId, disposition, "
+                        "durationSeconds, meetingBooked)",
+    "activities_ws_prospect_timeline":
+        "activities (workspaceId, prospectId, occurredAt DESC, _id DESC)",
+    "rate_limits_expire": "rate_limits (expireAt)",
+}
+
+INSTANTS = {"createdAt", "updatedAt", "deletedAt", "revokedAt", "startedAt", "answeredAt",
+            "endedAt", "occurredAt", "windowStart", "expireAt", "prospectCreatedAt"}
+BOOLEANS = {"hasRecording", "meetingBooked"}
+JSON_FIELDS = {"listIds", "details"}
+# A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
+SPARSE = {"firstName", "lastName", "phoneNumber", "email", "companyName", "companyDomain",
+          "jobTitle", "linkedinUrl", "emailNorm", "phoneE164", "linkedinNorm"}
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Every table and index (idempotent); runs inside the caller's transaction."""
+    for table, columns in TABLES.items():
+        suffix = " WITHOUT ROWID" if table in WITHOUT_ROWID else ""
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns}){suffix}")
+    for name, spec in INDEXES.items():
+        kind = "UNIQUE INDEX" if spec.startswith("UNIQUE ") else "INDEX"
+        conn.execute(f"CREATE {kind} IF NOT EXISTS {name} ON {spec.removeprefix('UNIQUE ')}")
+
+
+def ms(value: dt.datetime | None) -> int | None:
+    """A naive UTC datetime as integer milliseconds since the epoch."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    delta = value - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def instant(value: int | None) -> dt.datetime | None:
+    return None if value is None else EPOCH + dt.timedelta(milliseconds=value)
+
+
+def _json_default(value):
+    """Instants inside JSON fields (an activity's details) as the API writes them."""
+    if isinstance(value, dt.datetime):
+        return instant(ms(value)).isoformat(timespec="milliseconds") + "Z"
+    raise TypeError(f"cannot store {type(value).__name__} in JSON")
+
+
+def to_row(doc: dict) -> dict:
+    """A document as column values."""
+    row = {}
+    for name, value in doc.items():
+        if name in INSTANTS:
+            value = ms(value)
+        elif name in JSON_FIELDS:
+            value = json.dumps(value, separators=(",", ":"), default=_json_default)
+        elif name in BOOLEANS:
+            value = int(bool(value))
+        row[name] = value
+    return row
+
+
+def to_doc(row: sqlite3.Row) -> dict:
+    """A row as a document (the MongoDB document shape)."""
+    doc = {}
+    for name in row.keys():
+        value = row[name]
+        if value is None and name in SPARSE:
+            continue
+        if name in INSTANTS:
+            value = instant(value)
+        elif name in JSON_FIELDS:
+            value = json.loads(value)
+        elif name in BOOLEANS:
+            value = bool(value)
+        doc[name] = value
+    return doc
+
+
+def insert(conn: sqlite3.Connection, table: str, docs: list[dict], verb: str = "INSERT") -> int:
+    """Insert documents into `table` (absent fields stay NULL); the number of rows written."""
+    groups: dict[tuple, list[tuple]] = {}
+    for doc in docs:
+        row = to_row(doc)
+        groups.setdefault(tuple(row), []).append(tuple(row.values()))
+    before = conn.total_changes
+    for names, rows in groups.items():
+        columns = ", ".join(f'"{name}"' for name in names)
+        conn.executemany(f"{verb} INTO {table} ({columns}) VALUES ({', '.join('?' * len(names))})",
+                         rows)
+    return conn.total_changes - before

@@ -1,0 +1,165 @@
+"""The small resources on SQLite: workspaces, users, API keys, settings and rate-limit windows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+
+from store.clock import new_id, utcnow
+from store.records import key_record, user_record, workspace_record
+from store.sqlite.schema import insert, ms, to_doc
+
+
+class Workspaces:
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def create(self, name: str, workspace_id: str | None = None, created_at=None) -> dict:
+        doc = {"_id": workspace_id or new_id(), "name": name, "createdAt": created_at or utcnow()}
+        await self.engine.write(insert, "workspaces", [doc])
+        return workspace_record(doc)
+
+    async def get(self, workspace_id: str) -> dict | None:
+        def get(conn):
+            row = conn.execute('SELECT * FROM workspaces WHERE "_id" = ?',
+                               (workspace_id,)).fetchone()
+            return row and workspace_record(to_doc(row))
+
+        return await self.engine.read(get)
+
+
+class Users:
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def create(self, workspace_id: str, email: str, first_name: str, last_name: str,
+                     created_at=None, user_id: str | None = None) -> dict:
+        doc = {"_id": user_id or new_id(), "workspaceId": workspace_id, "email": email,
+               "firstName": first_name, "lastName": last_name,
+               "createdAt": created_at or utcnow(), "deletedAt": None}
+        await self.engine.write(insert, "users", [doc])
+        return user_record(doc)
+
+    async def list_active(self, workspace_id: str) -> list[dict]:
+        def active(conn):
+            rows = conn.execute(
+                'SELECT "_id", email, firstName, lastName, createdAt FROM users '
+                "WHERE workspaceId = ? AND deletedAt IS NULL ORDER BY createdAt, _id",
+                (workspace_id,))
+            return [user_record(to_doc(row)) for row in rows]
+
+        return await self.engine.read(active)
+
+    async def is_active(self, workspace_id: str, user_id: str) -> bool:
+        def active(conn):
+            return conn.execute(
+                'SELECT 1 FROM users WHERE "_id" = ? AND workspaceId = ? AND deletedAt IS NULL',
+                (user_id, workspace_id)).fetchone() is not None
+
+        return await self.engine.read(active)
+
+    async def delete(self, workspace_id: str, user_id: str) -> bool:
+        def delete(conn):
+            return conn.execute(
+                'UPDATE users SET deletedAt = ? WHERE "_id" = ? AND workspaceId = ? '
+                "AND deletedAt IS NULL", (ms(utcnow()), user_id, workspace_id)).rowcount == 1
+
+        return await self.engine.write(delete)
+
+    async def workspace_of(self, user_id: str) -> str | None:
+        """Operator scope (admin CLI only): which workspace a user id belongs to."""
+        def find(conn):
+            row = conn.execute('SELECT workspaceId FROM users WHERE "_id" = ?',
+                               (user_id,)).fetchone()
+            return row and row[0]
+
+        return await self.engine.read(find)
+
+
+class Keys:
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def create(self, workspace_id: str, name: str) -> dict:
+        doc = {"_id": new_id(), "workspaceId": workspace_id, "name": name,
+               "createdAt": utcnow(), "revokedAt": None}
+        await self.engine.write(insert, "api_keys", [doc])
+        return key_record(doc)
+
+    async def list(self, workspace_id: str) -> list[dict]:
+        def listing(conn):
+            rows = conn.execute("SELECT * FROM api_keys WHERE workspaceId = ? ORDER BY createdAt",
+                                (workspace_id,))
+            return [key_record(to_doc(row)) for row in rows]
+
+        return await self.engine.read(listing)
+
+    async def is_active(self, workspace_id: str, key_id: str) -> bool:
+        """The hot-path check behind authentication (cached by server.auth)."""
+        def active(conn):
+            return conn.execute(
+                'SELECT 1 FROM api_keys WHERE "_id" = ? AND workspaceId = ? '
+                "AND revokedAt IS NULL", (key_id, workspace_id)).fetchone() is not None
+
+        return await self.engine.read(active)
+
+    async def revoke(self, key_id: str) -> dict | None:
+        """Operator scope (admin CLI only): revoke a key by id. Returns the record, or None."""
+        def revoke(conn):
+            conn.execute('UPDATE api_keys SET revokedAt = ? WHERE "_id" = ? AND revokedAt IS NULL',
+                         (ms(utcnow()), key_id))
+            row = conn.execute('SELECT * FROM api_keys WHERE "_id" = ?', (key_id,)).fetchone()
+            return row and key_record(to_doc(row))
+
+        return await self.engine.write(revoke)
+
+
+class Settings:
+    """Values the service keeps in its own database file (the key-signing secret)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def signing_secret(self) -> str:
+        """The secret that signs API keys, created on first use and kept in the file, so keys
+        issued before a restart keep working."""
+        def secret(conn):
+            conn.execute("INSERT OR IGNORE INTO settings (name, value) "
+                         "VALUES ('signing_secret', ?)", (secrets.token_urlsafe(48),))
+            return conn.execute(
+                "SELECT value FROM settings WHERE name = 'signing_secret'").fetchone()[0]
+
+        return await self.engine.write(secret)
+
+
+class RateLimits:
+    """Fixed-window counters, one row per (workspace, window), shared by every process that
+    opens the same file; a window's row is deleted once it has expired."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def hit(self, workspace_id: str, window_start: dt.datetime,
+                  expire_at: dt.datetime) -> int:
+        """Count one request in the workspace's window; returns the window's count so far."""
+        def hit(conn):
+            count = conn.execute(
+                "INSERT INTO rate_limits (workspaceId, windowStart, count, expireAt) "
+                "VALUES (?, ?, 1, ?) ON CONFLICT (workspaceId, windowStart) "
+                "DO UPDATE SET count = count + 1 RETURNING count",
+                (workspace_id, ms(window_start), ms(expire_at))).fetchone()[0]
+            if count == 1:  # a new window: the workspace's expired ones go
+                conn.execute("DELETE FROM rate_limits WHERE workspaceId = ? AND expireAt <= ?",
+                             (workspace_id, ms(window_start)))
+            return count
+
+        return await self.engine.write(hit)
+
+    async def count(self, workspace_id: str, window_start: dt.datetime) -> int:
+        """The window's count without counting a request (tests and diagnostics)."""
+        def count(conn):
+            row = conn.execute("SELECT count FROM rate_limits WHERE workspaceId = ? "
+                               "AND windowStart = ?", (workspace_id, ms(window_start))).fetchone()
+            return row[0] if row else 0
+
+        return await self.engine.read(count)
