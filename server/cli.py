@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         default="demo-keys.json",
         help="where to write the demo workspaces and their API keys as JSON",
     )
+    demo.add_argument("--data", metavar="PATH", default=None,
+                      help="keep the demo's data in this SQLite file (default: a throwaway file, "
+                           "gone when the demo ends); an existing file keeps its data, is not "
+                           "seeded again, and gets fresh demo keys")
     demo.add_argument("--seed", type=int, default=42, help="same seed, same demo data")
     demo.add_argument("--rate-limit", type=_count(1, 10**9), default=None,
                       help="requests per minute per workspace (default: "

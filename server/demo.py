@@ -32,6 +32,7 @@ from server.demo_data import (
     build_calls,
     build_prospects,
     build_timelines,
+    call_timeline,
     demo_uuid,
     long_timeline,
 )
@@ -120,6 +121,14 @@ async def _write(progress: Progress, label: str, insert, workspace_id: str, docs
         progress.advance(len(batch) * (2 if label == "calls" else 1), label)
 
 
+async def _write_calls(progress: Progress, store, rng, workspace_id: str, calls: list[dict],
+                       status: dict[str, str]) -> None:
+    """Write calls (oldest first) and the meetings and status changes they caused."""
+    await _write(progress, "calls", store.calls.insert_documents, workspace_id, calls)
+    await _write(progress, "activities", store.activities.insert_documents, workspace_id,
+                 call_timeline(rng, workspace_id, calls, status))
+
+
 async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
                scale: Scale | None = None, progress: Progress | None = None) -> list[dict]:
     """Create the demo workspaces; returns [{"id", "name", "apiKey"}]. Same seed, same data.
@@ -139,7 +148,7 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
     for index, spec in enumerate(WORKSPACES):
         part = _scaled(scale, spec["share"])
         workspace = await store.workspaces.create(
-            spec["name"], demo_uuid(rng), now - dt.timedelta(days=400))
+            spec["name"], demo_uuid(rng), now - dt.timedelta(days=400 - index))
         wid = workspace["id"]
         users = []
         for i in range(spec["users"] + 1):
@@ -159,17 +168,24 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
         for listing in lists:
             await store.lists.set_count(
                 wid, listing["id"], await store.prospects.count_in_list(wid, listing["id"]))
-        calls = build_calls(rng, wid, active, deleted, prospects, part.calls, now)
-        if index == 0:
-            recorded = [call for call in calls if call["hasRecording"]]
-            if recorded:
-                # The third-newest: the console pre-fills the newest call, which should play.
-                recorded[-min(3, len(recorded))]["recordingRef"] = MISSING_RECORDING_REF
-        await _write(progress, "calls", store.calls.insert_documents, wid, calls)
-        activities = build_timelines(rng, wid, active, prospects, calls, lists, now)
+        activities = build_timelines(rng, wid, active, prospects, lists, now)
         if part.timeline:
             activities += long_timeline(rng, wid, prospects[0], active, part.timeline, now)
         await _write(progress, "activities", store.activities.insert_documents, wid, activities)
+        del activities
+        # Calls are made and written a chunk at a time (bounded memory at any scale), one chunk
+        # behind, so that the newest chunk is still at hand to mark the missing recording.
+        status: dict[str, str] = {}
+        pending: list[dict] = []
+        for chunk in build_calls(rng, wid, active, deleted, prospects, part.calls, now):
+            await _write_calls(progress, store, rng, wid, pending, status)
+            pending = chunk
+        if index == 0:
+            recorded = [call for call in pending if call["hasRecording"]]
+            if recorded:
+                # The third-newest: the console pre-fills the newest call, which should play.
+                recorded[-min(3, len(recorded))]["recordingRef"] = MISSING_RECORDING_REF
+        await _write_calls(progress, store, rng, wid, pending, status)
         _, key = await auth.create(wid, "demo key")
         result.append({"id": wid, "name": spec["name"], "apiKey": key})
     progress.advance(progress.total, "done")
@@ -186,21 +202,33 @@ def run_demo(config: Config, args) -> int:
     rate_limit = args.rate_limit or (config.rate_limit_per_minute
                                      if env_name("rate_limit_per_minute") in os.environ
                                      else DEMO_RATE_LIMIT)
-    config = config.replace(mongodb_uri="memory", host=args.host, port=args.port,
+    store = ({"mongodb_uri": "", "sqlite_path": args.data} if args.data
+             else {"mongodb_uri": "memory"})
+    config = config.replace(**store, host=args.host, port=args.port,
                             rate_limit_per_minute=rate_limit)
     setup_logging(config.log_level)
     try:
         asyncio.run(_demo(config, args))
     except KeyboardInterrupt:  # Ctrl-C is how a demo ends: no traceback
-        print("\nDemo stopped; its data is gone (embedded store).", file=sys.stderr)
+        kept = f"its data is kept in {args.data}" if args.data else "its data is gone"
+        print(f"\nDemo stopped; {kept}.", file=sys.stderr)
     return 0
 
 
 async def _demo(config: Config, args) -> None:
     store, auth = await open_services(config)
-    scale = Scale(calls=args.calls, prospects=args.prospects, timeline=args.timeline)
-    progress = Progress(estimate(scale))
-    workspaces = await seed(store, auth, args.seed, scale=scale, progress=progress)
+    existing = await store.workspaces.list()
+    if existing:  # a kept data file: nothing is seeded again; every workspace gets a new key
+        log.info("using the data in %s (%d workspaces); issuing fresh demo keys", args.data,
+                 len(existing))
+        workspaces = []
+        for workspace in existing:
+            _, key = await auth.create(workspace["id"], "demo key")
+            workspaces.append({"id": workspace["id"], "name": workspace["name"], "apiKey": key})
+    else:
+        scale = Scale(calls=args.calls, prospects=args.prospects, timeline=args.timeline)
+        progress = Progress(estimate(scale))
+        workspaces = await seed(store, auth, args.seed, scale=scale, progress=progress)
     config = await start_simulated_provider(config)
     setup_logging(config.log_level, secrets_of(config))  # now also scrubs the provider's
     sockets = bind_sockets(config.port, config.host)
@@ -210,7 +238,7 @@ async def _demo(config: Config, args) -> None:
     origin = f"http://{host}:{port}"
     write_private(Path(args.keys_file),
                   json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2))
-    print(banner(origin, workspaces, args.keys_file), flush=True)
+    print(banner(origin, workspaces, args.keys_file, args.data), flush=True)
     await admin_console(config, store, auth)
     await asyncio.Event().wait()
 
@@ -283,11 +311,13 @@ async def start_simulated_provider(config: Config) -> Config:
                           provider_auth_token=auth_token)
 
 
-def banner(origin: str, workspaces: list[dict], keys_file: str) -> str:
+def banner(origin: str, workspaces: list[dict], keys_file: str, data: str | None = None) -> str:
     key = workspaces[0]["apiKey"]
+    kept = f"SQLite file {data}: the data is kept" if data else "throwaway SQLite file: " \
+        "nothing is kept; --data PATH keeps it"
     lines = [
         "",
-        "Workspace Data API demo (embedded store: nothing is persisted)",
+        f"Workspace Data API demo ({kept})",
         f"  Base URL : {origin}/v1",
         f"  Console  : {origin}/reference",
         f"  API key  : {key}  ({workspaces[0]['name']})",

@@ -9,11 +9,13 @@ and timelines of calls, emails, notes, list memberships, meetings and status cha
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import datetime as dt
 import math
 import random
 import uuid
+from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
 from store.activities import activity_document, list_added_activity
@@ -157,59 +159,82 @@ def _talk_seconds(rng: random.Random, disposition: str) -> int:
     return rng.randint(4, 25)  # wrong_number
 
 
+CALL_CHUNK = 10_000
+
+
+def call_starts(rng: random.Random, count: int, now: dt.datetime) -> array.array:
+    """The start instants of `count` calls (integer milliseconds since the epoch), oldest
+    first: 8 bytes a call, so a million calls are planned in 8 MB."""
+    epoch = dt.datetime(1970, 1, 1)
+    starts = array.array("q", (int((_call_start(rng, now) - epoch) / dt.timedelta(milliseconds=1))
+                               for _ in range(count)))
+    return array.array("q", sorted(starts))
+
+
 def build_calls(rng: random.Random, workspace_id: str, users: list[dict],
                 deleted_user: dict, prospects: list[dict], count: int,
-                now: dt.datetime) -> list[dict]:
-    """Call documents, newest last. Busier reps dial more; the deleted user dialed early on;
-    the long-timeline prospect (prospects[0]) is called more than anyone."""
+                now: dt.datetime) -> Iterator[list[dict]]:
+    """Call documents, oldest first, in chunks (the last one holds the newest CALL_CHUNK calls,
+    or all of them). Busier reps dial more; the deleted user dialed
+    early on; the long-timeline prospect (prospects[0]) is called more than anyone."""
     weights = [4, 3, 3, 2, 1, 1][:len(users)] + [1] * max(0, len(users) - 6)
     members = [p for p in prospects if p["listIds"]]
-    documents = []
-    for _ in range(count):
-        started = _call_start(rng, now)
-        user_index = rng.choices(range(len(users)), weights)[0]
-        user = users[user_index]
-        if started < now - dt.timedelta(days=CALL_DAYS - 25) and rng.random() < 0.15:
-            user, user_index = deleted_user, len(users)
-        direction = "inbound" if rng.random() < 0.08 else "outbound"
-        if rng.random() < 0.01:
-            prospect = prospects[0]
-        elif direction == "outbound" and members and rng.random() < 0.8:
-            prospect = rng.choice(members)
-        else:
-            prospect = rng.choice(prospects)
-        list_id = (rng.choice(prospect["listIds"]) if direction == "outbound"
-                   and prospect["listIds"] and rng.random() < 0.85 else None)
-        disposition = _weighted(rng, OUTBOUND if direction == "outbound" else INBOUND)
-        answered = ended = None
-        if disposition in ("connected", "voicemail", "wrong_number"):
-            answered = started + dt.timedelta(seconds=rng.randint(4, 25))
-            ended = answered + dt.timedelta(seconds=_talk_seconds(rng, disposition))
-        else:
-            ring = {"no_answer": (25, 40), "busy": (2, 6), "failed": (0, 3)}[disposition]
-            ended = started + dt.timedelta(seconds=rng.randint(*ring))
-        talk = int((ended - answered).total_seconds()) if answered else 0
-        meeting = disposition == "connected" and rng.random() < (0.22 if talk >= 120 else 0.02)
-        ref = recording_ref(rng) if answered and rng.random() < 0.92 else None
-        ours, theirs = caller_id(user_index), prospect["phoneE164"]
-        documents.append(call_document(
-            workspace_id, user_id=user["id"], prospect_id=prospect["_id"], direction=direction,
-            disposition=disposition, from_number=ours if direction == "outbound" else theirs,
-            to_number=theirs if direction == "outbound" else ours, started_at=started,
-            answered_at=answered, ended_at=ended, list_id=list_id, meeting_booked=meeting,
-            notes=rng.choice(CALL_NOTES) if disposition == "connected" and rng.random() < 0.45
-            else None, recording_ref=ref, recording_duration_seconds=talk if ref else None,
-            updated_at=ended + dt.timedelta(seconds=rng.randint(2, 90)),
-            call_id=demo_uuid(rng)))
-    documents.sort(key=lambda doc: (doc["startedAt"], doc["_id"]))
-    return documents
+    starts = call_starts(rng, count, now)
+    epoch = dt.datetime(1970, 1, 1)
+    chunks = max(1, count // CALL_CHUNK)
+    edges = [0, *(count - k * CALL_CHUNK for k in range(chunks - 1, 0, -1)), count]
+    for first, last in zip(edges, edges[1:], strict=False):
+        if first == last:
+            continue
+        documents = []
+        for index in range(first, last):
+            started = epoch + dt.timedelta(milliseconds=starts[index])
+            documents.append(_call(rng, workspace_id, users, deleted_user, prospects, members,
+                                   weights, started, now))
+        yield documents
+
+
+def _call(rng, workspace_id, users, deleted_user, prospects, members, weights, started, now):
+    user_index = rng.choices(range(len(users)), weights)[0]
+    user = users[user_index]
+    if started < now - dt.timedelta(days=CALL_DAYS - 25) and rng.random() < 0.15:
+        user, user_index = deleted_user, len(users)
+    direction = "inbound" if rng.random() < 0.08 else "outbound"
+    if rng.random() < 0.01:
+        prospect = prospects[0]
+    elif direction == "outbound" and members and rng.random() < 0.8:
+        prospect = rng.choice(members)
+    else:
+        prospect = rng.choice(prospects)
+    list_id = (rng.choice(prospect["listIds"]) if direction == "outbound"
+               and prospect["listIds"] and rng.random() < 0.85 else None)
+    disposition = _weighted(rng, OUTBOUND if direction == "outbound" else INBOUND)
+    answered = ended = None
+    if disposition in ("connected", "voicemail", "wrong_number"):
+        answered = started + dt.timedelta(seconds=rng.randint(4, 25))
+        ended = answered + dt.timedelta(seconds=_talk_seconds(rng, disposition))
+    else:
+        ring = {"no_answer": (25, 40), "busy": (2, 6), "failed": (0, 3)}[disposition]
+        ended = started + dt.timedelta(seconds=rng.randint(*ring))
+    talk = int((ended - answered).total_seconds()) if answered else 0
+    meeting = disposition == "connected" and rng.random() < (0.22 if talk >= 120 else 0.02)
+    ref = recording_ref(rng) if answered and rng.random() < 0.92 else None
+    ours, theirs = caller_id(user_index), prospect["phoneE164"]
+    return call_document(
+        workspace_id, user_id=user["id"], prospect_id=prospect["_id"], direction=direction,
+        disposition=disposition, from_number=ours if direction == "outbound" else theirs,
+        to_number=theirs if direction == "outbound" else ours, started_at=started,
+        answered_at=answered, ended_at=ended, list_id=list_id, meeting_booked=meeting,
+        notes=rng.choice(CALL_NOTES) if disposition == "connected" and rng.random() < 0.45
+        else None, recording_ref=ref, recording_duration_seconds=talk if ref else None,
+        updated_at=ended + dt.timedelta(seconds=rng.randint(2, 90)),
+        call_id=demo_uuid(rng))
 
 
 def build_timelines(rng: random.Random, workspace_id: str, users: list[dict],
-                    prospects: list[dict], calls: list[dict], lists: list[dict],
-                    now: dt.datetime) -> list[dict]:
-    """Everything on the timelines besides the calls' own entries (the store writes those):
-    list memberships, meetings, status changes, emails and notes."""
+                    prospects: list[dict], lists: list[dict], now: dt.datetime) -> list[dict]:
+    """The prospects' own timeline entries: list memberships, emails and notes (the calls'
+    entries come from `call_timeline`)."""
     names = {x["id"]: x for x in lists}
     activities = []
 
@@ -223,24 +248,6 @@ def build_timelines(rng: random.Random, workspace_id: str, users: list[dict],
             joined = names[list_id]["createdAt"] + dt.timedelta(minutes=rng.randint(1, 240))
             activities.append(list_added_activity(workspace_id, prospect["_id"], list_id,
                                                   names[list_id]["name"], joined))
-    status: dict[str, str] = {}
-    for call in calls:  # oldest first
-        prospect_id = call["prospectId"]
-        if status.get(prospect_id) is None:
-            status[prospect_id] = "new"
-        if call["disposition"] == "connected" and status[prospect_id] == "new":
-            _status(activities, rng, workspace_id, call, "new", "contacted")
-            status[prospect_id] = "contacted"
-        if call["meetingBooked"]:
-            meeting_at = call["endedAt"] + dt.timedelta(days=rng.randint(1, 10), hours=2)
-            activities.append(activity_document(
-                workspace_id, prospect_id, "meeting_booked", call["endedAt"],
-                "Meeting booked for " + meeting_at.strftime("%b %d"),
-                {"scheduledFor": meeting_at.replace(minute=0, second=0, microsecond=0)},
-                user_id=call["userId"], call_id=call["_id"], activity_id=demo_uuid(rng)))
-            if status[prospect_id] != "meeting_set":
-                _status(activities, rng, workspace_id, call, status[prospect_id], "meeting_set")
-                status[prospect_id] = "meeting_set"
     for prospect in prospects:
         if rng.random() < 0.3:
             user = prospect["ownerUserId"] or rng.choice(users)["id"]
@@ -257,6 +264,31 @@ def build_timelines(rng: random.Random, workspace_id: str, users: list[dict],
             text = rng.choice(NOTES)
             add(prospect, "note", now - dt.timedelta(days=rng.uniform(1, 80)), text,
                 {"text": text}, rng.choice(users)["id"])
+    return activities
+
+
+def call_timeline(rng: random.Random, workspace_id: str, calls: list[dict],
+                  status: dict[str, str]) -> list[dict]:
+    """Meetings and status changes that calls (oldest first) caused, besides the calls' own
+    entries (the store writes those). `status` carries each prospect's status across chunks."""
+    activities: list[dict] = []
+    for call in calls:
+        prospect_id = call["prospectId"]
+        if status.get(prospect_id) is None:
+            status[prospect_id] = "new"
+        if call["disposition"] == "connected" and status[prospect_id] == "new":
+            _status(activities, rng, workspace_id, call, "new", "contacted")
+            status[prospect_id] = "contacted"
+        if call["meetingBooked"]:
+            meeting_at = call["endedAt"] + dt.timedelta(days=rng.randint(1, 10), hours=2)
+            activities.append(activity_document(
+                workspace_id, prospect_id, "meeting_booked", call["endedAt"],
+                "Meeting booked for " + meeting_at.strftime("%b %d"),
+                {"scheduledFor": meeting_at.replace(minute=0, second=0, microsecond=0)},
+                user_id=call["userId"], call_id=call["_id"], activity_id=demo_uuid(rng)))
+            if status[prospect_id] != "meeting_set":
+                _status(activities, rng, workspace_id, call, status[prospect_id], "meeting_set")
+                status[prospect_id] = "meeting_set"
     return activities
 
 

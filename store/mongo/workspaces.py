@@ -18,3 +18,8 @@ class Workspaces:
     async def get(self, workspace_id: str) -> dict | None:
         doc = await self.col.find_one({"_id": workspace_id})
         return doc and workspace_record(doc)
+
+    async def list(self) -> list[dict]:
+        """Operator scope (admin CLI, demo): every workspace, oldest first."""
+        cursor = self.col.find({}).sort([("createdAt", 1), ("_id", 1)])
+        return [workspace_record(doc) async for doc in cursor]

@@ -27,6 +27,14 @@ class Workspaces:
 
         return await self.engine.read(get)
 
+    async def list(self) -> list[dict]:
+        """Operator scope (admin CLI, demo): every workspace, oldest first."""
+        def listing(conn):
+            rows = conn.execute("SELECT * FROM workspaces ORDER BY createdAt, _id")
+            return [workspace_record(to_doc(row)) for row in rows]
+
+        return await self.engine.read(listing)
+
 
 class Users:
     def __init__(self, engine):
