@@ -1,0 +1,89 @@
+"""Every query the API sends to SQLite is served by an index: the statements of every endpoint
+and filter are captured as they run, and `EXPLAIN QUERY PLAN` of each shows no full scan of a
+workspace's calls, prospects, memberships or activities (the README's index table lists them)."""
+
+import re
+import sqlite3
+
+import pytest
+
+from server.demo import Scale, seed
+
+pytestmark = pytest.mark.sqlite
+
+BIG_TABLES = ("calls", "prospects", "memberships", "activities")
+
+
+@pytest.fixture
+def statements(store, monkeypatch):
+    """Every SQL statement the store runs from now on, with its parameters bound."""
+    seen: list[str] = []
+    original = store.engine._connection
+
+    def connection():
+        conn = original()
+        conn.set_trace_callback(seen.append)
+        return conn
+
+    monkeypatch.setattr(store.engine, "_connection", connection)
+    return seen
+
+
+def plan(path, statement: str) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement)]
+    finally:
+        conn.close()
+
+
+async def test_no_endpoint_scans_a_big_table(store, auth, origin, statements):
+    from tests.conftest import Client
+
+    workspaces = await seed(store, auth, seed=5, scale=Scale(calls=300, prospects=60,
+                                                             timeline=50))
+    api = Client(origin, workspaces[0]["apiKey"])
+    users = (await api.get("/v1/users")).json()["users"]
+    lists = (await api.get("/v1/lists")).json()["lists"]
+    prospect = (await api.get("/v1/prospects?pageSize=100")).json()["prospects"][0]
+    call = next(c for c in (await api.get("/v1/calls?pageSize=100")).json()["calls"]
+                if c["hasRecording"])
+    user, list_id = users[0]["id"], lists[0]["id"]
+    since = "2020-01-01T00:00:00Z"
+    paths = [
+        "/v1/lists", "/v1/lists?page=2", f"/v1/lists/{list_id}",
+        "/v1/calls?pageSize=100&page=3", f"/v1/calls?userId={user}",
+        f"/v1/calls?prospectId={prospect['id']}", f"/v1/calls?listId={list_id}",
+        "/v1/calls?direction=inbound", "/v1/calls?disposition=connected",
+        f"/v1/calls?createdFrom={since}&createdTo=2099-01-01", f"/v1/calls?updatedSince={since}",
+        f"/v1/calls?userId={user}&direction=outbound&disposition=voicemail",
+        "/v1/prospects?page=2", f"/v1/prospects?listId={list_id}",
+        f"/v1/prospects?listId={list_id}&updatedSince={since}",
+        f"/v1/prospects?email={prospect['email']}",
+        f"/v1/prospects?phoneNumber={prospect['phoneNumber']}",
+        f"/v1/prospects?updatedSince={since}",
+        f"/v1/prospect-activities?prospectId={prospect['id']}",
+        f"/v1/prospect-activities?email={prospect['email']}",
+        "/v1/reporting/dialer-metrics?from=2026-01-01&to=2026-12-31",
+        f"/v1/reporting/dialer-metrics?from=2026-01-01&to=2026-12-31&userId={user}",
+        "/v1/reporting/dialer-metrics?from=2026-01-01&to=2026-12-31&timezone=Asia/Kathmandu",
+    ]
+    for path in paths:
+        assert (await api.get(path)).code == 200, path
+    created = (await api.post("/v1/lists", {"name": "Plans", "ownerUserId": user})).json()
+    contacts = [{"email": prospect["email"], "jobTitle": "CTO"}, {"phoneNumber": "+12125550199"},
+                {"linkedinUrl": "linkedin.com/in/plans"}, {"firstName": "Only a name"}]
+    for _ in range(2):
+        response = await api.post(f"/v1/lists/{created['list']['id']}/contacts",
+                                  {"contacts": contacts})
+        assert response.code == 200
+    assert await store.calls.recording_ref(workspaces[0]["id"], call["id"]) is not None
+
+    checked = 0
+    for statement in statements:
+        if not re.match(r"\s*(SELECT|UPDATE|DELETE|INSERT)", statement, re.IGNORECASE):
+            continue
+        for line in plan(store.path, statement):
+            assert not re.match(rf"SCAN ({'|'.join(BIG_TABLES)})\b", line), (statement, line)
+        checked += 1
+    assert checked > 50
