@@ -1,8 +1,13 @@
-"""GET /v1/calls: the workspace's calls, newest first, paginated and filtered."""
+"""GET /v1/calls: the workspace's calls, paginated (page numbers or cursors) and filtered."""
 
 from handlers.base import APIHandler
-from handlers.pagination import page_args, send_page
+from handlers.pagination import serve_page
 from handlers.params import instant, problem, uuid_param
+
+STORE_ARGS = {"userId": "user_id", "prospectId": "prospect_id", "listId": "list_id",
+              "direction": "direction", "disposition": "disposition",
+              "createdFrom": "created_from", "createdTo": "created_to",
+              "updatedSince": "updated_since"}
 
 
 class CallsHandler(APIHandler):
@@ -10,21 +15,24 @@ class CallsHandler(APIHandler):
 
     async def get(self) -> None:
         query = self.query
-        created_from, created_to = instant(query, "createdFrom"), instant(query, "createdTo")
-        if created_from and created_to and created_to < created_from:
-            raise problem("createdTo", "must not be before createdFrom")
-        page, page_size = page_args(query)
-        send_page(self, "calls", await self.settings["store"].calls.page(
-            self.workspace_id, page, page_size,
-            user_id=uuid_param(query, "userId"),
-            prospect_id=uuid_param(query, "prospectId"),
-            list_id=uuid_param(query, "listId"),
-            direction=query.get("direction"),
-            disposition=query.get("disposition"),
-            created_from=created_from,
-            created_to=created_to,
-            updated_since=instant(query, "updatedSince"),
-        ))
+        filters = {"userId": uuid_param(query, "userId"),
+                   "prospectId": uuid_param(query, "prospectId"),
+                   "listId": uuid_param(query, "listId"),
+                   "direction": query.get("direction"),
+                   "disposition": query.get("disposition"),
+                   "createdFrom": instant(query, "createdFrom"),
+                   "createdTo": instant(query, "createdTo"),
+                   "updatedSince": instant(query, "updatedSince")}
+        calls = self.settings["store"].calls
+
+        async def fetch(window, filters):
+            start, end = filters.get("createdFrom"), filters.get("createdTo")
+            if start and end and end < start:
+                raise problem("createdTo", "must not be before createdFrom")
+            return await calls.page(self.workspace_id, window, **{
+                STORE_ARGS[name]: value for name, value in filters.items()})
+
+        await serve_page(self, "calls", filters, fetch)
 
 
 default_handlers = [(r"/v1/calls", CallsHandler)]

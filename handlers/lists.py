@@ -1,7 +1,7 @@
 """Dialer lists: GET/POST /v1/lists, GET /v1/lists/{id}, POST /v1/lists/{id}/contacts."""
 
 from handlers.base import APIError, APIHandler, not_found, path_uuid
-from handlers.pagination import page_args, send_page
+from handlers.pagination import serve_page
 
 
 class ListsHandler(APIHandler):
@@ -9,9 +9,12 @@ class ListsHandler(APIHandler):
     body_schemas = {"POST": "/schemas/requests/list-create.json"}
 
     async def get(self) -> None:
-        page, page_size = page_args(self.query)
-        send_page(self, "lists", await self.settings["store"].lists.page(
-            self.workspace_id, page, page_size))
+        lists = self.settings["store"].lists
+
+        async def fetch(window, filters):
+            return await lists.page(self.workspace_id, window)
+
+        await serve_page(self, "lists", {}, fetch)
 
     async def post(self) -> None:
         store = self.settings["store"]

@@ -1,11 +1,30 @@
-"""Rendering a store Page: the envelope of CONVENTIONS.md and an RFC 8288 Link header."""
+"""Paginated GETs (lists, calls, prospects): page numbers or cursors, the envelope of
+CONVENTIONS.md and an RFC 8288 Link header.
+
+- Page numbers (`page`, `pageSize`): `{"<records>": [...], "total", "page", "pageSize",
+  "hasMore", "nextCursor"}`; Link first/prev/next/last.
+- Cursors (`cursor`, from a previous `nextCursor`): `{"<records>": [...], "pageSize",
+  "hasMore", "nextCursor"}`; Link next. The cursor carries its filters and `sort`: a request
+  may repeat them or leave them out, but not change them.
+- `sort=updatedAt` (the sync order) shows only records last changed at least
+  `sync_settle_seconds` ago, and its `nextCursor` is never null: caught up, it is where the
+  next poll resumes.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlencode
 
-from store.paging import Page
+from handlers.base import APIError
+from handlers.params import problem
+from store.clock import utcnow
+from store.cursors import InvalidCursor
+from store.paging import DEFAULT_SORT, Page, Position, Window
+
+Fetch = Callable[[Window, dict], Awaitable[Page]]
 
 
 def link_header(path: str, query: dict, page: Page) -> str:
@@ -25,11 +44,56 @@ def link_header(path: str, query: dict, page: Page) -> str:
     return ", ".join(f'<{url(n)}>; rel="{rel}"' for n, rel in links)
 
 
-def send_page(handler, key: str, page: Page) -> None:
-    handler.set_header("Link", link_header(handler.request.path, handler.query, page))
-    handler.send_json({key: page.items, "total": page.total, "page": page.page,
-                       "pageSize": page.page_size, "hasMore": page.has_more})
+def _decode(handler, resource: str, token: str, sort: str | None,
+            filters: dict) -> tuple[str, dict, Position | None]:
+    """The cursor's order, filters and position, after checking the request agrees with them."""
+    if "page" in handler.query:
+        raise problem("page", "cannot be combined with cursor (the cursor says where to go on)")
+    try:
+        made_sort, made_filters, position = handler.settings["cursors"].decode(
+            handler.workspace_id, resource, token)
+    except InvalidCursor as exc:
+        raise APIError("invalid_cursor", f"cursor: {exc}; start again without a cursor",
+                       [{"parameter": "cursor", "pointer": "#/query/cursor",
+                         "detail": str(exc)}]) from None
+    if sort is not None and sort != made_sort:
+        raise problem("sort", f"differs from the cursor's sort ({made_sort}); repeat it or "
+                              "leave it out")
+    for name, value in filters.items():
+        if value is not None and made_filters.get(name) != value:
+            raise problem(name, "differs from the value the cursor was made with; repeat it or "
+                                "leave it out")
+    return made_sort, made_filters, position
 
 
-def page_args(query: dict) -> tuple[int, int]:
-    return query.get("page", 1), query.get("pageSize", 50)
+async def serve_page(handler, resource: str, filters: dict, fetch: Fetch) -> None:
+    """Answer a paginated GET of `resource` ("calls", ...): `filters` are the request's filter
+    values by parameter name (None when absent), `fetch(window, filters)` reads the store."""
+    query = handler.query
+    sort, token = query.get("sort"), query.get("cursor")
+    position = None
+    if token is not None:
+        sort, filters, position = _decode(handler, resource, token, sort, filters)
+        number = None
+    else:
+        sort, number = sort or DEFAULT_SORT, query.get("page", 1)
+    syncing = sort == "updatedAt"
+    settle = handler.settings["config"].sync_settle_seconds
+    window = Window(query.get("pageSize", 50), number, sort, position,
+                    utcnow() - dt.timedelta(seconds=settle) if syncing else None)
+    page = await fetch(window, filters)
+    resume = page.last or (position if number is None else None)
+    next_cursor = None
+    if page.has_more or syncing:  # the sync order always says where to resume
+        next_cursor = handler.settings["cursors"].encode(handler.workspace_id, resource, sort,
+                                                         filters, resume)
+    body = {resource: page.items}
+    if number is None:
+        if next_cursor:
+            params = urlencode({"cursor": next_cursor, "pageSize": window.page_size})
+            handler.set_header("Link", f'<{handler.request.path}?{params}>; rel="next"')
+    else:
+        handler.set_header("Link", link_header(handler.request.path, query, page))
+        body.update(total=page.total, page=page.page)
+    body.update(pageSize=page.page_size, hasMore=page.has_more, nextCursor=next_cursor)
+    handler.send_json(body)

@@ -1,8 +1,13 @@
-"""GET /v1/prospects: the workspace's prospects, newest first, paginated and filtered."""
+"""GET /v1/prospects: the workspace's prospects, paginated (page numbers or cursors) and
+filtered."""
 
 from handlers.base import APIHandler
-from handlers.pagination import page_args, send_page
+from handlers.pagination import serve_page
 from handlers.params import instant, phone, uuid_param
+from store.identity import normalize_email
+
+STORE_ARGS = {"listId": "list_id", "email": "email", "phoneNumber": "phone",
+              "updatedSince": "updated_since"}
 
 
 class ProspectsHandler(APIHandler):
@@ -11,14 +16,16 @@ class ProspectsHandler(APIHandler):
     async def get(self) -> None:
         prospects = self.settings["store"].prospects
         query = self.query
-        page, page_size = page_args(query)
-        send_page(self, "prospects", await prospects.page(
-            self.workspace_id, page, page_size,
-            list_id=uuid_param(query, "listId"),
-            email=query.get("email"),
-            phone=phone(query, "phoneNumber", prospects.normalize_phone),
-            updated_since=instant(query, "updatedSince"),
-        ))
+        filters = {"listId": uuid_param(query, "listId"),
+                   "email": normalize_email(query.get("email")),
+                   "phoneNumber": phone(query, "phoneNumber", prospects.normalize_phone),
+                   "updatedSince": instant(query, "updatedSince")}
+
+        async def fetch(window, filters):
+            return await prospects.page(self.workspace_id, window, **{
+                STORE_ARGS[name]: value for name, value in filters.items()})
+
+        await serve_page(self, "prospects", filters, fetch)
 
 
 default_handlers = [(r"/v1/prospects", ProspectsHandler)]

@@ -10,6 +10,10 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
                         "The request is malformed: bad JSON, a body or query parameter that "
                         "breaks the schema, or an unknown field or parameter. `errors` points "
                         "at each offending location."),
+    "invalid_cursor": (400, "Invalid cursor",
+                       "The `cursor` parameter is not a cursor this API gave your workspace: it "
+                       "was altered or truncated, is malformed, or was made with another "
+                       "workspace's key. Start the walk again without a cursor."),
     "unauthorized": (401, "Unauthorized",
                      "The Authorization header is missing or is not `Bearer <API key>`, or the "
                      "key is unknown or revoked."),
@@ -41,7 +45,10 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
                             "seconds."),
 }
 
-CODE_FOR_STATUS = {status: code for code, (status, _, _) in PROBLEMS.items()}
+# The code of a bare status (the first listed with it: the general one, e.g. invalid_request).
+CODE_FOR_STATUS: dict[int, str] = {}
+for _code, (_status, _, _) in PROBLEMS.items():
+    CODE_FOR_STATUS.setdefault(_status, _code)
 
 
 def problem_type(code: str) -> str:

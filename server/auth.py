@@ -9,6 +9,8 @@ cache period.
 from __future__ import annotations
 
 import collections
+import hashlib
+import hmac
 import secrets
 import time
 
@@ -53,6 +55,12 @@ class KeyService:
         # signature cannot stop verifying, so the hot path checks it once per key (revocation
         # stays the job of the timed cache above). Only verified keys get in; LRU-bounded.
         self._verified: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
+
+    def subkey(self, purpose: str) -> bytes:
+        """A key for another signature of the service (cursors), derived from the secret so
+        that it is as persistent as the keys and no second secret needs configuring."""
+        return hmac.new(self._secret.encode(), b"workspace-api:" + purpose.encode(),
+                        hashlib.sha256).digest()
 
     def sign(self, key_id: str, workspace_id: str) -> str:
         claims = {"kid": key_id, "wid": workspace_id, "iat": int(time.time())}

@@ -33,6 +33,7 @@ class Config:
     body_timeout_seconds: float
     shutdown_timeout_seconds: float
     rate_limit_per_minute: int
+    sync_settle_seconds: float
     provider_url: str
     provider_account_id: str
     provider_auth_token: str
@@ -103,5 +104,6 @@ def validate(config: Config) -> None:
     if config.rate_limit_per_minute < 1:
         raise ConfigError("rate_limit_per_minute must be at least 1")
     if min(config.db_timeout_seconds, config.idle_timeout_seconds,
-           config.body_timeout_seconds) <= 0 or config.shutdown_timeout_seconds < 0:
+           config.body_timeout_seconds) <= 0 or config.shutdown_timeout_seconds < 0 \
+            or config.sync_settle_seconds < 0:
         raise ConfigError("timeouts must be positive")

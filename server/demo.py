@@ -52,7 +52,7 @@ WORKSPACES = [
                                                      "Webinar Leads"], "share": 1.0},
     {"name": "Globex Sales", "users": 3, "lists": ["Inbound Trials"], "share": 0.1},
 ]
-WRITE_BATCH = 2000
+WRITE_BATCH = 5000
 
 
 class Progress:
@@ -121,12 +121,12 @@ async def _write(progress: Progress, label: str, insert, workspace_id: str, docs
         progress.advance(len(batch) * (2 if label == "calls" else 1), label)
 
 
-async def _write_calls(progress: Progress, store, rng, workspace_id: str, calls: list[dict],
-                       status: dict[str, str]) -> None:
-    """Write calls (oldest first) and the meetings and status changes they caused."""
+async def _write_calls(progress: Progress, store, workspace_id: str, calls: list[dict],
+                       activities: list[dict]) -> None:
+    """Write calls and the meetings and status changes they caused."""
     await _write(progress, "calls", store.calls.insert_documents, workspace_id, calls)
     await _write(progress, "activities", store.activities.insert_documents, workspace_id,
-                 call_timeline(rng, workspace_id, calls, status))
+                 activities)
 
 
 async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
@@ -177,15 +177,24 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
         # behind, so that the newest chunk is still at hand to mark the missing recording.
         status: dict[str, str] = {}
         pending: list[dict] = []
-        for chunk in build_calls(rng, wid, active, deleted, prospects, part.calls, now):
-            await _write_calls(progress, store, rng, wid, pending, status)
+        writing = None
+        chunks = build_calls(rng, wid, active, deleted, prospects, part.calls, now)
+        # The next chunk is made on a thread while the store writes the previous one.
+        while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
+            if writing:
+                await writing
+            writing = asyncio.ensure_future(_write_calls(
+                progress, store, wid, pending, call_timeline(rng, wid, pending, status)))
             pending = chunk
+        if writing:
+            await writing
         if index == 0:
             recorded = [call for call in pending if call["hasRecording"]]
             if recorded:
                 # The third-newest: the console pre-fills the newest call, which should play.
                 recorded[-min(3, len(recorded))]["recordingRef"] = MISSING_RECORDING_REF
-        await _write_calls(progress, store, rng, wid, pending, status)
+        await _write_calls(progress, store, wid, pending,
+                           call_timeline(rng, wid, pending, status))
         _, key = await auth.create(wid, "demo key")
         result.append({"id": wid, "name": spec["name"], "apiKey": key})
     progress.advance(progress.total, "done")

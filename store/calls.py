@@ -16,7 +16,6 @@ from store.clock import new_id, utcnow
 
 DIRECTIONS = ("outbound", "inbound")
 DISPOSITIONS = ("connected", "no_answer", "voicemail", "busy", "failed", "wrong_number")
-NEWEST_FIRST = [("createdAt", -1), ("_id", -1)]
 RECORD_FIELDS = ("direction", "disposition", "fromNumber", "toNumber", "userId", "prospectId",
                  "listId", "startedAt", "answeredAt", "endedAt", "durationSeconds",
                  "hasRecording", "recordingDurationSeconds", "meetingBooked", "notes",

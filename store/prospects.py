@@ -34,7 +34,6 @@ from store.identity import (
 DERIVED = {"email": "emailNorm", "phoneNumber": "phoneE164", "linkedinUrl": "linkedinNorm"}
 MATCH_FIELDS = dict.fromkeys(("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values()), 1)
 DUPLICATE_KEY = 11000
-NEWEST_FIRST = [("createdAt", -1), ("_id", -1)]
 RECORD_FIELDS = dict.fromkeys(("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt",
                                "updatedAt"), 1)
 INSERT_BATCH = 5000

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pymongo import ReturnDocument
+
 from store.activities import call_activity
-from store.calls import CALL_FIELDS, INSERT_BATCH, NEWEST_FIRST, call_document
+from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
 from store.calls import record as _record
+from store.clock import utcnow
 from store.mongo.activities import Activities
 from store.mongo.paging import page_query
-from store.paging import Page
+from store.paging import Page, Window
 
 
 def call_filters(workspace_id: str, *, user_id=None, prospect_id=None, list_id=None,
@@ -53,10 +56,18 @@ class Calls:
             await self.activities.insert_documents(workspace_id,
                                                    [call_activity(doc) for doc in batch])
 
-    async def page(self, workspace_id: str, page: int, page_size: int, **filters) -> Page:
-        """One page of calls, newest first (createdAt, then id); `filters` as `call_filters`."""
-        return await page_query(self.col, call_filters(workspace_id, **filters), NEWEST_FIRST,
-                                page, page_size, CALL_FIELDS, _record)
+    async def page(self, workspace_id: str, window: Window, **filters) -> Page:
+        """One window of calls in the window's order; `filters` as `call_filters`."""
+        return await page_query(self.col, call_filters(workspace_id, **filters), window,
+                                CALL_FIELDS, _record)
+
+    async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
+        """Change a call's notes (which moves its updatedAt); its record, or None."""
+        doc = await self.col.find_one_and_update(
+            {"_id": call_id, "workspaceId": workspace_id},
+            {"$set": {"notes": notes, "updatedAt": utcnow()}}, projection=CALL_FIELDS,
+            return_document=ReturnDocument.AFTER)
+        return doc and _record(doc)
 
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this

@@ -6,10 +6,9 @@ from pymongo import ReturnDocument
 
 from store.clock import new_id, utcnow
 from store.mongo.paging import page_query
-from store.paging import Page
+from store.paging import Page, Window
 from store.records import list_record as _record
 
-NEWEST_FIRST = [("createdAt", -1), ("_id", -1)]
 LIST_FIELDS = {"_id": 1, "name": 1, "source": 1, "ownerUserId": 1, "createdAt": 1,
                "updatedAt": 1, "prospectsCount": 1}
 
@@ -31,9 +30,9 @@ class Lists:
         doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, LIST_FIELDS)
         return doc and _record(doc)
 
-    async def page(self, workspace_id: str, page: int, page_size: int) -> Page:
-        return await page_query(self.col, {"workspaceId": workspace_id}, NEWEST_FIRST,
-                                page, page_size, LIST_FIELDS, _record)
+    async def page(self, workspace_id: str, window: Window) -> Page:
+        return await page_query(self.col, {"workspaceId": workspace_id}, window, LIST_FIELDS,
+                                _record)
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.

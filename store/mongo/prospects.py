@@ -17,13 +17,12 @@ from store.identity import normalize_email, normalize_phone
 from store.mongo.activities import Activities
 from store.mongo.locks import Leases
 from store.mongo.paging import page_query
-from store.paging import Page
+from store.paging import Page, Window
 from store.prospects import (
     DERIVED,
     DUPLICATE_KEY,
     INSERT_BATCH,
     MATCH_FIELDS,
-    NEWEST_FIRST,
     RECORD_FIELDS,
     Candidate,
     Contact,
@@ -162,18 +161,17 @@ class Prospects:
         for start in range(0, len(documents), INSERT_BATCH):
             await self.col.insert_many(documents[start:start + INSERT_BATCH], ordered=False)
 
-    async def page(self, workspace_id: str, page: int, page_size: int, *,
-                   list_id: str | None = None, email: str | None = None,
-                   phone: str | None = None, updated_since=None) -> Page:
-        """One page of prospects, newest first (createdAt, then id). `email` and `phone` are
-        compared like the matcher compares them; `updated_since` is inclusive."""
+    async def page(self, workspace_id: str, window: Window, *, list_id: str | None = None,
+                   email: str | None = None, phone: str | None = None,
+                   updated_since=None) -> Page:
+        """One window of prospects in the window's order. `email` and `phone` are compared
+        like the matcher compares them; `updated_since` is inclusive."""
         query = self._query(workspace_id, email=email, phone=phone)
         if list_id is not None:
             query["listIds"] = list_id
         if updated_since is not None:
             query["updatedAt"] = {"$gte": updated_since}
-        return await page_query(self.col, query, NEWEST_FIRST, page, page_size, RECORD_FIELDS,
-                                _record)
+        return await page_query(self.col, query, window, RECORD_FIELDS, _record)
 
     async def lookup(self, workspace_id: str, *, prospect_id: str | None = None,
                      email: str | None = None, phone: str | None = None,

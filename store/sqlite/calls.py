@@ -5,9 +5,10 @@ from __future__ import annotations
 from store.activities import call_activity, check_scope
 from store.calls import INSERT_BATCH, RECORD_FIELDS, call_document
 from store.calls import record as call_record
-from store.paging import Page
+from store.clock import utcnow
+from store.paging import Page, Window
 from store.sqlite.paging import bump, counter, page_query
-from store.sqlite.schema import insert, ms
+from store.sqlite.schema import insert, ms, to_doc
 
 SELECT = "SELECT " + ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS)) + " FROM calls"
 EQUALITY = {"user_id": "userId", "prospect_id": "prospectId", "list_id": "listId",
@@ -56,18 +57,29 @@ class Calls:
             await self.engine.write(write_calls, workspace_id,
                                     documents[start:start + INSERT_BATCH], timeout=600)
 
-    async def page(self, workspace_id: str, page: int, page_size: int, **filters) -> Page:
-        """One page of calls, newest first (createdAt, then id)."""
+    async def page(self, workspace_id: str, window: Window, **filters) -> Page:
+        """One window of calls in the window's order; `filters` as `call_where`."""
         where, params = call_where(workspace_id, **filters)
 
         def page_of(conn):
-            total = counter(conn, workspace_id, "calls") if len(where) == 1 else None
-            return page_query(conn, select=SELECT, where=where, params=params,
-                              order="createdAt DESC, _id DESC", page=page,
-                              page_size=page_size, record=call_record, total=total,
-                              count_from="calls")
+            return page_query(
+                conn, select=SELECT, where=where, params=params, window=window,
+                columns=(window.field, "_id"), record=call_record, count_from="calls",
+                total=(lambda: counter(conn, workspace_id, "calls")) if len(where) == 1
+                else None)
 
         return await self.engine.read(page_of)
+
+    async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
+        """Change a call's notes (which moves its updatedAt); its record, or None."""
+        def update(conn):
+            conn.execute('UPDATE calls SET notes = ?, updatedAt = ? WHERE "_id" = ? AND '
+                         "workspaceId = ?", (notes, ms(utcnow()), call_id, workspace_id))
+            row = conn.execute(f'{SELECT} WHERE "_id" = ? AND workspaceId = ?',
+                               (call_id, workspace_id)).fetchone()
+            return row and call_record(to_doc(row))
+
+        return await self.engine.write(update)
 
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this

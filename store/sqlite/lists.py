@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from store.clock import new_id, utcnow
-from store.paging import Page
+from store.paging import Page, Window
 from store.records import list_record
 from store.sqlite.paging import bump, counter, page_query
 from store.sqlite.schema import insert, ms, to_doc
@@ -37,12 +37,13 @@ class Lists:
 
         return await self.engine.read(get)
 
-    async def page(self, workspace_id: str, page: int, page_size: int) -> Page:
+    async def page(self, workspace_id: str, window: Window) -> Page:
         def page_of(conn):
             return page_query(conn, select=SELECT, where=["workspaceId = ?"],
-                              params=[workspace_id], order="createdAt DESC, _id DESC",
-                              page=page, page_size=page_size, record=list_record,
-                              total=counter(conn, workspace_id, "lists"), count_from="lists")
+                              params=[workspace_id], window=window,
+                              columns=(window.field, "_id"), record=list_record,
+                              count_from="lists",
+                              total=lambda: counter(conn, workspace_id, "lists"))
 
         return await self.engine.read(page_of)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from store.activities import check_scope, list_added_activity
 from store.clock import new_id, utcnow
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
-from store.paging import Page
+from store.paging import Page, Window
 from store.prospects import (
     DERIVED,
     INSERT_BATCH,
@@ -184,28 +184,35 @@ class Prospects:
             await self.engine.write(write_prospects, workspace_id,
                                     documents[start:start + INSERT_BATCH], timeout=600)
 
-    async def page(self, workspace_id: str, page: int, page_size: int, *,
-                   list_id: str | None = None, email: str | None = None,
-                   phone: str | None = None, updated_since=None) -> Page:
-        """One page of prospects, newest first (createdAt, then id). `email` and `phone` are
-        compared like the matcher compares them; `updated_since` is inclusive."""
+    async def page(self, workspace_id: str, window: Window, *, list_id: str | None = None,
+                   email: str | None = None, phone: str | None = None,
+                   updated_since=None) -> Page:
+        """One window of prospects in the window's order. `email` and `phone` are compared
+        like the matcher compares them; `updated_since` is inclusive."""
         where, params = self._where(workspace_id, email=email, phone=phone)
         if updated_since is not None:
             where.append("p.updatedAt >= ?")
             params.append(ms(updated_since))
-        if list_id is not None:
+        select, count_from = SELECT, "prospects p"
+        columns = (f"p.{window.field}", "p._id")
+        if list_id is not None and window.field == "createdAt":
+            # Newest first in a list: the list's memberships in their own index order.
             where = ["m.workspaceId = ?", "m.listId = ?", *where[1:]]
             params = [workspace_id, list_id, *params[1:]]
-            select, order = IN_LIST, "m.prospectCreatedAt DESC, m.prospectId DESC"
-            count_from = IN_LIST.split(" FROM ", 1)[1]
-        else:
-            select, order, count_from = SELECT, "p.createdAt DESC, p._id DESC", "prospects p"
+            select, count_from = IN_LIST, IN_LIST.split(" FROM ", 1)[1]
+            columns = ("m.prospectCreatedAt", "m.prospectId")
+        elif list_id is not None:  # the sync order in a list: membership checked by its key
+            where.append("EXISTS (SELECT 1 FROM memberships m WHERE m.workspaceId = ? AND "
+                         "m.listId = ? AND m.prospectId = p._id)")
+            params += [workspace_id, list_id]
+        unfiltered = len(where) == 1
 
         def page_of(conn):
-            total = counter(conn, workspace_id, "prospects") if len(where) == 1 else None
-            return page_query(conn, select=select, where=where, params=params, order=order,
-                              page=page, page_size=page_size, record=prospect_record,
-                              total=total if list_id is None else None, count_from=count_from)
+            return page_query(
+                conn, select=select, where=where, params=params, window=window,
+                columns=columns, record=prospect_record, count_from=count_from,
+                total=(lambda: counter(conn, workspace_id, "prospects")) if unfiltered
+                else None)
 
         return await self.engine.read(page_of)
 

@@ -72,7 +72,7 @@ async def test_pages_newest_first_with_envelope_and_links(api, store, ws_a):
         await add_call(store, ws_a, BASE + dt.timedelta(minutes=i))
     first = await api.get("/v1/calls?direction=outbound")
     body = first.json()
-    assert set(body) == {"calls", "total", "page", "pageSize", "hasMore"}
+    assert set(body) == {"calls", "total", "page", "pageSize", "hasMore", "nextCursor"}
     assert (body["total"], body["page"], body["pageSize"], body["hasMore"]) == (120, 1, 50, True)
     starts = [c["startedAt"] for c in body["calls"]]
     assert starts == sorted(starts, reverse=True) and starts[0] == "2026-03-02T16:59:00.000Z"
@@ -81,6 +81,7 @@ async def test_pages_newest_first_with_envelope_and_links(api, store, ws_a):
     assert '</v1/calls?direction=outbound&page=3&pageSize=50>; rel="last"' in links
     last = (await api.get("/v1/calls?page=2&pageSize=100")).json()
     assert (last["hasMore"], len(last["calls"])) == (False, 20)
+    assert isinstance(body["nextCursor"], str) and last["nextCursor"] is None
     assert last["calls"][-1]["startedAt"] == "2026-03-02T15:00:00.000Z"
     past = (await api.get("/v1/calls?page=9")).json()
     assert past["calls"] == [] and past["hasMore"] is False and past["total"] == 120

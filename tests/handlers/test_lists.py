@@ -110,7 +110,7 @@ async def test_pages_newest_first_with_envelope_and_links(api, store, ws_a):
     await seed_lists(store, ws_a.id, ws_a.users[0]["id"], 120)
     first = await api.get("/v1/lists")
     body = first.json()
-    assert set(body) == {"lists", "total", "page", "pageSize", "hasMore"}
+    assert set(body) == {"lists", "total", "page", "pageSize", "hasMore", "nextCursor"}
     assert (body["total"], body["page"], body["pageSize"], body["hasMore"]) == (120, 1, 50, True)
     assert [x["name"] for x in body["lists"][:3]] == ["list 119", "list 118", "list 117"]
     links = first.headers["Link"]
