@@ -10,7 +10,10 @@ const SHOWN_HEADERS = [
   "Retry-After", "Link", "Location", "Content-Range", "Accept-Ranges", "ETag",
   "WWW-Authenticate", "Allow",
 ];
-const BODY_PLACEHOLDER = /"<id from GET \/(\w[\w-]*)>"/g;
+// The documented examples use the all-zero UUID for "an id you get elsewhere": ownerUserId is
+// filled from the last GET /users, listId from the last GET /lists, ...
+const NIL_ID = "00000000-0000-4000-8000-000000000000";
+const BODY_PLACEHOLDER = new RegExp(`"(\\w*?)([A-Z]?[a-z]+)Id": "${NIL_ID}"`, "g");
 const MAX_HIGHLIGHT = 400_000;
 
 const keyInput = document.getElementById("api-key");
@@ -334,8 +337,10 @@ function fillForm(form) {
   }
   const body = form.elements.namedItem("__body");
   if (body) {
-    body.value = body.value.replace(BODY_PLACEHOLDER, (whole, resource) =>
-      remembered[resource] ? JSON.stringify(remembered[resource]) : whole);
+    body.value = body.value.replace(BODY_PLACEHOLDER, (whole, prefix, noun) => {
+      const id = remembered[`${noun.toLowerCase()}s`];
+      return id ? `"${prefix}${noun}Id": ${JSON.stringify(id)}` : whole;
+    });
   }
   updatePreview(form);
 }
