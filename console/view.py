@@ -76,13 +76,13 @@ class Operation:
 class View:
     """The OpenAPI document seen by the templates."""
 
-    def __init__(self, document: dict, api_base: str = "/v1"):
+    def __init__(self, document: dict):
         self.document = document
         self.components = document["components"]["schemas"]
         self.operations: list[Operation] = []
         heads = set()
         for path, item in document["paths"].items():
-            full = path if "servers" in item else api_base + path
+            full = path
             if "head" in item and "get" in item:
                 heads.add(full)
             for method in ("get", "post", "put", "patch", "delete"):

@@ -28,7 +28,6 @@ NOT_COMPONENTS = (ENDPOINTS, "/schemas/meta/", "/schemas/queries/")
 ENDPOINT_META = "/schemas/meta/endpoint.json"
 NO_QUERY = "/schemas/queries/none.json"
 PROBLEM = "/schemas/records/problem.json"
-API_BASE = "/v1"
 UUID_SCHEMA = {"type": "string", "format": "uuid"}
 LICENSE = {"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
 STANDARD_PROBLEMS = ["invalid_request", "unauthorized", "rate_limited", "service_unavailable"]
@@ -173,13 +172,6 @@ def endpoint_files(schemas: Schemas) -> list[dict]:
     return endpoints
 
 
-def api_path(path: str) -> tuple[str, bool]:
-    """(path relative to the /v1 server, whether it lies under /v1)."""
-    if path.startswith(API_BASE + "/"):
-        return path[len(API_BASE) :], True
-    return path, False
-
-
 def parameters(endpoint: dict, schemas: Schemas) -> list[dict]:
     result = []
     for name, spec in endpoint.get("pathParameters", {}).items():
@@ -284,10 +276,8 @@ def build_document(schemas: Schemas | None = None) -> dict:
     schemas = schemas or Schemas()
     paths: dict[str, dict] = {}
     for endpoint in endpoint_files(schemas):
-        path, under_api = api_path(endpoint["path"])
+        path = endpoint["path"]
         item = paths.setdefault(path, {})
-        if not under_api:
-            item["servers"] = [{"url": "/", "description": "the service root (not under /v1)"}]
         method = endpoint["method"].lower()
         if method in item:
             raise ValueError(f"{endpoint['$id']}: {endpoint['method']} {path} is documented twice")
@@ -311,7 +301,8 @@ def build_document(schemas: Schemas | None = None) -> dict:
             "description": DESCRIPTION,
             "license": LICENSE,
         },
-        "servers": [{"url": API_BASE, "description": "this service"}],
+        # Full paths (/v1/users, /healthz) under the service's root: one base URL for clients.
+        "servers": [{"url": "/", "description": "this service (the API is under /v1)"}],
         "security": [{"bearerAuth": []}],
         "tags": tags,
         "paths": dict(sorted(paths.items())),
@@ -343,10 +334,9 @@ def build_document(schemas: Schemas | None = None) -> dict:
 def operations(document: dict) -> Iterable[tuple[str, str, dict]]:
     """(full path as served, METHOD, operation) for every operation of the document."""
     for path, item in document["paths"].items():
-        base = "" if "servers" in item else API_BASE
         for method, op in item.items():
             if method in METHODS:
-                yield base + path, method.upper(), op
+                yield path, method.upper(), op
 
 
 # --- cross-check against the application's routes ----------------------------------------
