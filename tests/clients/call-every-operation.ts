@@ -20,6 +20,7 @@ import type { components, paths } from "./generated/schema.js";
 type Schemas = components["schemas"];
 type Activity = Schemas["records.activity"];
 type Problem = Schemas["records.problem"];
+type Report = Schemas["responses.dialer-metrics"];
 
 const [baseUrl, key, output] = process.argv.slice(2);
 const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
@@ -225,12 +226,12 @@ async function main(): Promise<Record<string, unknown>> {
   const dials = readMetrics(report.totals).dials;
   assert.deepEqual(readMetrics(report.totals), report.totals);
   const days = report.byDay.map((d) => {
-    const day: Schemas["records.dialer-metrics-day"] = { ...readMetrics(d), date: d.date, startsAt: d.startsAt, endsAt: d.endsAt };
+    const day: Report["byDay"][number] = { ...readMetrics(d), date: d.date, startsAt: d.startsAt, endsAt: d.endsAt };
     assert.deepEqual(day, d);
     return day;
   });
   const byUser = report.byUser.map((u) => {
-    const row: Schemas["records.dialer-metrics-user"] = { ...readMetrics(u), userId: u.userId };
+    const row: Report["byUser"][number] = { ...readMetrics(u), userId: u.userId };
     assert.deepEqual(row, u);
     return row;
   });

@@ -55,8 +55,8 @@ from workspace_api_client.models import (
     CreateList,
     DialerList,
     DialerMetrics,
-    DialerMetricsOfOneDay,
-    DialerMetricsOfOneUser,
+    DialerMetricsReportDialerMetricsOfOneDay,
+    DialerMetricsReportDialerMetricsOfOneUser,
     EmailActivity,
     ListAddedActivity,
     MeetingBookedActivity,
@@ -166,7 +166,11 @@ def read_prospect(prospect: Prospect) -> None:
     assert prospect.created_at <= prospect.updated_at
 
 
-def read_metrics(row: DialerMetrics | DialerMetricsOfOneDay | DialerMetricsOfOneUser) -> int:
+def read_metrics(
+    row: DialerMetrics
+    | DialerMetricsReportDialerMetricsOfOneDay
+    | DialerMetricsReportDialerMetricsOfOneUser,
+) -> int:
     assert 0 <= row.connects <= row.dials and 0 <= row.conversations <= row.connects
     for rate in (row.connect_rate, row.conversation_rate, row.meeting_rate):
         assert 0 <= rate <= 1
