@@ -9,7 +9,7 @@ import logging
 import sys
 from urllib.parse import urlsplit
 
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConnectionFailure, PyMongoError
 
 from server.admin import add_admin_commands
 from server.config import ConfigError, load_config
@@ -165,9 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except PyMongoError as exc:
         # Never echo the URI or the driver's message: they may carry credentials.
-        print(f"workspace-api: MongoDB is not usable ({type(exc).__name__}): no answer from "
-              f"{mongodb_hosts(config.mongodb_uri)} within {config.db_timeout_seconds:g} s "
-              "(db_timeout_seconds, WSAPI_DB_TIMEOUT_SECONDS)", file=sys.stderr)
+        hosts = mongodb_hosts(config.mongodb_uri)
+        if isinstance(exc, ConnectionFailure):
+            why = (f"no answer from {hosts} within {config.db_timeout_seconds:g} s "
+                   "(db_timeout_seconds, WSAPI_DB_TIMEOUT_SECONDS)")
+        else:
+            why = f"{hosts} refused the operation"
+        print(f"workspace-api: MongoDB is not usable ({type(exc).__name__}): {why}",
+              file=sys.stderr)
         return 3
 
 
