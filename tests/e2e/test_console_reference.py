@@ -2,6 +2,12 @@
 search box, the code samples (curl, Python, JavaScript) and the 390 px layout with its menu.
 Screenshots land in artifacts/."""
 
+import ast
+import os
+import shutil
+import subprocess
+import sys
+
 import pytest
 
 from tests.e2e.conftest import Console
@@ -78,6 +84,27 @@ def test_code_samples_follow_the_form_and_never_hold_the_key(console):
     texts = page.eval_on_selector_all("pre.sample", "p => p.map(e => e.textContent)")
     assert len(texts) == 3 * len(visible_ops(console))
     assert all(console.demo.key not in text for text in texts)
+    console.assert_clean()
+
+
+def test_the_samples_run_as_shown(console, tmp_path):
+    """The Python and JavaScript samples of GET /v1/users, copied from the page, run as they
+    are with the key in $API_KEY."""
+    env = {**os.environ, "API_KEY": console.demo.key}
+    samples = console.op("listUsers").locator(".samples")
+    python = samples.locator("pre.sample[data-lang=python]").text_content()
+    run = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert run.returncode == 0, run.stderr
+    users = ast.literal_eval(run.stdout.strip())["users"]
+    assert users and all(user["email"] for user in users)
+    if shutil.which("node"):
+        script = tmp_path / "sample.mjs"
+        script.write_text(samples.locator("pre.sample[data-lang=javascript]").text_content())
+        run = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=60,
+                             env=env)
+        assert run.returncode == 0, run.stderr
+        assert users[0]["email"] in run.stdout
     console.assert_clean()
 
 
