@@ -12,8 +12,9 @@ $(STAMP): setup.py pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# `make demo PORT=9000` (or WSAPI_PORT=9000 make demo) serves on another port.
 demo: $(STAMP)
-	$(VENV)/bin/workspace-api demo
+	$(VENV)/bin/workspace-api demo $(if $(PORT),--port $(PORT))
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -38,6 +38,9 @@ setup(
             "schemathesis>=4",
             "psutil>=5.9",
             "ruff>=0.6",
+            # tests/e2e/test_generated_clients.py: pinned, the generated code depends on them.
+            "openapi-python-client==0.29.1",
+            "mypy==2.4.1",
         ],
         # `make bench` needs only psutil (also in "test"); the profilers are for chasing a miss.
         "bench": ["psutil>=5.9", "pyinstrument>=4.6", "py-spy>=0.3"],

@@ -1,6 +1,6 @@
 """What the reference pages show, derived from the OpenAPI document: operations with their
-parameters, bodies and responses, schema field tables, the problems table, and a small safe
-Markdown subset for descriptions."""
+parameters, bodies and responses, schemas as collapsible field trees, the problems table, and a
+small safe Markdown subset for descriptions."""
 
 from __future__ import annotations
 
@@ -15,17 +15,22 @@ from schemas.problems import PROBLEMS
 
 COMPONENT_PREFIX = "#/components/schemas/"
 MAX_DEPTH = 3
+MAX_TREE_DEPTH = 6
+PUBLIC_SCHEMAS = ("records.", "requests.", "responses.")  # parameters show on their operations
 COMMON_HEADERS = ("X-Request-Id", "RateLimit-Policy", "RateLimit")  # noted once, not per row
 
 
 @dataclasses.dataclass
-class Field:
+class Node:
+    """One field of a schema's field tree; a `variant` node is one shape of a oneOf."""
+
     name: str
     type: list[dict]
     required: bool
     description: str
     constraints: str
-    depth: int = 0
+    children: list[Node]
+    variant: bool = False
 
 
 @dataclasses.dataclass
@@ -37,6 +42,7 @@ class Param:
     type: list[dict]
     constraints: str
     input: str  # number, select or text
+    wide: bool  # ids get a whole row of the form
     options: list[str]
     default: str
     placeholder: str
@@ -51,6 +57,7 @@ class Response:
     schema: list[dict]
     headers: list[str]
     problems: list[dict]
+    tree: list[Node]
 
 
 @dataclasses.dataclass
@@ -64,25 +71,26 @@ class Operation:
     auth: bool
     params: list[Param]
     body: list[dict] | None
-    body_fields: list[Field]
+    body_tree: list[Node]
     example: str
     responses: list[Response]
     try_it: bool
     head: bool
     paginated: bool
     rate_limited: bool
+    search: str
 
 
 class View:
     """The OpenAPI document seen by the templates."""
 
-    def __init__(self, document: dict, api_base: str = "/v1"):
+    def __init__(self, document: dict):
         self.document = document
         self.components = document["components"]["schemas"]
         self.operations: list[Operation] = []
         heads = set()
         for path, item in document["paths"].items():
-            full = path if "servers" in item else api_base + path
+            full = path
             if "head" in item and "get" in item:
                 heads.add(full)
             for method in ("get", "post", "put", "patch", "delete"):
@@ -119,12 +127,14 @@ class View:
                     self.type_parts(schema) if schema else [],
                     headers,
                     problems,
+                    self.tree(schema) if schema and not problems else [],
                 )
             )
         example = ""
         if body:
             value = body.get("example", self.example(body["schema"]))
             example = json.dumps(value, indent=2, ensure_ascii=False)
+        words = [method, path, op["summary"], op["tags"][0], op["operationId"]]
         return Operation(
             anchor="op-" + op["operationId"],
             method=method,
@@ -135,7 +145,7 @@ class View:
             auth=op.get("security") != [],
             params=[self.param(p) for p in op.get("parameters", [])],
             body=self.type_parts(body["schema"]) if body else None,
-            body_fields=self.fields(body["schema"]) if body else [],
+            body_tree=self.tree(body["schema"]) if body else [],
             example=example,
             responses=responses,
             try_it=op.get("x-try-it", True),
@@ -144,6 +154,7 @@ class View:
             rate_limited=any(
                 "RateLimit" in spec.get("headers", {}) for spec in op["responses"].values()
             ),
+            search=" ".join(words).lower(),
         )
 
     def param(self, spec: dict) -> Param:
@@ -173,6 +184,7 @@ class View:
             self.type_parts(schema),
             self.constraints(target),
             kind,
+            target.get("format") == "uuid",
             [str(v) for v in enum] if enum else [],
             str(default),
             placeholder,
@@ -197,7 +209,8 @@ class View:
         if "$ref" in schema and schema["$ref"].startswith(COMPONENT_PREFIX):
             name = schema["$ref"][len(COMPONENT_PREFIX) :]
             target = self.components.get(name, {})
-            if target.get("type") not in ("object", "array") and "properties" not in target:
+            composite = {"properties", "allOf", "oneOf"} & set(target)
+            if target.get("type") not in ("object", "array") and not composite:
                 return self.type_parts(target)  # small scalar schemas read better inline
             return [{"text": name, "href": "#schema-" + name}]
         if "enum" in schema:
@@ -251,29 +264,50 @@ class View:
         properties.update(schema.get("properties", {}))
         return properties, required + schema.get("required", [])
 
-    def fields(self, schema: dict, prefix: str = "", depth: int = 0) -> list[Field]:
+    def tree(self, schema: dict, depth: int = 0, seen: tuple = ()) -> list[Node]:
+        """The fields of an object schema (allOf and $refs merged in), each with the fields of
+        the objects it holds; the shapes of a oneOf as variant nodes."""
+        target = self.resolve(schema)
+        if "oneOf" in target:
+            return [self._variant(option, depth, seen) for option in target["oneOf"]]
         properties, required = self.object_parts(schema)
-        rows = []
+        nodes = []
         for name, prop in properties.items():
-            target = self.resolve(prop)
-            rows.append(
-                Field(
-                    prefix + name,
+            resolved = self.resolve(prop)
+            inner = resolved.get("items", {}) if resolved.get("type") == "array" else prop
+            ref = inner.get("$ref") if isinstance(inner, dict) else None
+            children: list[Node] = []
+            if depth < MAX_TREE_DEPTH and ref not in seen and self._has_fields(inner):
+                children = self.tree(inner, depth + 1, seen + ((ref,) if ref else ()))
+            nodes.append(
+                Node(
+                    name,
                     self.type_parts(prop),
                     name in required,
-                    prop.get("description") or target.get("description", ""),
-                    self.constraints({**target, **prop}),
-                    depth,
+                    prop.get("description") or resolved.get("description", ""),
+                    self.constraints({**resolved, **prop}),
+                    children,
                 )
             )
-            inline = prop if "$ref" not in prop else None
-            if inline and depth < MAX_DEPTH:
-                if inline.get("properties"):
-                    rows += self.fields(inline, f"{prefix}{name}.", depth + 1)
-                items = inline.get("items", {})
-                if inline.get("type") == "array" and items.get("properties"):
-                    rows += self.fields(items, f"{prefix}{name}[].", depth + 1)
-        return rows
+        return nodes
+
+    def _variant(self, option: dict, depth: int, seen: tuple) -> Node:
+        target = self.resolve(option)
+        properties, _ = self.object_parts(option)
+        tag = properties.get("type", {}).get("const")
+        return Node(
+            target.get("title", "variant"),
+            [{"text": f"type = {json.dumps(tag)}"}] if tag else self.type_parts(option),
+            False,
+            target.get("description", ""),
+            "",
+            self.tree(option, depth + 1, seen),
+            variant=True,
+        )
+
+    def _has_fields(self, schema: dict) -> bool:
+        target = self.resolve(schema)
+        return bool(target.get("properties") or target.get("allOf") or target.get("oneOf"))
 
     def example(self, schema: dict, depth: int = 0):
         """A plausible example value for a schema without one."""
@@ -305,28 +339,27 @@ class View:
         return "00000000-0000-4000-8000-000000000000" if schema.get("format") == "uuid" else ""
 
     def schema_sections(self) -> list[dict]:
+        """The public schemas (records, requests, responses), records first."""
         sections = []
-        order = ["records", "responses", "requests", "parameters", "queries"]
         names = sorted(
-            self.components,
-            key=lambda n: (
-                order.index(n.split(".")[0]) if n.split(".")[0] in order else len(order),
-                n,
-            ),
+            (n for n in self.components if n.startswith(PUBLIC_SCHEMAS)),
+            key=lambda n: (PUBLIC_SCHEMAS.index(n.split(".")[0] + "."), n),
         )
         for name in names:
             schema = self.components[name]
-            is_object = schema.get("type") == "object" or "properties" in schema
+            tree = self.tree({"$ref": COMPONENT_PREFIX + name}, seen=(COMPONENT_PREFIX + name,))
+            words = [name, schema.get("title", "")] + [node.name for node in tree]
             sections.append(
                 {
                     "name": name,
                     "title": schema.get("title", name),
                     "description": schema.get("description", ""),
-                    "fields": self.fields(schema) if is_object else [],
+                    "tree": tree,
                     "type": self.type_parts(schema),
                     "constraints": self.constraints(schema),
                     "closed": schema.get("additionalProperties") is False
                     or schema.get("unevaluatedProperties") is False,
+                    "search": " ".join(words).lower(),
                 }
             )
         return sections

@@ -60,6 +60,7 @@ class PageHandler(APIHandler):
     """An HTML page of the reference: no key needed, strict CSP, never framed."""
 
     auth_required = False
+    in_api_document = False  # the console is not part of the API (schemas/openapi.py)
     template = ""
 
     def set_default_headers(self) -> None:
@@ -84,6 +85,7 @@ class ProblemsHandler(PageHandler):
 
 class RootHandler(APIHandler):
     auth_required = False
+    in_api_document = False
 
     async def get(self) -> None:
         self.redirect("/reference")
@@ -94,6 +96,7 @@ class StaticHandler(APIHandler, StaticFileHandler):
     versioned URLs (?v=<hash>) are cached for long."""
 
     auth_required = False
+    in_api_document = False
     compute_etag = StaticFileHandler.compute_etag
 
     async def prepare(self) -> None:

@@ -4,6 +4,11 @@
 every other schema file becomes a component, and `$ref`s by `$id` are rewritten to
 `#/components/schemas/<folder>.<name>`. `route_mismatches` cross-checks the document against
 the routes the application serves and the schemas their handlers validate with.
+
+The document describes the API and the health checks only: routes whose handler sets
+`in_api_document = False` (the reference console's pages and assets) are not operations in it.
+Its shapes are the ones client generators understand: flat object schemas, `allOf` only as a
+list of whole parts, `oneOf` with a discriminator, binary bodies as `format: binary`.
 """
 
 from __future__ import annotations
@@ -18,26 +23,27 @@ from schemas import Schemas
 from schemas.problems import PROBLEMS
 
 ENDPOINTS = "/schemas/endpoints/"
-NOT_COMPONENTS = (ENDPOINTS, "/schemas/meta/")
+# Endpoint files describe operations and query files become parameters: neither is a component.
+NOT_COMPONENTS = (ENDPOINTS, "/schemas/meta/", "/schemas/queries/")
 ENDPOINT_META = "/schemas/meta/endpoint.json"
 NO_QUERY = "/schemas/queries/none.json"
 PROBLEM = "/schemas/records/problem.json"
-API_BASE = "/v1"
 UUID_SCHEMA = {"type": "string", "format": "uuid"}
+LICENSE = {"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
 STANDARD_PROBLEMS = ["invalid_request", "unauthorized", "rate_limited", "service_unavailable"]
 METHODS = ("get", "head", "post", "put", "patch", "delete", "options")
 TAGS = [
     ("Users", "Workspace users: the candidates for a list's ownerUserId."),
     (
         "Dialer lists",
-        "Create dialer lists and upload contacts to them (spec 4.10: GET /users, "
-        "POST /lists, POST /lists/{listId}/contacts, GET /lists).",
+        "Create dialer lists and upload contacts to them: GET /users, POST /lists, "
+        "POST /lists/{listId}/contacts, GET /lists.",
     ),
     ("Calls", "Calls and their recordings."),
     ("Prospects", "Prospects and their activity timelines."),
     ("Reporting", "Dialer KPIs."),
     ("Service", "Health of the service (no API key needed)."),
-    ("Reference", "This reference: the OpenAPI document and the console pages."),
+    ("Reference", "The OpenAPI document of this API."),
 ]
 
 DESCRIPTION = """\
@@ -119,7 +125,10 @@ def rewrite(node, base: str | None = None):
     for key, value in node.items():
         if key in ("$id", "$schema"):
             continue
-        if key == "$ref" and isinstance(value, str):
+        if key == "discriminator" and isinstance(value, dict) and "mapping" in value:
+            mapping = {k: rewrite({"$ref": v}, base)["$ref"] for k, v in value["mapping"].items()}
+            result[key] = {**value, "mapping": mapping}
+        elif key == "$ref" and isinstance(value, str):
             target, _, fragment = value.partition("#")
             if target.startswith("/schemas/"):
                 value = f"#/components/schemas/{component_name(target)}" + fragment
@@ -161,13 +170,6 @@ def endpoint_files(schemas: Schemas) -> list[dict]:
             raise ValueError(f"{sid}: unknown problem code {unknown[0]}")
         endpoints.append(doc)
     return endpoints
-
-
-def api_path(path: str) -> tuple[str, bool]:
-    """(path relative to the /v1 server, whether it lies under /v1)."""
-    if path.startswith(API_BASE + "/"):
-        return path[len(API_BASE) :], True
-    return path, False
 
 
 def parameters(endpoint: dict, schemas: Schemas) -> list[dict]:
@@ -274,10 +276,8 @@ def build_document(schemas: Schemas | None = None) -> dict:
     schemas = schemas or Schemas()
     paths: dict[str, dict] = {}
     for endpoint in endpoint_files(schemas):
-        path, under_api = api_path(endpoint["path"])
+        path = endpoint["path"]
         item = paths.setdefault(path, {})
-        if not under_api:
-            item["servers"] = [{"url": "/", "description": "the service root (not under /v1)"}]
         method = endpoint["method"].lower()
         if method in item:
             raise ValueError(f"{endpoint['$id']}: {endpoint['method']} {path} is documented twice")
@@ -295,8 +295,14 @@ def build_document(schemas: Schemas | None = None) -> dict:
     return {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
-        "info": {"title": "Workspace Data API", "version": "1.0.0", "description": DESCRIPTION},
-        "servers": [{"url": API_BASE, "description": "this service"}],
+        "info": {
+            "title": "Workspace Data API",
+            "version": "1.0.0",
+            "description": DESCRIPTION,
+            "license": LICENSE,
+        },
+        # Full paths (/v1/users, /healthz) under the service's root: one base URL for clients.
+        "servers": [{"url": "/", "description": "this service (the API is under /v1)"}],
         "security": [{"bearerAuth": []}],
         "tags": tags,
         "paths": dict(sorted(paths.items())),
@@ -328,10 +334,9 @@ def build_document(schemas: Schemas | None = None) -> dict:
 def operations(document: dict) -> Iterable[tuple[str, str, dict]]:
     """(full path as served, METHOD, operation) for every operation of the document."""
     for path, item in document["paths"].items():
-        base = "" if "servers" in item else API_BASE
         for method, op in item.items():
             if method in METHODS:
-                yield base + path, method.upper(), op
+                yield path, method.upper(), op
 
 
 # --- cross-check against the application's routes ----------------------------------------
@@ -368,7 +373,11 @@ def route_mismatches(document: dict, routes: list, endpoints: list[dict]) -> lis
     by_key = {(e["method"], e["path"]): e for e in endpoints}
     for path, method, _ in operations(document):
         route = route_for(sample_url(path), routes)
-        if route is None or route is routes[-1]:
+        if (
+            route is None
+            or route is routes[-1]
+            or getattr(route[1], "in_api_document", True) is False
+        ):
             problems.append(f"{method} {path} is documented but not served")
             continue
         handler = route[1]
@@ -391,6 +400,8 @@ def route_mismatches(document: dict, routes: list, endpoints: list[dict]) -> lis
                 f"{handler.__name__} validates {body}"
             )
     for route in routes[:-1]:
+        if getattr(route[1], "in_api_document", True) is False:
+            continue  # the console's pages and assets: not part of the API
         missing = handler_methods(route[1]) - served.get(route[0], set())
         for method in sorted(missing):
             problems.append(

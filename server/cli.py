@@ -7,13 +7,55 @@ import argparse
 import asyncio
 import logging
 import sys
+from urllib.parse import urlsplit
 
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConnectionFailure, PyMongoError
 
 from server.admin import add_admin_commands
 from server.config import ConfigError, load_config
 
 log = logging.getLogger("workspace_api")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default, or says that it is required."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        if not action.option_strings or "default" in text or action.default == argparse.SUPPRESS:
+            return text
+        if action.required:
+            return text if "required" in text else f"{text} (required)"
+        if action.default is None or action.default == []:
+            return f"{text} (default: none)"
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """The command's parsers (sub-commands inherit it): defaults shown in every --help."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *names, **kwargs):
+        if names and names[0].startswith("-") and not kwargs.get("help"):
+            kwargs["help"] = "required" if kwargs.get("required") else " "
+        return super().add_argument(*names, **kwargs)
+
+
+def mongodb_hosts(uri: str) -> str:
+    """Where a MongoDB URI points, without its credentials: 'db1:27017, db2:27017'."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return "the configured MONGODB_URI"
+    hosts = parts.netloc.rpartition("@")[2]
+    if parts.scheme == "mongodb+srv":
+        return f"the hosts of the DNS SRV record of {hosts}"
+    named = [h if h.rpartition(":")[2].isdigit() and "]" not in h.rpartition(":")[2]
+             else f"{h}:27017" for h in hosts.split(",") if h]
+    return ", ".join(named) or "the configured MONGODB_URI"
 
 def _count(low: int, high: int):
     """An argparse type: an integer from low to high."""
@@ -31,20 +73,30 @@ def _count(low: int, high: int):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="workspace-api", description="Workspace Data API server and admin tool"
     )
-    parser.add_argument("--config", help="configuration file (default: config.yaml)")
+    parser.add_argument("--config", help="configuration file (default: $WSAPI_CONFIG if set, "
+                                          "else config.yaml)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the API (MONGODB_URI decides the store)")
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
-    serve.add_argument("--processes", type=int, help="worker processes sharing the port")
+    serve = sub.add_parser("serve", help="run the API (MONGODB_URI decides the store)",
+                           description="Run the API against the store MONGODB_URI names.")
+    serve.add_argument("--host", help="listen address (default: host of the configuration, "
+                                      "$WSAPI_HOST, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default: port of the "
+                                                "configuration, $WSAPI_PORT, 8888)")
+    serve.add_argument("--processes", type=int,
+                       help="worker processes sharing the port (default: processes of the "
+                            "configuration, $WSAPI_PROCESSES, 1)")
 
-    demo = sub.add_parser("demo", help="run the API on the embedded store with demo data")
-    demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=8888)
+    demo = sub.add_parser("demo", help="run the API on the embedded store with demo data",
+                          description="Run the API on the embedded store, seeded with two demo "
+                                      "workspaces and their API keys.")
+    demo.add_argument("--host", help="listen address (default: host of the configuration, "
+                                     "$WSAPI_HOST, 127.0.0.1)")
+    demo.add_argument("--port", type=int, help="listen port, 0 for any free one (default: port "
+                                               "of the configuration, $WSAPI_PORT, 8888)")
     demo.add_argument(
         "--keys-file",
         default="demo-keys.json",
@@ -59,17 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="requests per minute per workspace (default: "
                            "$WSAPI_RATE_LIMIT_PER_MINUTE if set, else 60000)")
     demo.add_argument("--calls", type=_count(0, 2_000_000), default=5000,
-                      help="calls over the last 90 days in the first workspace (default 5000; "
-                           "the second workspace gets a tenth)")
+                      help="calls over the last 90 days in the first workspace (the second "
+                           "workspace gets a tenth)")
     demo.add_argument("--prospects", type=_count(20, 150_000), default=500,
-                      help="prospects in the first workspace (default 500)")
+                      help="prospects in the first workspace")
     demo.add_argument("--timeline", type=_count(0, 2_000_000), default=5000,
-                      help="extra activities of the one prospect with a very long timeline "
-                           "(default 5000)")
+                      help="extra activities of the one prospect with a very long timeline")
 
     provider = sub.add_parser("provider", help="run the simulated telephony provider")
-    provider.add_argument("--host", default="127.0.0.1")
-    provider.add_argument("--port", type=int, default=8899)
+    provider.add_argument("--host", default="127.0.0.1", help="listen address")
+    provider.add_argument("--port", type=int, default=8899, help="listen port")
     provider.add_argument("--account-id", help="default: $WSAPI_PROVIDER_ACCOUNT_ID")
     provider.add_argument("--auth-token", help="default: $WSAPI_PROVIDER_AUTH_TOKEN")
     provider.add_argument("--size", action="append", default=[], metavar="REF=BYTES",
@@ -81,6 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# `serve` on the embedded store: it starts empty and no admin command can reach it, so every
+# request would be 401 without a word of explanation.
+EMBEDDED_SERVE_HINT = """\
+workspace-api serve: MONGODB_URI=memory is the embedded store. It starts empty, without any
+workspace or API key, and admin commands cannot reach it, so every request gets 401.
+  To explore the API with data and keys:  workspace-api demo   (or: make demo)
+  To serve real data: set MONGODB_URI=mongodb://... and WSAPI_SECRET, then
+    workspace-api workspaces create NAME
+    workspace-api keys create --workspace WORKSPACE_ID --name NAME   (prints the key once)"""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -88,12 +150,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             from server.serve import serve
 
+            if config.embedded:
+                print(EMBEDDED_SERVE_HINT, file=sys.stderr, flush=True)
             return serve(config, args)
         if args.command == "provider":
             return run_simulated_provider(args)
         if args.command == "demo":
             from server.demo import run_demo
 
+            args.host = config.host if args.host is None else args.host
+            args.port = config.port if args.port is None else args.port
             return run_demo(config, args)
         from server.admin import run_admin
 
@@ -102,8 +168,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workspace-api: configuration error: {exc}", file=sys.stderr)
         return 2
     except PyMongoError as exc:
-        # Never echo the URI: it may carry credentials.
-        print(f"workspace-api: MongoDB is not usable: {type(exc).__name__}", file=sys.stderr)
+        # Never echo the URI or the driver's message: they may carry credentials.
+        hosts = mongodb_hosts(config.mongodb_uri)
+        if isinstance(exc, ConnectionFailure):
+            why = (f"no answer from {hosts} within {config.db_timeout_seconds:g} s "
+                   "(db_timeout_seconds, WSAPI_DB_TIMEOUT_SECONDS)")
+        else:
+            why = f"{hosts} refused the operation"
+        print(f"workspace-api: MongoDB is not usable ({type(exc).__name__}): {why}",
+              file=sys.stderr)
         return 3
 
 

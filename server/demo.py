@@ -321,6 +321,8 @@ async def start_simulated_provider(config: Config) -> Config:
 
 
 def banner(origin: str, workspaces: list[dict], keys_file: str, data: str | None = None) -> str:
+    # Listening on every address: show the loopback one, a URL that works from this machine.
+    origin = origin.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:")
     key = workspaces[0]["apiKey"]
     kept = f"SQLite file {data}: the data is kept" if data else "throwaway SQLite file: " \
         "nothing is kept; --data PATH keeps it"

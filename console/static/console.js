@@ -1,5 +1,6 @@
 // The interactive reference: the API key (this tab's sessionStorage only), the Try-it forms,
-// and how responses are shown (status, timing, headers, JSON, pages, audio, chart).
+// code samples built from them, how responses are shown (status, timing, headers, JSON, pages,
+// audio, chart), the search box, and the navigation menu on narrow screens.
 // Requests go only to this origin; the key is attached only to this origin's /v1 API.
 
 import { drawChart } from "./chart.js";
@@ -10,7 +11,10 @@ const SHOWN_HEADERS = [
   "Retry-After", "Link", "Location", "Content-Range", "Accept-Ranges", "ETag",
   "WWW-Authenticate", "Allow",
 ];
-const BODY_PLACEHOLDER = /"<id from GET \/(\w[\w-]*)>"/g;
+// The documented examples use the all-zero UUID for "an id you get elsewhere": ownerUserId is
+// filled from the last GET /users, listId from the last GET /lists, ...
+const NIL_ID = "00000000-0000-4000-8000-000000000000";
+const BODY_PLACEHOLDER = new RegExp(`"(\\w*?)([A-Z]?[a-z]+)Id": "${NIL_ID}"`, "g");
 const MAX_HIGHLIGHT = 400_000;
 
 const keyInput = document.getElementById("api-key");
@@ -92,23 +96,149 @@ function describeRequest(form) {
 function updatePreview(form) {
   const request = describeRequest(form);
   form.querySelector(".try-url").textContent = `${request.method} ${request.path}`;
+  const samples = form.closest(".op").querySelector(".samples");
+  if (samples) {
+    const auth = form.closest(".op").dataset.auth === "bearer";
+    for (const pre of samples.querySelectorAll("pre.sample")) {
+      pre.textContent = SAMPLES[pre.dataset.lang](request, auth);
+    }
+  }
 }
 
 function shellQuote(text) {
   return `'${text.replace(/'/g, "'\\''")}'`;
 }
 
+// An absolute URL for a sample; path parameters not filled in yet stay readable as {name}.
+function sampleUrl(path) {
+  return new URL(path, location.origin).href.replace(/%7B(\w+)%7D/g, "{$1}");
+}
+
 function curlFor(request, auth) {
   const parts = ["curl -i"];
   if (request.method === "HEAD") parts.push("--head");
   else if (request.method !== "GET") parts.push(`-X ${request.method}`);
-  parts.push(shellQuote(new URL(request.path, location.origin).href));
+  parts.push(shellQuote(sampleUrl(request.path)));
   if (auth) parts.push('-H "Authorization: Bearer $API_KEY"');
   for (const [name, value] of Object.entries(request.headers)) {
     parts.push(`-H ${shellQuote(`${name}: ${value}`)}`);
   }
   if (request.body !== undefined) parts.push(`--data ${shellQuote(request.body)}`);
   return parts.join(" \\\n  ");
+}
+
+// --- code samples: the request of the Try-it form, with the key read from $API_KEY ---------
+
+function pythonValue(value, indent = "") {
+  // JSON as a Python literal (true/false/null differ).
+  const inner = `${indent}    `;
+  if (Array.isArray(value)) {
+    if (!value.length) return "[]";
+    return `[\n${value.map((v) => inner + pythonValue(v, inner)).join(",\n")},\n${indent}]`;
+  }
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value);
+    if (!entries.length) return "{}";
+    return `{\n${entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${pythonValue(v, inner)}`).join(",\n")},\n${indent}}`;
+  }
+  if (value === true) return "True";
+  if (value === false) return "False";
+  if (value === null) return "None";
+  return JSON.stringify(value);
+}
+
+function parsedBody(request) {
+  try {
+    return { ok: true, value: JSON.parse(request.body) };
+  } catch {
+    return { ok: false, value: request.body };
+  }
+}
+
+function isAudio(request) {
+  return /\/recording(\?|$)/.test(request.path);
+}
+
+function pythonFor(request, auth) {
+  const url = new URL(request.path, location.origin);
+  const lines = [];
+  if (auth) lines.push("import os", "");
+  lines.push("import httpx", "");
+  const args = [`    ${JSON.stringify(sampleUrl(url.pathname))}`];
+  const params = [...url.searchParams];
+  if (params.length) {
+    args.push(`    params={${params.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(", ")}}`);
+  }
+  const headers = Object.entries(request.headers).filter(([name]) => name !== "Content-Type")
+    .map(([name, value]) => `${JSON.stringify(name)}: ${JSON.stringify(value)}`);
+  if (auth) headers.unshift('"Authorization": f"Bearer {os.environ[\'API_KEY\']}"');
+  if (headers.length) args.push(`    headers={${headers.join(", ")}}`);
+  if (request.body !== undefined) {
+    const body = parsedBody(request);
+    args.push(body.ok ? `    json=${pythonValue(body.value, "    ")}` : `    content=${JSON.stringify(body.value)}`);
+  }
+  lines.push(`response = httpx.${request.method.toLowerCase()}(`, `${args.join(",\n")},`, ")");
+  lines.push("response.raise_for_status()");
+  if (request.method === "HEAD") lines.push("print(response.status_code, dict(response.headers))");
+  else if (isAudio(request)) {
+    lines.push('with open("recording.mp3", "wb") as file:', "    file.write(response.content)");
+  } else lines.push("print(response.json())");
+  return lines.join("\n");
+}
+
+function javascriptFor(request, auth) {
+  const url = sampleUrl(request.path);
+  const options = [];
+  if (request.method !== "GET") options.push(`  method: ${JSON.stringify(request.method)},`);
+  const headers = Object.entries(request.headers)
+    .map(([name, value]) => `    ${JSON.stringify(name)}: ${JSON.stringify(value)},`);
+  if (auth) headers.unshift("    Authorization: `Bearer ${process.env.API_KEY}`,");
+  if (headers.length) options.push("  headers: {", ...headers, "  },");
+  if (request.body !== undefined) {
+    const body = parsedBody(request);
+    options.push(body.ok
+      ? `  body: JSON.stringify(${JSON.stringify(body.value, null, 2).replaceAll("\n", "\n  ")}),`
+      : `  body: ${JSON.stringify(body.value)},`);
+  }
+  const call = options.length
+    ? `const response = await fetch(${JSON.stringify(url)}, {\n${options.join("\n")}\n});`
+    : `const response = await fetch(${JSON.stringify(url)});`;
+  const lines = [call, "if (!response.ok) throw new Error(`${response.status} ${await response.text()}`);"];
+  if (request.method === "HEAD") lines.push("console.log(response.status, Object.fromEntries(response.headers));");
+  else if (isAudio(request)) {
+    lines.unshift('import { writeFile } from "node:fs/promises";', "");
+    lines.push('await writeFile("recording.mp3", Buffer.from(await response.arrayBuffer()));');
+  } else lines.push("console.log(await response.json());");
+  return lines.join("\n");
+}
+
+const SAMPLES = { curl: curlFor, python: pythonFor, javascript: javascriptFor };
+
+function showSample(samples, lang) {
+  for (const tab of samples.querySelectorAll(".sample-tab")) {
+    tab.setAttribute("aria-selected", String(tab.dataset.lang === lang));
+  }
+  for (const pre of samples.querySelectorAll("pre.sample")) pre.hidden = pre.dataset.lang !== lang;
+}
+
+for (const samples of document.querySelectorAll(".samples")) {
+  for (const tab of samples.querySelectorAll(".sample-tab")) {
+    tab.addEventListener("click", () => {
+      // One language for the whole page: switching here switches every operation's samples.
+      for (const other of document.querySelectorAll(".samples")) showSample(other, tab.dataset.lang);
+    });
+  }
+  const copy = samples.querySelector(".sample-copy");
+  copy.addEventListener("click", async () => {
+    const shown = samples.querySelector("pre.sample:not([hidden])");
+    try {
+      await navigator.clipboard.writeText(shown.textContent);
+      copy.textContent = "Copied";
+    } catch {
+      copy.textContent = "Select and copy";
+    }
+    setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+  });
 }
 
 // --- sending -----------------------------------------------------------------------------
@@ -334,8 +464,10 @@ function fillForm(form) {
   }
   const body = form.elements.namedItem("__body");
   if (body) {
-    body.value = body.value.replace(BODY_PLACEHOLDER, (whole, resource) =>
-      remembered[resource] ? JSON.stringify(remembered[resource]) : whole);
+    body.value = body.value.replace(BODY_PLACEHOLDER, (whole, prefix, noun) => {
+      const id = remembered[`${noun.toLowerCase()}s`];
+      return id ? `"${prefix}${noun}Id": ${JSON.stringify(id)}` : whole;
+    });
   }
   updatePreview(form);
 }
@@ -368,3 +500,92 @@ const observer = new IntersectionObserver((entries) => {
   }
 }, { rootMargin: "-120px 0px -55% 0px" });
 for (const op of document.querySelectorAll(".op")) observer.observe(op);
+
+// --- search: filters operations and schemas (sidebar and page) as you type ------------------
+
+const search = document.getElementById("search");
+const searchStatus = document.getElementById("search-status");
+const schemasSection = document.getElementById("schemas");
+const navSchemas = document.getElementById("nav-schemas");
+
+function filter() {
+  const terms = search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  const matches = (node) => terms.every((term) => node.dataset.search.includes(term));
+  let operations = 0;
+  let schemas = 0;
+  for (const op of document.querySelectorAll("article.op")) {
+    op.hidden = !matches(op);
+    if (!op.hidden) operations += 1;
+  }
+  for (const schema of document.querySelectorAll("details.schema")) {
+    schema.hidden = !matches(schema);
+    if (!schema.hidden) schemas += 1;
+  }
+  for (const item of document.querySelectorAll(".sidebar li[data-search]")) item.hidden = !matches(item);
+  for (const group of document.querySelectorAll(".sidebar .nav-group")) {
+    group.hidden = !group.querySelector("li[data-search]:not([hidden])");
+  }
+  for (const section of document.querySelectorAll("section.tag")) {
+    section.hidden = !section.querySelector("article.op:not([hidden])");
+  }
+  if (terms.length) {
+    schemasSection.hidden = schemas === 0;
+    schemasSection.open = schemas > 0;
+    navSchemas.open = schemas > 0;
+    searchStatus.hidden = false;
+    searchStatus.textContent = operations + schemas === 0
+      ? "Nothing matches."
+      : `${operations} operation${operations === 1 ? "" : "s"}, ${schemas} schema${schemas === 1 ? "" : "s"}`;
+  } else {
+    schemasSection.hidden = false;
+    searchStatus.hidden = true;
+  }
+}
+
+search.addEventListener("input", filter);
+search.addEventListener("search", filter);
+search.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") {
+    search.value = "";
+    filter();
+  }
+});
+document.addEventListener("keydown", (event) => {
+  const typing = event.target.closest("input, textarea, select");
+  if (event.key === "/" && !typing) {
+    event.preventDefault();
+    search.focus();
+  }
+});
+
+// --- links into folded sections open them -------------------------------------------------
+
+function reveal(hash) {
+  const target = hash.length > 1 ? document.getElementById(decodeURIComponent(hash.slice(1))) : null;
+  if (!target) return;
+  target.hidden = false;
+  for (let node = target; node; node = node.parentElement) {
+    if (node.tagName === "DETAILS") node.open = true;
+  }
+  target.scrollIntoView();
+}
+window.addEventListener("hashchange", () => reveal(location.hash));
+if (location.hash) reveal(location.hash);
+
+// --- the navigation menu on narrow screens ------------------------------------------------
+
+const menuToggle = document.getElementById("menu-toggle");
+function setMenu(open) {
+  document.body.classList.toggle("nav-open", open);
+  menuToggle.setAttribute("aria-expanded", String(open));
+}
+menuToggle.addEventListener("click", () => setMenu(!document.body.classList.contains("nav-open")));
+for (const link of document.querySelectorAll(".sidebar a")) {
+  link.addEventListener("click", () => setMenu(false));
+}
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") setMenu(false);
+});
+document.body.addEventListener("click", (event) => {
+  if (event.target === document.body) setMenu(false); // the shade beside the open menu
+});

@@ -20,7 +20,8 @@ SETTLE = 2.0
 
 @pytest.fixture
 def config():
-    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE)))
+    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE),
+                                            WSAPI_RATE_LIMIT_PER_MINUTE="1000000"))
 
 
 async def add_calls(store, ws, count: int, start: dt.datetime, step=dt.timedelta(minutes=1),

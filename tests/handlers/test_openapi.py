@@ -118,14 +118,107 @@ def test_a_malformed_endpoint_file_is_refused_with_its_name():
 
 
 def test_every_schema_file_is_a_component_with_refs_into_components(document):
+    """Query files become parameters, so they are not components (unused components are
+    lint warnings); every other schema file is one."""
     components = document["components"]["schemas"]
     for sid in Schemas().documents:
-        if sid.startswith(("/schemas/endpoints/", "/schemas/meta/")):
-            continue
         name = sid.removeprefix("/schemas/").removesuffix(".json").replace("/", ".")
+        if sid.startswith(("/schemas/endpoints/", "/schemas/meta/", "/schemas/queries/")):
+            assert name not in components
+            continue
         assert name in components
     text = str(components)
     assert "'/schemas/" not in text and "$id" not in text
+
+
+def test_the_console_is_not_part_of_the_api_document(document):
+    """Only the API (under /v1) and the health checks are operations: generated clients get
+    no modules for the reference pages."""
+    paths = {path for path, _, _ in operations(document)}
+    assert paths == {p for p in paths if p.startswith("/v1/")} | {"/healthz", "/readyz"}
+    assert not any(p.startswith("/reference") or p == "/" for p in paths)
+    assert document["info"]["license"]["name"]
+
+
+def walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from walk(value)
+
+
+def test_shapes_that_client_generators_understand(document):
+    schemas = document["components"]["schemas"]
+    # No allOf next to properties of its own, no if/then, no anyOf except "T or null".
+    for node in walk(schemas):
+        assert "if" not in node and "then" not in node
+        if "allOf" in node:
+            assert "properties" not in node and "required" not in node, node.get("title")
+        for option in node.get("anyOf", []):
+            assert option == {"type": "null"} or "$ref" in option, node.get("title")
+    # Paged envelopes: one object each, records typed.
+    for name, records in [("calls", "call"), ("lists", "list"), ("prospects", "prospect")]:
+        page = schemas[f"responses.{name}-page"]
+        assert "allOf" not in page and page["type"] == "object"
+        assert page["properties"][name]["items"] == {
+            "$ref": f"#/components/schemas/records.{records}"
+        }
+        assert {"pageSize", "hasMore", "nextCursor", name} == set(page["required"])
+        assert {"total", "page"} <= set(page["properties"])  # page-number requests only
+    # One Contact object: eight optional strings; the non-blank rule in words and x- keyword.
+    contact = schemas["requests.contact"]
+    assert "anyOf" not in contact and "required" not in contact
+    assert len(contact["properties"]) == 8
+    assert all(p["type"] == "string" for p in contact["properties"].values())
+    assert contact["x-atLeastOneNonBlank"] is True and "non-blank" in contact["description"]
+    # Metrics rows have their own schemas: the figures plus the row's own fields. (Inline:
+    # as components, Schemathesis takes the rows for objects a workspace owns and reads the
+    # echoed userId filter as another workspace's object.)
+    metrics = schemas["responses.dialer-metrics"]["properties"]
+    assert metrics["totals"]["$ref"] == "#/components/schemas/records.dialer-metrics"
+    for name, own in [("byUser", {"userId"}), ("byDay", {"date", "startsAt", "endsAt"})]:
+        row = metrics[name]["items"]
+        assert row["title"] and row["unevaluatedProperties"] is False
+        assert row["allOf"][0]["$ref"] == "#/components/schemas/records.dialer-metrics"
+        assert set(row["allOf"][1]["properties"]) == own == set(row["allOf"][1]["required"])
+    # Activity: oneOf with a `type` discriminator whose mapping names every variant.
+    activity = schemas["records.activity"]
+    assert activity["discriminator"]["propertyName"] == "type"
+    assert sorted(v["$ref"] for v in activity["oneOf"]) == sorted(
+        activity["discriminator"]["mapping"].values()
+    )
+    for tag, ref in activity["discriminator"]["mapping"].items():
+        variant = schemas[ref.rsplit("/", 1)[1]]
+        assert variant["allOf"][1]["properties"]["type"]["const"] == tag
+    # The recording is binary for 200 and 206.
+    op = documented(document, "GET", "/v1/calls/{id}/recording", 200)
+    for status in (200, 206):
+        media = documented(document, "GET", "/v1/calls/{id}/recording", status)["content"]
+        assert media["audio/mpeg"]["schema"]["format"] == "binary"
+    assert op["content"]["audio/mpeg"]["schema"]["contentMediaType"] == "audio/mpeg"
+
+
+def test_examples_are_valid_for_their_schemas(document):
+    schemas = Schemas()
+    for endpoint in endpoint_files(schemas):
+        if "bodyExample" in endpoint:
+            assert schemas.errors(endpoint["body"], endpoint["bodyExample"]) == [], endpoint["$id"]
+
+
+def test_the_at_least_one_non_blank_rule_is_enforced_by_the_validators():
+    schemas = Schemas()
+    upload = "/schemas/requests/contacts-upload.json"
+    assert schemas.errors(upload, {"contacts": [{"email": "a@b.c", "firstName": " "}]}) == []
+    for blank in ({}, {"firstName": "  "}, {"email": "", "jobTitle": "\t"}):
+        assert schemas.errors(upload, {"contacts": [{"email": "a@b.c"}, blank]}) == [
+            {
+                "pointer": "#/contacts/1",
+                "detail": "must contain at least one supported field with a non-blank value",
+            }
+        ]
 
 
 def test_problem_responses_match_the_problem_table(document):
@@ -201,3 +294,8 @@ def test_sample_url_fills_parameters():
         sample_url("/v1/lists/{listId}/contacts")
         == "/v1/lists/00000000-0000-4000-8000-000000000000/contacts"
     )
+
+
+def test_the_problem_schema_lists_every_error_code():
+    enum = Schemas().documents["/schemas/records/problem.json"]["properties"]["code"]["enum"]
+    assert sorted(enum) == sorted(PROBLEMS)

@@ -1,0 +1,252 @@
+// Calls every operation of the Workspace Data API through openapi-fetch, typed by the
+// `paths` that openapi-typescript generates from /v1/openapi.json (generated/schema.d.ts).
+// Every field of every response is read through its typed property: each `read*` function
+// rebuilds a record from its declared fields (tsc --strict fails on a missing or unknown field)
+// and the rebuilt record must equal the one received (so no field is left untyped).
+// Type-checked with `tsc --strict` and run against a live demo by
+// tests/e2e/test_generated_clients.py.
+//
+// Usage: node generated/dist/call-every-operation.js BASE_URL API_KEY OUTPUT_DIR
+
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+import createClient from "openapi-fetch";
+
+import type { components, paths } from "./generated/schema.js";
+
+type Schemas = components["schemas"];
+type Activity = Schemas["records.activity"];
+type Problem = Schemas["records.problem"];
+type Report = Schemas["responses.dialer-metrics"];
+
+const [baseUrl, key, output] = process.argv.slice(2);
+const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
+const anonymous = createClient<paths>({ baseUrl });
+const called: Record<string, number> = {};
+
+function expectOk<T>(operationId: string, result: { data?: T; response: Response }, status = 200): T {
+  called[operationId] = result.response.status;
+  assert.equal(result.response.status, status, operationId);
+  assert.ok(result.data !== undefined, operationId);
+  return result.data;
+}
+
+function expectHead(operationId: string, response: Response): void {
+  called[operationId] = response.status;
+  assert.equal(response.status, 200, operationId);
+  assert.ok(response.headers.get("x-request-id"), operationId);
+}
+
+function readProblem(operationId: string, error: Problem | undefined, response: Response, status: number): Problem {
+  called[operationId] ??= response.status;
+  assert.equal(response.status, status, operationId);
+  assert.ok(error !== undefined, operationId);
+  const problem: Problem = {
+    type: error.type,
+    title: error.title,
+    status: error.status,
+    code: error.code,
+    detail: error.detail,
+    requestId: error.requestId,
+    ...(error.errors === undefined
+      ? {}
+      : { errors: error.errors.map((e) => ({ pointer: e.pointer, detail: e.detail })) }),
+  };
+  assert.deepEqual(problem, error);
+  assert.equal(problem.type, `/reference/problems#${problem.code}`);
+  assert.equal(problem.requestId, response.headers.get("x-request-id"));
+  return problem;
+}
+
+function readUser(u: Schemas["records.user"]): Schemas["records.user"] {
+  const user = { id: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, createdAt: u.createdAt };
+  assert.deepEqual(user, u);
+  return user;
+}
+
+function readList(l: Schemas["records.list"]): Schemas["records.list"] {
+  const list = {
+    id: l.id, name: l.name, source: l.source, ownerUserId: l.ownerUserId,
+    createdAt: l.createdAt, updatedAt: l.updatedAt, prospectsCount: l.prospectsCount,
+  };
+  assert.deepEqual(list, l);
+  return list;
+}
+
+function readCall(c: Schemas["records.call"]): Schemas["records.call"] {
+  const call: Schemas["records.call"] = {
+    id: c.id, direction: c.direction, disposition: c.disposition, fromNumber: c.fromNumber,
+    toNumber: c.toNumber, userId: c.userId, prospectId: c.prospectId, listId: c.listId,
+    startedAt: c.startedAt, answeredAt: c.answeredAt, endedAt: c.endedAt,
+    durationSeconds: c.durationSeconds, hasRecording: c.hasRecording,
+    recordingDurationSeconds: c.recordingDurationSeconds, meetingBooked: c.meetingBooked,
+    notes: c.notes, createdAt: c.createdAt, updatedAt: c.updatedAt,
+  };
+  assert.deepEqual(call, c);
+  assert.equal(call.recordingDurationSeconds !== null, call.hasRecording);
+  return call;
+}
+
+function readProspect(p: Schemas["records.prospect"]): Schemas["records.prospect"] {
+  const prospect: Schemas["records.prospect"] = {
+    id: p.id, firstName: p.firstName, lastName: p.lastName, phoneNumber: p.phoneNumber,
+    email: p.email, companyName: p.companyName, companyDomain: p.companyDomain,
+    jobTitle: p.jobTitle, linkedinUrl: p.linkedinUrl, ownerUserId: p.ownerUserId,
+    listIds: [...p.listIds], createdAt: p.createdAt, updatedAt: p.updatedAt,
+  };
+  assert.deepEqual(prospect, p);
+  return prospect;
+}
+
+function readMetrics(m: Schemas["records.dialer-metrics"]): Schemas["records.dialer-metrics"] {
+  return {
+    dials: m.dials, connects: m.connects, connectRate: m.connectRate,
+    conversations: m.conversations, conversationRate: m.conversationRate,
+    meetingsBooked: m.meetingsBooked, meetingRate: m.meetingRate, voicemails: m.voicemails,
+    talkTimeSeconds: m.talkTimeSeconds, averageTalkTimeSeconds: m.averageTalkTimeSeconds,
+  };
+}
+
+function readActivity(a: Activity): Activity {
+  const common = { id: a.id, occurredAt: a.occurredAt, userId: a.userId, callId: a.callId, summary: a.summary };
+  let activity: Activity;
+  switch (a.type) {
+    case "call":
+      activity = { ...common, type: a.type, details: {
+        direction: a.details.direction, disposition: a.details.disposition,
+        durationSeconds: a.details.durationSeconds } };
+      break;
+    case "note":
+      activity = { ...common, type: a.type, details: { text: a.details.text } };
+      break;
+    case "email":
+      activity = { ...common, type: a.type, details: { direction: a.details.direction, subject: a.details.subject } };
+      break;
+    case "list_added":
+      activity = { ...common, type: a.type, details: { listId: a.details.listId, listName: a.details.listName } };
+      break;
+    case "meeting_booked":
+      activity = { ...common, type: a.type, details: { scheduledFor: a.details.scheduledFor } };
+      break;
+    case "status_change":
+      activity = { ...common, type: a.type, details: { from: a.details.from, to: a.details.to } };
+      break;
+  }
+  assert.deepEqual(activity, a);
+  return activity;
+}
+
+async function main(): Promise<Record<string, unknown>> {
+  const live = expectOk("getLiveness", await anonymous.GET("/healthz"));
+  assert.equal(live.status, "ok");
+  expectHead("getLivenessHead", (await anonymous.HEAD("/healthz")).response);
+  assert.equal(expectOk("getReadiness", await anonymous.GET("/readyz")).status, "ready");
+  expectHead("getReadinessHead", (await anonymous.HEAD("/readyz")).response);
+  const document = expectOk("getOpenApi", await anonymous.GET("/v1/openapi.json"));
+  assert.match(document.openapi, /^3\.1/);
+  expectHead("getOpenApiHead", (await anonymous.HEAD("/v1/openapi.json")).response);
+
+  const users = expectOk("listUsers", await api.GET("/v1/users")).users.map(readUser);
+  expectHead("listUsersHead", (await api.HEAD("/v1/users")).response);
+
+  const created = readList(expectOk("createList", await api.POST("/v1/lists", {
+    body: { name: "Generated TypeScript client", ownerUserId: users[0].id },
+  }), 201).list);
+  assert.equal(created.prospectsCount, 0);
+  const listId = { params: { path: { listId: created.id } } };
+  const uploaded = expectOk("uploadContacts", await api.POST("/v1/lists/{listId}/contacts", {
+    ...listId, body: { contacts: [{ firstName: "Grace", lastName: "Hopper", email: "grace@example.com" }] },
+  }));
+  assert.deepEqual(
+    { listId: uploaded.listId, acceptedContacts: uploaded.acceptedContacts, totalProspects: uploaded.totalProspects },
+    { listId: created.id, acceptedContacts: 1, totalProspects: 1 });
+  const blank = await api.POST("/v1/lists/{listId}/contacts", { ...listId, body: { contacts: [{ email: "" }] } });
+  const invalid = readProblem("uploadContacts", blank.error, blank.response, 400);
+  assert.equal(invalid.code, "invalid_request");
+  assert.equal(invalid.errors?.[0]?.pointer, "#/contacts/0");
+
+  assert.equal(readList(expectOk("getList", await api.GET("/v1/lists/{listId}", listId)).list).prospectsCount, 1);
+  expectHead("getListHead", (await api.HEAD("/v1/lists/{listId}", listId)).response);
+  const missing = await api.GET("/v1/lists/{listId}", { params: { path: { listId: randomUUID() } } });
+  assert.equal(readProblem("getList", missing.error, missing.response, 404).code, "not_found");
+
+  const lists = expectOk("listLists", await api.GET("/v1/lists", { params: { query: { pageSize: 100 } } }));
+  assert.ok(lists.lists.map(readList).some((l) => l.id === created.id));
+  assert.deepEqual([lists.page, lists.pageSize, (lists.total ?? -1) >= lists.lists.length], [1, 100, true]);
+  expectHead("listListsHead", (await api.HEAD("/v1/lists")).response);
+
+  const page = expectOk("listCalls", await api.GET("/v1/calls", { params: { query: { pageSize: 100 } } }));
+  const calls = page.calls.map(readCall);
+  assert.equal(page.hasMore, (page.total ?? 0) > calls.length);
+  assert.ok(typeof page.nextCursor === "string");
+  const following = expectOk("listCalls", await api.GET("/v1/calls", { params: { query: { cursor: page.nextCursor ?? undefined } } }));
+  const seen = new Set(calls.map((c) => c.id));
+  assert.ok(following.calls.map(readCall).every((c) => !seen.has(c.id)));
+  assert.deepEqual([following.total, following.page], [undefined, undefined]);
+  expectHead("listCallsHead", (await api.HEAD("/v1/calls")).response);
+
+  let recording: string | null = null;
+  for (const call of calls.filter((c) => c.hasRecording)) {
+    const id = { params: { path: { id: call.id } } };
+    const whole = await api.GET("/v1/calls/{id}/recording", { ...id, parseAs: "arrayBuffer" });
+    if (whole.response.status !== 200) { // the demo keeps one recording missing upstream
+      readProblem("getCallRecording", whole.error, whole.response, whole.response.status);
+      continue;
+    }
+    const bytes = new Uint8Array(expectOk("getCallRecording", whole));
+    assert.equal(bytes.length, Number(whole.response.headers.get("content-length")));
+    assert.ok(bytes[0] === 0x49 || (bytes[0] === 0xff && (bytes[1] & 0xe0) === 0xe0));
+    recording = join(output, `call-${call.id}.mp3`);
+    writeFileSync(recording, bytes);
+    const part = await api.GET("/v1/calls/{id}/recording", {
+      params: { path: { id: call.id }, header: { Range: "bytes=0-1023" } }, parseAs: "arrayBuffer",
+    });
+    assert.deepEqual(new Uint8Array(expectOk("getCallRecording", part, 206)), bytes.slice(0, 1024));
+    assert.equal(part.response.headers.get("content-range"), `bytes 0-1023/${bytes.length}`);
+    const head = await api.HEAD("/v1/calls/{id}/recording", id);
+    expectHead("getCallRecordingHead", head.response);
+    assert.equal(head.response.headers.get("content-length"), String(bytes.length));
+    break;
+  }
+  assert.ok(recording !== null, "no recording could be downloaded");
+
+  const prospects = expectOk("listProspects", await api.GET("/v1/prospects"));
+  prospects.prospects.forEach(readProspect);
+  expectHead("listProspectsHead", (await api.HEAD("/v1/prospects")).response);
+
+  const selector = { params: { query: { prospectId: calls[0].prospectId } } };
+  const timeline = expectOk("getProspectActivities", await api.GET("/v1/prospect-activities", selector));
+  readProspect(timeline.prospect);
+  const types = [...new Set(timeline.activities.map(readActivity).map((a) => a.type))].sort();
+  assert.ok(types.includes("call"));
+  expectHead("getProspectActivitiesHead", (await api.HEAD("/v1/prospect-activities", selector)).response);
+
+  const last = calls.map((c) => c.startedAt).sort().at(-1)!.slice(0, 10);
+  const first = new Date(Date.parse(`${last}T00:00:00Z`) - 30 * 86_400_000).toISOString().slice(0, 10);
+  const range = { params: { query: { from: first, to: last, timezone: "UTC" } } };
+  const report = expectOk("getDialerMetrics", await api.GET("/v1/reporting/dialer-metrics", range));
+  const dials = readMetrics(report.totals).dials;
+  assert.deepEqual(readMetrics(report.totals), report.totals);
+  const days = report.byDay.map((d) => {
+    const day: Report["byDay"][number] = { ...readMetrics(d), date: d.date, startsAt: d.startsAt, endsAt: d.endsAt };
+    assert.deepEqual(day, d);
+    return day;
+  });
+  const byUser = report.byUser.map((u) => {
+    const row: Report["byUser"][number] = { ...readMetrics(u), userId: u.userId };
+    assert.deepEqual(row, u);
+    return row;
+  });
+  assert.equal(days.reduce((sum, d) => sum + d.dials, 0), dials);
+  assert.equal(byUser.reduce((sum, u) => sum + u.dials, 0), dials);
+  assert.deepEqual([report.from, report.to, report.timezone, report.userId], [first, last, "UTC", null]);
+  assert.ok(report.startsAt < report.endsAt);
+  expectHead("getDialerMetricsHead", (await api.HEAD("/v1/reporting/dialer-metrics", range)).response);
+
+  return { called, recording, activityTypes: types };
+}
+
+console.log(JSON.stringify(await main()));
