@@ -48,10 +48,10 @@ class ContactsHandler(APIHandler):
         if target is None:
             raise not_found("list")
         contacts = self.body["contacts"]
-        members = await store.prospects.add_to_list(self.workspace_id, target, contacts)
-        updated = await store.lists.set_count(self.workspace_id, list_id, members)
+        upload = await store.prospects.add_to_list(self.workspace_id, target, contacts)
+        updated = await store.lists.set_count(self.workspace_id, list_id, upload.members)
         self.send_json({"listId": list_id, "acceptedContacts": len(contacts),
-                        "totalProspects": updated["prospectsCount"]})
+                        "totalProspects": updated["prospectsCount"], "results": upload.results})
 
 
 default_handlers = [

@@ -85,6 +85,8 @@ class Candidate:
     linkedin: str | None
     id: str | None = None  # None for a prospect this upload creates
     fills: dict = dataclasses.field(default_factory=dict)
+    reason: str = ""  # why a new prospect was made despite matches: "linkedin", "ambiguous"
+    created: bool = False  # set by the backend once this upload has inserted it
 
     @classmethod
     def from_doc(cls, doc: dict) -> Candidate:
@@ -150,9 +152,50 @@ def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
     for candidate in pool:
         if candidate.key == key:
             return candidate
-    created = Candidate(key, {}, None, None, None)
+    created = Candidate(key, {}, None, None, None, reason=reason)
     pool.append(created)
     return created
+
+
+REASONS = {"linkedin": "linkedin_conflict", "ambiguous": "ambiguous_match"}
+
+
+@dataclasses.dataclass
+class Upload:
+    """What a contact upload did: the list's prospect count afterwards, and per contact (in
+    request order) the prospect it became and whether this upload created it."""
+
+    members: int
+    results: list[dict]
+
+
+def match_all(contacts: list[Contact], pool: list[Candidate]) -> tuple[list[Candidate],
+                                                                        list[Candidate]]:
+    """The distinct prospects an upload touches, and the one each contact lands on."""
+    targets, chosen = [], []
+    for contact in contacts:
+        target = resolve(contact, pool)
+        target.absorb(contact)
+        chosen.append(target)
+        if target not in targets:
+            targets.append(target)
+    return targets, chosen
+
+
+def outcomes(chosen: list[Candidate]) -> list[dict]:
+    """Per contact: {"index", "prospectId", "outcome"} and, for a prospect created although
+    email or phone matches existed, "reason". A prospect's first contact in the request says
+    "created" when this upload created it; every other contact says "reused"."""
+    results, seen = [], set()
+    for index, target in enumerate(chosen):
+        entry = {"index": index, "prospectId": target.id, "outcome": "reused"}
+        if target.created and id(target) not in seen:
+            entry["outcome"] = "created"
+            if target.reason:
+                entry["reason"] = REASONS[target.reason]
+        seen.add(id(target))
+        results.append(entry)
+    return results
 
 
 def prospect_document(workspace_id: str, contact: Contact, key: str, owner_user_id: str | None,

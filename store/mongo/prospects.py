@@ -1,9 +1,11 @@
 """Contact upload and prospect reads on MongoDB.
 
 An upload costs a fixed number of round trips whatever the number of contacts: one read of the
-candidate prospects, one bulk write of prospects, one bulk write of list memberships, then one
-bulk write of `list_added` activities (one per prospect and list, idempotent), plus one read of
-prospect ids only when a concurrent upload created some of this upload's new prospects first.
+candidate prospects, one bulk write of new prospects (upserts on their dedupe key) and of the
+blank fields of prospects that existed before, one bulk write of list memberships, then one bulk
+write of `list_added` activities (one per prospect and list, idempotent by _id), plus one read
+of prospect ids and one bulk write of their blank fields only when a concurrent upload created
+some of this upload's new prospects first.
 Uploads of one workspace take turns through a lease (store/mongo/locks.py).
 """
 
@@ -26,10 +28,12 @@ from store.prospects import (
     RECORD_FIELDS,
     Candidate,
     Contact,
+    Upload,
     dedupe_key,
     derived_fields,
+    match_all,
+    outcomes,
     prospect_document,
-    resolve,
 )
 from store.prospects import record as _record
 
@@ -44,11 +48,13 @@ class Prospects:
     def parse_contact(self, raw: dict) -> Contact:
         return Contact.parse(raw, self.default_region)
 
-    async def add_to_list(self, workspace_id: str, listing: dict, raw_contacts: list[dict]) -> int:
+    async def add_to_list(self, workspace_id: str, listing: dict,
+                          raw_contacts: list[dict]) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record).
 
-        Returns the list's number of prospects after the upload, counted while the upload still
-        holds its turn. Idempotent: repeating the same upload adds nothing.
+        Returns the list's number of prospects after the upload (counted while the upload still
+        holds its turn) and each contact's outcome. Idempotent: the same upload again adds
+        nothing.
         """
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         # Matching reads the workspace's prospects and then writes: uploads of one workspace
@@ -57,30 +63,28 @@ class Prospects:
         # upserts stay as the second line of defence.
         async with self.leases.held(workspace_id, "contact-upload"):
             try:
-                await self._add_to_list(workspace_id, listing, contacts)
+                chosen = await self._add_to_list(workspace_id, listing, contacts)
             except BulkWriteError as exc:  # a fallback: the lease already serialises uploads
                 if any(e.get("code") != DUPLICATE_KEY
                        for e in exc.details.get("writeErrors", [])):
                     raise
-                await self._add_to_list(workspace_id, listing, contacts)
-            return await self.count_in_list(workspace_id, listing["id"])
+                chosen = await self._add_to_list(workspace_id, listing, contacts)
+            members = await self.count_in_list(workspace_id, listing["id"])
+            return Upload(members, outcomes(chosen))
 
     async def count_in_list(self, workspace_id: str, list_id: str) -> int:
         """How many prospects the list has (index workspaceId+listIds+createdAt+_id)."""
         return await self.col.count_documents({"workspaceId": workspace_id, "listIds": list_id})
 
-    async def _add_to_list(self, workspace_id: str, listing: dict, contacts: list[Contact]) -> None:
+    async def _add_to_list(self, workspace_id: str, listing: dict,
+                           contacts: list[Contact]) -> list[Candidate]:
+        """One attempt at the upload; the prospect each contact landed on."""
         list_id, owner_user_id = listing["id"], listing["ownerUserId"]
         now = utcnow()
-        pool = await self._candidates(workspace_id, contacts)
-        targets: list[Candidate] = []
-        for contact in contacts:
-            target = resolve(contact, pool)
-            target.absorb(contact)
-            if target not in targets:
-                targets.append(target)
-
-        writes, memberships, upserts = [], [], {}
+        targets, chosen = match_all(contacts, await self._candidates(workspace_id, contacts))
+        # First bulk write: an upsert per new prospect (on its unique dedupeKey) and the blank
+        # fields of prospects that existed before; a prospect just upserted has no blanks.
+        writes, upserts = [], {}
         for target in targets:
             if target.id is None:
                 selector = {"workspaceId": workspace_id, "dedupeKey": target.key}
@@ -91,41 +95,51 @@ class Prospects:
                 upserts[doc["_id"]] = target
                 writes.append(UpdateOne(selector, {"$setOnInsert": doc}, upsert=True))
             else:
-                selector = {"_id": target.id, "workspaceId": workspace_id}
-            # Fill blanks field by field: each update applies only while the field is still
-            # absent, so a concurrent writer's value is never overwritten.
-            derived = derived_fields(target.email, target.phone, target.linkedin)
-            for field, value in target.fills.items():
-                update = {field: value, "updatedAt": now}
-                if DERIVED.get(field) in derived:
-                    update[DERIVED[field]] = derived[DERIVED[field]]
-                writes.append(UpdateOne({**selector, field: {"$exists": False}}, {"$set": update}))
-            memberships.append(UpdateOne(
-                {**selector, "listIds": {"$ne": list_id}},
-                {"$push": {"listIds": list_id}, "$set": {"updatedAt": now}},
-            ))
+                writes += self._fills(workspace_id, target, now)
         if writes:
             written = await self.col.bulk_write(writes, ordered=True)
-            # Matched by the proposed _id, not by op index (the embedded store numbers upserts
-            # differently); an upsert that found a concurrent upload's prospect inserted nothing.
+            # Matched by the proposed _id, not by op index; an upsert that found a concurrent
+            # upload's prospect inserted nothing.
             for prospect_id in written.upserted_ids.values():
-                upserts[prospect_id].id = prospect_id
-        await self.col.bulk_write(memberships, ordered=False)
-        await self._record_list_added(workspace_id, listing, targets, now)
-
-    async def _record_list_added(self, workspace_id: str, listing: dict,
-                                 targets: list[Candidate], now) -> None:
-        """A `list_added` activity for each target; the first one recorded for a prospect and
-        list stays (so it dates the prospect's first upload to the list)."""
-        raced = [t.key for t in targets if t.id is None]  # created by a concurrent upload
+                upserts[prospect_id].id, upserts[prospect_id].created = prospect_id, True
+        raced = [t for t in targets if t.id is None]  # created by a concurrent upload
         if raced:
-            cursor = self.col.find({"workspaceId": workspace_id, "dedupeKey": {"$in": raced}},
+            cursor = self.col.find({"workspaceId": workspace_id,
+                                    "dedupeKey": {"$in": [t.key for t in raced]}},
                                    {"_id": 1, "dedupeKey": 1})
             ids = {doc["dedupeKey"]: doc["_id"] async for doc in cursor}
-            for target in targets:
-                target.id = target.id or ids.get(target.key)
+            fills = []
+            for target in raced:
+                target.id = ids.get(target.key)
+                target.fills = dict(target.fields)
+                if target.id:
+                    fills += self._fills(workspace_id, target, now)
+            if fills:
+                await self.col.bulk_write(fills, ordered=False)
+        members = [t for t in targets if t.id]
+        if not members:
+            return chosen
+        await self.col.bulk_write([UpdateOne(
+            {"_id": t.id, "workspaceId": workspace_id, "listIds": {"$ne": list_id}},
+            {"$push": {"listIds": list_id}, "$set": {"updatedAt": now}}) for t in members],
+            ordered=False)
         await self.activities.record_list_added(
-            workspace_id, listing["id"], listing["name"], [t.id for t in targets if t.id], now)
+            workspace_id, list_id, listing["name"], [t.id for t in members], now)
+        return chosen
+
+    @staticmethod
+    def _fills(workspace_id: str, target: Candidate, now) -> list[UpdateOne]:
+        """Fill blanks field by field: each update applies only while the field is still
+        absent, so a concurrent writer's value is never overwritten."""
+        selector = {"_id": target.id, "workspaceId": workspace_id}
+        derived = derived_fields(target.email, target.phone, target.linkedin)
+        writes = []
+        for field, value in target.fills.items():
+            update = {field: value, "updatedAt": now}
+            if DERIVED.get(field) in derived:
+                update[DERIVED[field]] = derived[DERIVED[field]]
+            writes.append(UpdateOne({**selector, field: {"$exists": False}}, {"$set": update}))
+        return writes
 
     async def _candidates(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
         emails = sorted({c.email for c in contacts if c.email})

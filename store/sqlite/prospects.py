@@ -18,10 +18,12 @@ from store.prospects import (
     INSERT_BATCH,
     Candidate,
     Contact,
+    Upload,
     dedupe_key,
     derived_fields,
+    match_all,
+    outcomes,
     prospect_document,
-    resolve,
 )
 from store.prospects import record as prospect_record
 from store.sqlite.paging import bump, counter, page_query
@@ -83,16 +85,10 @@ def _fill(conn, workspace_id: str, target: Candidate, now) -> None:
                  (*changes.values(), target.id, workspace_id))
 
 
-def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> int:
-    """The whole contact upload in the writer's transaction; the list's new prospectsCount."""
+def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> Upload:
+    """The whole contact upload in the writer's transaction."""
     list_id, now = listing["id"], utcnow()
-    pool = _candidates(conn, workspace_id, contacts)
-    targets: list[Candidate] = []
-    for contact in contacts:
-        target = resolve(contact, pool)
-        target.absorb(contact)
-        if target not in targets:
-            targets.append(target)
+    targets, chosen = match_all(contacts, _candidates(conn, workspace_id, contacts))
     new = {t.key: t for t in targets if t.id is None}
     if new:  # a prospect created earlier under the same identity (no email/phone match)
         rows = conn.execute(f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
@@ -105,7 +101,7 @@ def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> i
     for target in new.values():
         contact = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
         doc = prospect_document(workspace_id, contact, target.key, listing["ownerUserId"], now)
-        target.id = doc["_id"]
+        target.id, target.created = doc["_id"], True
         created.append(doc)
     if created:
         write_prospects(conn, workspace_id, created)
@@ -138,7 +134,7 @@ def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> i
     members = (row[0] if row else 0) + len(joined)
     conn.execute('UPDATE lists SET prospectsCount = ?, updatedAt = ? WHERE "_id" = ? '
                  "AND workspaceId = ?", (members, ms(now), list_id, workspace_id))
-    return members
+    return Upload(members, outcomes(chosen))
 
 
 class Prospects:
@@ -153,9 +149,10 @@ class Prospects:
         """A phone number as stored and matched (E.164), or None when it cannot be read."""
         return normalize_phone(value, self.default_region)
 
-    async def add_to_list(self, workspace_id: str, listing: dict, raw_contacts: list[dict]) -> int:
+    async def add_to_list(self, workspace_id: str, listing: dict,
+                          raw_contacts: list[dict]) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record),
-        all in one transaction; the list's number of prospects afterwards. Idempotent."""
+        all in one transaction. Idempotent: the same upload again adds nothing."""
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         return await self.engine.write(upload, workspace_id, listing, contacts,
                                        timeout=UPLOAD_TIMEOUT)

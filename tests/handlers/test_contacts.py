@@ -33,7 +33,10 @@ async def test_upload_result_and_list_metadata(api, new_list):
         {"firstName": "Ada", "email": "ada@example.com"},
         {"phoneNumber": "+14155550101", "lastName": "Byron"},
     ])
+    results = result.pop("results")
     assert result == {"listId": created["id"], "acceptedContacts": 2, "totalProspects": 2}
+    assert [(r["index"], r["outcome"]) for r in results] == [(0, "created"), (1, "created")]
+    result["results"] = results
     assert Schemas().errors("/schemas/records/contact-upload-result.json", result) == []
     after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
     assert after["prospectsCount"] == 2
@@ -292,7 +295,7 @@ async def test_the_count_moves_in_the_upload_transaction(api, store, ws_a, new_l
     created = await new_list()
     contacts = [{"email": f"i{i}@example.com"} for i in range(5)]
     listing = await store.lists.get(ws_a.id, created["id"])
-    assert await store.prospects.add_to_list(ws_a.id, listing, contacts) == 5
+    assert (await store.prospects.add_to_list(ws_a.id, listing, contacts)).members == 5
     assert (await store.lists.get(ws_a.id, created["id"]))["prospectsCount"] == 5
     retry = await upload(api, created["id"], contacts)
     assert retry["totalProspects"] == 5
@@ -427,3 +430,36 @@ async def test_a_linkedin_twin_is_not_reused_when_another_match_has_no_linkedin(
     twin = [p for p in await prospects(store, ws_a.id)
             if p.get("linkedinNorm") == "linkedin.com/in/cy" and "phoneE164" not in p]
     assert twin, "the phone of another prospect must not be copied onto the LinkedIn twin"
+
+
+async def test_outcomes_say_which_prospect_each_contact_became(api, store, ws_a, new_list):
+    created = await new_list()
+    contacts = [{"email": "o1@example.com"}, {"phoneNumber": "+14155550190"},
+                {"email": "O1@example.com", "jobTitle": "CTO"}, {"firstName": "Only a name"}]
+    first = (await upload(api, created["id"], contacts))["results"]
+    assert [(r["index"], r["outcome"]) for r in first] == [
+        (0, "created"), (1, "created"), (2, "reused"), (3, "created")]
+    assert first[0]["prospectId"] == first[2]["prospectId"]  # a repeat within the request
+    assert all("reason" not in r for r in first)
+    ids = {p["_id"] for p in await prospects(store, ws_a.id)}
+    assert {r["prospectId"] for r in first} == ids
+    again = (await upload(api, (await new_list("Again"))["id"], contacts))["results"]
+    assert [r["outcome"] for r in again] == ["reused"] * 4
+    assert [r["prospectId"] for r in again] == [r["prospectId"] for r in first]
+
+
+async def test_outcomes_give_the_reason_for_a_new_prospect_despite_matches(api, new_list):
+    created = await new_list()
+    seeded = (await upload(api, created["id"], [
+        {"email": "r1@example.com", "linkedinUrl": "linkedin.com/in/r-one"},
+        {"phoneNumber": "+14155550191"},
+    ]))["results"]
+    result = (await upload(api, created["id"], [
+        {"email": "r1@example.com", "linkedinUrl": "linkedin.com/in/r-two"},  # conflict
+        {"email": "r1@example.com", "phoneNumber": "+14155550191"},  # two prospects match
+        {"email": "r1@example.com"},  # now ambiguous too: lands on the same new prospect
+    ]))["results"]
+    assert [(r["outcome"], r.get("reason")) for r in result] == [
+        ("created", "linkedin_conflict"), ("created", "ambiguous_match"), ("reused", None)]
+    assert result[2]["prospectId"] == result[1]["prospectId"]
+    assert not {r["prospectId"] for r in result} & {r["prospectId"] for r in seeded}
