@@ -172,15 +172,20 @@ class APIHandler(RequestHandler):
             if code == "method_not_allowed":
                 detail = f"{self.request.method} is not allowed here"
                 self.set_header("Allow", ", ".join(self.allowed_methods()))
+        problem = self.problem_of(code, detail, errors)
+        self.set_status(problem["status"])
+        self.set_header("Content-Type", "application/problem+json")
+        self.finish(jsonio.dumps(problem))
+
+    def problem_of(self, code: str, detail: str, errors: list | None = None) -> dict:
+        """The problem details body (RFC 9457) of an error code."""
         status, title, _ = PROBLEMS[code]
         problem = {"type": problem_type(code), "title": title, "status": status, "code": code,
                    "detail": detail}
         if errors:
             problem["errors"] = errors
         problem["requestId"] = self.request_id
-        self.set_status(status)
-        self.set_header("Content-Type", "application/problem+json")
-        self.finish(jsonio.dumps(problem))
+        return problem
 
     def log_exception(self, typ, value, tb) -> None:
         if isinstance(value, APIError | HTTPError):

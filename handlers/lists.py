@@ -1,10 +1,11 @@
 """Dialer lists: GET/POST /v1/lists, GET /v1/lists/{id}, POST /v1/lists/{id}/contacts."""
 
 from handlers.base import APIError, APIHandler, not_found, path_uuid
+from handlers.idempotency import IdempotentHandler, idempotent
 from handlers.pagination import serve_page
 
 
-class ListsHandler(APIHandler):
+class ListsHandler(IdempotentHandler):
     query_schemas = {"GET": "/schemas/queries/lists.json"}
     body_schemas = {"POST": "/schemas/requests/list-create.json"}
 
@@ -16,6 +17,7 @@ class ListsHandler(APIHandler):
 
         await serve_page(self, "lists", {}, fetch)
 
+    @idempotent
     async def post(self) -> None:
         store = self.settings["store"]
         owner = self.body["ownerUserId"].lower()
@@ -38,9 +40,10 @@ class ListHandler(APIHandler):
         self.send_json({"list": found})
 
 
-class ContactsHandler(APIHandler):
+class ContactsHandler(IdempotentHandler):
     body_schemas = {"POST": "/schemas/requests/contacts-upload.json"}
 
+    @idempotent
     async def post(self, list_id: str) -> None:
         store = self.settings["store"]
         list_id = path_uuid(list_id, "list")

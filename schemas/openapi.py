@@ -92,9 +92,24 @@ HEADERS = {
     "Accept-Ranges": ("`bytes`: byte ranges may be requested.", {"type": "string"}),
     "ETag": ("Entity tag of the recording, for If-Range.", {"type": "string"}),
     "Content-Disposition": ("Suggested file name for saving the body.", {"type": "string"}),
+    "Idempotent-Replayed": (
+        "`true` when this is the stored response of an earlier request with the same "
+        "Idempotency-Key (nothing was written this time).",
+        {"type": "string", "enum": ["true"]},
+    ),
 }
 
 REQUEST_HEADERS = {
+    "Idempotency-Key": (
+        "Makes the request safe to retry for 24 hours (draft-ietf-httpapi-idempotency-key-"
+        "header): 1 to 255 printable ASCII characters, unique per request, e.g. a UUID. A "
+        "retry with the same key, method, path and body gets the first response again "
+        "(with `Idempotent-Replayed: true`) and writes nothing; the same key with another "
+        "body or path is 422 `idempotency_key_reused`; while the first is still running, 409 "
+        "`idempotency_key_in_use` with Retry-After. Responses of 500 and above are not kept, "
+        "so their retry runs again. Keys are per workspace.",
+        {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+    ),
     "Range": (
         "A single byte range `bytes=<start>-<end>` (either end may be omitted); answered "
         "with 206, or 416 when it cannot be satisfied.",

@@ -34,6 +34,13 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
                           "deleted, or of another workspace, or an email or phoneNumber "
                           "selector that matches several prospects (select by prospectId "
                           "instead). `errors` points at the offending field or parameter."),
+    "idempotency_key_in_use": (409, "Idempotency key in use",
+                              "A request with this Idempotency-Key is still being processed; "
+                              "retry after Retry-After seconds to get its response."),
+    "idempotency_key_reused": (422, "Idempotency key reused",
+                               "This Idempotency-Key was used in the last 24 hours for a "
+                               "request with another method, path or body; use a new key for "
+                               "a new request."),
     "rate_limited": (429, "Too many requests",
                      "The workspace's rate limit is used up; retry after Retry-After seconds."),
     "internal_error": (500, "Internal error",

@@ -9,6 +9,7 @@ import pymongo
 
 from store.mongo.activities import Activities
 from store.mongo.calls import Calls
+from store.mongo.idempotency import Idempotency
 from store.mongo.indexes import ensure_indexes
 from store.mongo.keys import Keys
 from store.mongo.lists import Lists
@@ -35,6 +36,7 @@ class MongoStore:
         self.activities = Activities(db)
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)
+        self.idempotency = Idempotency(db)
         # False until ensure_indexes() has succeeded: the API answers 503 until then, because
         # the unique indexes are what keeps concurrent writes free of duplicates.
         self.indexes_ready = False

@@ -1,7 +1,8 @@
 """Every index of the service, each prefixed by workspaceId, created idempotently at start-up.
 
-The README's index table documents which query each one serves. The one exception to the
-prefix rule is the rate-limit counters' TTL index: MongoDB's TTL indexes are single-field.
+The README's index table documents which query each one serves. The exceptions to the
+prefix rule are the TTL indexes (rate-limit counters, Idempotency-Key records): MongoDB's TTL
+indexes are single-field. Idempotency records are found by `_id` (workspace and key).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ INDEXES: dict[str, list[IndexModel]] = {
     "activities": [
         IndexModel([("workspaceId", ASC), ("prospectId", ASC), ("occurredAt", DESC),
                     ("_id", DESC)], name="ws_prospect_timeline"),
+    ],
+    "idempotency": [
+        IndexModel([("expiresAt", ASC)], name="ttl", expireAfterSeconds=0),
     ],
     "rate_limits": [
         IndexModel([("workspaceId", ASC), ("windowStart", ASC)], name="ws_window", unique=True),

@@ -15,7 +15,7 @@ from store.sqlite.engine import Engine
 from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics
 from store.sqlite.prospects import Prospects
-from store.sqlite.small import Keys, RateLimits, Settings, Users, Workspaces
+from store.sqlite.small import Idempotency, Keys, RateLimits, Settings, Users, Workspaces
 
 
 class SQLiteStore:
@@ -37,6 +37,7 @@ class SQLiteStore:
         self.metrics = DialerMetrics(self.engine)
         self.ratelimits = RateLimits(self.engine)
         self.settings = Settings(self.engine)
+        self.idempotency = Idempotency(self.engine)
         # The schema exists before the store is used (once, at start-up): every table and
         # index is created idempotently, so opening an older or a new file is the same.
         self.engine.run_once(schema.create)

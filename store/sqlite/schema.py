@@ -48,11 +48,16 @@ TABLES = {
     "rate_limits": "workspaceId TEXT NOT NULL, windowStart INTEGER NOT NULL, "
                    "count INTEGER NOT NULL, expireAt INTEGER NOT NULL, "
                    "PRIMARY KEY (workspaceId, windowStart)",
+    # Idempotency-Key records: in progress (status NULL, lockedUntil) or a stored response.
+    "idempotency": "workspaceId TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, "
+                   "status INTEGER, body TEXT, contentType TEXT, location TEXT, "
+                   "lockedUntil INTEGER NOT NULL, expiresAt INTEGER NOT NULL, "
+                   "PRIMARY KEY (workspaceId, key)",
     # Exact per-workspace totals, kept in the same transaction as every insert.
     "counters": "workspaceId TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, "
                 "PRIMARY KEY (workspaceId, name)",
 }
-WITHOUT_ROWID = {"settings", "memberships", "rate_limits", "counters"}
+WITHOUT_ROWID = {"settings", "memberships", "rate_limits", "counters", "idempotency"}
 
 INDEXES = {
     "users_ws_active_created": "users (workspaceId, deletedAt, createdAt, _id)",
@@ -77,10 +82,12 @@ INDEXES = {
     "activities_ws_prospect_timeline":
         "activities (workspaceId, prospectId, occurredAt DESC, _id DESC)",
     "rate_limits_expire": "rate_limits (expireAt)",
+    "idempotency_expire": "idempotency (expiresAt)",
 }
 
 INSTANTS = {"createdAt", "updatedAt", "deletedAt", "revokedAt", "startedAt", "answeredAt",
-            "endedAt", "occurredAt", "windowStart", "expireAt", "prospectCreatedAt"}
+            "endedAt", "occurredAt", "windowStart", "expireAt", "prospectCreatedAt",
+            "lockedUntil", "expiresAt"}
 BOOLEANS = {"hasRecording", "meetingBooked"}
 JSON_FIELDS = {"listIds", "details"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).

@@ -1,0 +1,117 @@
+"""Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) for the POSTs that create.
+
+A POST with `Idempotency-Key: <1 to 255 printable ASCII characters>` is safe to retry for 24
+hours. The key is claimed in the store before the handler runs (so two requests with one key
+never both run: the second gets 409 `idempotency_key_in_use` with Retry-After); the response is
+stored before it is sent (a completed status below 500: successes and client errors alike), and
+a later request with the same key, method, path and body gets it replayed (status, body and
+Location; a problem body names the replaying request's requestId) with
+`Idempotent-Replayed: true`, writing nothing. The same key with another method, path or body is
+422 `idempotency_key_reused`. A 5xx frees the key, so the retry runs again. Keys belong to the
+workspace: another workspace's identical key is unrelated. Records live in the database, so
+this holds across processes and hosts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import hashlib
+import json
+import re
+
+from handlers import jsonio
+from handlers.base import APIError, APIHandler
+from store.clock import utcnow
+
+KEY = re.compile(r"[\x20-\x7e]{1,255}")
+TTL = dt.timedelta(hours=24)
+LOCK = dt.timedelta(seconds=60)  # a claim whose request died is taken over after this
+JSON_TYPE, PROBLEM_TYPE = "application/json; charset=utf-8", "application/problem+json"
+
+
+def fingerprint(method: str, path: str, body) -> str:
+    """What makes two requests the same: method, path and the parsed body (key order and
+    whitespace do not matter)."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{method}\0{path}\0{canonical}".encode()).hexdigest()
+
+
+class IdempotentHandler(APIHandler):
+    """A handler whose `@idempotent` methods hold their response until it is stored."""
+
+    _holding = False
+    _held: tuple | None = None
+
+    def send_json(self, value, status: int = 200) -> None:
+        if self._holding:
+            self._held = (value, status)
+            return
+        super().send_json(value, status)
+
+    def replay(self, record: dict) -> None:
+        """Send a stored response again. A problem body gets this request's requestId (as
+        every problem names the request it answers, for the logs); all else is as stored."""
+        body = record["body"]
+        if record["contentType"] == PROBLEM_TYPE:
+            body = jsonio.dumps({**json.loads(body), "requestId": self.request_id})
+        self.set_status(record["status"])
+        self.set_header("Content-Type", record["contentType"])
+        self.set_header("Idempotent-Replayed", "true")
+        if record.get("location"):
+            self.set_header("Location", record["location"])
+        self.finish(body)
+
+
+def idempotent(method):
+    """Make an IdempotentHandler's POST method honour Idempotency-Key."""
+
+    @functools.wraps(method)
+    async def run(self: IdempotentHandler, *args) -> None:
+        raw = self.request.headers.get("Idempotency-Key")
+        if raw is None:
+            return await method(self, *args)
+        if not KEY.fullmatch(raw):
+            raise APIError("invalid_request", "Idempotency-Key must be 1 to 255 printable ASCII "
+                           "characters", [{"pointer": "#/headers/Idempotency-Key",
+                                           "detail": "must be 1 to 255 printable ASCII "
+                                                     "characters"}])
+        records, workspace = self.settings["store"].idempotency, self.workspace_id
+        mark = fingerprint(self.request.method, self.request.path, self.body)
+        found = await records.begin(workspace, raw, mark, utcnow(), LOCK, TTL)
+        if found is not None:
+            if found["fingerprint"] != mark:
+                raise APIError("idempotency_key_reused", "this Idempotency-Key was used for a "
+                               "request with another method, path or body")
+            if found["status"] is None:
+                raise APIError("idempotency_key_in_use", "a request with this Idempotency-Key "
+                               "is still being processed", headers={"Retry-After": "1"})
+            return self.replay(found)
+        self._holding = True
+        try:
+            await method(self, *args)
+        except APIError as exc:
+            if exc.status >= 500:
+                await _release(records, workspace, raw)
+                raise
+            body = jsonio.dumps(self.problem_of(exc.code, exc.detail, exc.errors))
+            await records.complete(workspace, raw, exc.status, body, PROBLEM_TYPE, None)
+            raise
+        except BaseException:
+            await _release(records, workspace, raw)
+            raise
+        finally:
+            self._holding = False
+        value, status = self._held
+        await records.complete(workspace, raw, status, jsonio.dumps(value), JSON_TYPE,
+                               self._headers.get("Location"))
+        self.send_json(value, status)
+
+    return run
+
+
+async def _release(records, workspace: str, key: str) -> None:
+    """Free the key after a failure; if the database is away too, the claim lapses after LOCK."""
+    with contextlib.suppress(Exception):
+        await records.release(workspace, key)
