@@ -145,6 +145,8 @@ class APIHandler(RequestHandler):
         try:
             body = jsonio.parse(self.request.body)
         except jsonio.JSONInputError as exc:
+            if exc.pointer:
+                raise invalid([{"pointer": exc.pointer, "detail": str(exc)}]) from None
             raise APIError("invalid_request", str(exc)) from None
         errors = self.settings["schemas"].errors(schema_id, body)
         if errors:

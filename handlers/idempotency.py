@@ -14,6 +14,7 @@ this holds across processes and hosts.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import functools
@@ -96,7 +97,7 @@ def idempotent(method):
                 await _release(records, workspace, raw)
                 raise
             body = jsonio.dumps(self.problem_of(exc.code, exc.detail, exc.errors))
-            await records.complete(workspace, raw, exc.status, body, PROBLEM_TYPE, None)
+            await _complete(records, workspace, raw, exc.status, body, PROBLEM_TYPE, None)
             raise
         except BaseException:
             await _release(records, workspace, raw)
@@ -104,14 +105,42 @@ def idempotent(method):
         finally:
             self._holding = False
         value, status = self._held
-        await records.complete(workspace, raw, status, jsonio.dumps(value), JSON_TYPE,
-                               self._headers.get("Location"))
+        await _complete(records, workspace, raw, status, jsonio.dumps(value), JSON_TYPE,
+                        self._headers.get("Location"))
         self.send_json(value, status)
 
     return run
 
 
+async def _complete(records, workspace: str, key: str, *response) -> None:
+    """Store the response; if that fails, free the key (the client sees a 5xx and retries)."""
+    try:
+        await records.complete(workspace, key, *response)
+    except BaseException:
+        await _release(records, workspace, key)
+        raise
+
+
 async def _release(records, workspace: str, key: str) -> None:
-    """Free the key after a failure; if the database is away too, the claim lapses after LOCK."""
-    with contextlib.suppress(Exception):
+    """Free the key after a failure. If the database fails that too, keep trying in the
+    background for as long as the claim's lock lasts (after which it lapses anyway), so that
+    the retry of a request that failed because the database dropped finds the key free as soon
+    as the database is back; until then it gets 409 with Retry-After."""
+    try:
         await records.release(workspace, key)
+    except Exception:
+        task = asyncio.ensure_future(_release_later(records, workspace, key))
+        _pending.add(task)
+        task.add_done_callback(_pending.discard)
+
+
+_pending: set = set()  # background releases (a reference keeps each task alive)
+
+
+async def _release_later(records, workspace: str, key: str) -> None:
+    deadline = asyncio.get_running_loop().time() + LOCK.total_seconds()
+    while asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)
+        with contextlib.suppress(Exception):
+            await records.release(workspace, key)
+            return

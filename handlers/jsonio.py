@@ -5,13 +5,21 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 
 MAX_DEPTH = 16
 MAX_INT = 2**63 - 1
 
 
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class JSONInputError(ValueError):
-    """The body is not JSON this API accepts; the message says why."""
+    """The body is not JSON this API accepts; the message says why, `pointer` where."""
+
+    def __init__(self, message: str, pointer: str | None = None):
+        super().__init__(message)
+        self.pointer = pointer
 
 
 def _pairs(pairs: list[tuple[str, object]]) -> dict:
@@ -42,14 +50,24 @@ def _constant(name: str):
     raise JSONInputError(f"{name} is not valid JSON")
 
 
-def _depth(value, limit: int) -> None:
+def _check(value, limit: int, path: str = "#") -> None:
+    """Nesting depth, and strings that UTF-8 cannot store (lone surrogates from \\ud800-style
+    escapes), anywhere in the value; the error points at the place."""
     if limit < 0:
         raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels")
-    children = value.values() if isinstance(value, dict) else value if isinstance(
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
         value, list) else ()
-    for child in children:
-        if isinstance(child, dict | list):
-            _depth(child, limit - 1)
+    for key, child in items:
+        where = f"{path}/{key}"
+        if isinstance(key, str) and SURROGATE.search(key):
+            raise JSONInputError("a key holds a lone surrogate (\\ud800 to \\udfff), which "
+                                 "is not text", path)
+        if isinstance(child, str):
+            if SURROGATE.search(child):
+                raise JSONInputError("holds a lone surrogate (\\ud800 to \\udfff escape): not "
+                                     "text that can be stored; send it as UTF-8", where)
+        elif isinstance(child, dict | list):
+            _check(child, limit - 1, where)
 
 
 def parse(body: bytes):
@@ -65,7 +83,9 @@ def parse(body: bytes):
         raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels") from exc
     except ValueError as exc:
         raise JSONInputError(f"body is not valid JSON: {exc}") from exc
-    _depth(value, MAX_DEPTH)
+    if isinstance(value, str) and SURROGATE.search(value):
+        raise JSONInputError("the body holds a lone surrogate", "#")
+    _check(value, MAX_DEPTH)
     return value
 
 

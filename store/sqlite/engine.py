@@ -54,6 +54,10 @@ class Engine:
         self._writer = concurrent.futures.ThreadPoolExecutor(1, "sqlite-writer")
         self._readers = concurrent.futures.ThreadPoolExecutor(readers, "sqlite-reader")
         self._closed = False
+        # Fault injection for the tests of what a failure mid-write leaves behind: when set,
+        # it is asked every `progress_steps` virtual-machine steps whether to fail the unit.
+        self.fault: Callable[[], bool] | None = None
+        self.progress_steps = PROGRESS_STEPS
 
     # -- connections (one per thread) ---------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -76,21 +80,38 @@ class Engine:
                 self._connections.append(conn)
         return conn
 
+    def _discard(self, conn: sqlite3.Connection) -> None:
+        """Close this thread's connection (the next unit opens a fresh one)."""
+        self._local.conn = None
+        with self._lock:
+            if conn in self._connections:
+                self._connections.remove(conn)
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+
     def _run(self, fn: Callable, args: tuple, write: bool, deadline: float) -> Any:
         if time.monotonic() >= deadline:  # waited in the queue past its deadline: not started
             raise StoreBusy("the database stayed busy for too long")
         conn = self._connection()
-        conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)
+        fault = self.fault
+        conn.set_progress_handler(
+            lambda: time.monotonic() > deadline or bool(fault and fault()), self.progress_steps)
         try:
             # A read unit is one read transaction too: a page and its count see one snapshot.
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")  # may itself be cut short
                 result = fn(conn, *args)
+                conn.execute("COMMIT")
             except BaseException:
-                if conn.in_transaction:  # an interrupted statement may have rolled back already
-                    conn.execute("ROLLBACK")
+                # Whatever failed (the unit, or its COMMIT), nothing of it stays; an interrupted
+                # statement may have rolled the transaction back already.
+                conn.set_progress_handler(None, 0)  # the rollback itself must not be interrupted
+                try:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    self._discard(conn)  # closing it rolls back whatever is left
                 raise
-            conn.execute("COMMIT")
             return result
         except sqlite3.OperationalError as exc:
             message = str(exc)
