@@ -21,7 +21,7 @@ import pytest
 from handlers.base import APIHandler
 from server.app import collect_handlers
 from server.demo import Scale, seed
-from tests.conftest import Client
+from tests.helpers import Client
 
 TODAY = dt.date.today()
 METRICS = f"from={TODAY - dt.timedelta(days=120)}&to={TODAY}"

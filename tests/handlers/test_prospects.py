@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from schemas import Schemas
-from tests.conftest import walk_pages
+from tests.helpers import walk_pages
 
 BASE = dt.datetime(2026, 2, 1, 8, 0)
 

@@ -13,7 +13,7 @@ import pytest
 from handlers.ranges import ByteRange, InvalidRange, parse_range
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient
-from tests.conftest import add_call
+from tests.helpers import add_call
 
 ACCOUNT_ID = "AC" + "7c" * 16
 AUTH_TOKEN = "upstream-secret-9d3a61"

@@ -18,7 +18,7 @@ from server.cli import build_parser
 from server.demo import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Progress, seed
 from server.demo_data import Scale
 from store.database import open_store
-from tests.conftest import running_demo
+from tests.helpers import running_demo
 
 NOW = dt.datetime(2026, 11, 21, 9, 30)
 SMALL = Scale(calls=400, prospects=80, timeline=300)
