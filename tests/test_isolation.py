@@ -20,10 +20,10 @@ import pytest
 
 from handlers.base import APIHandler
 from server.app import collect_handlers
-from server.demo import Scale, seed
+from server.demo import Scale, anchor, seed
 from tests.helpers import Client
 
-TODAY = dt.date.today()
+TODAY = anchor().date()  # the day the demo seeder anchors its data at
 METRICS = f"from={TODAY - dt.timedelta(days=120)}&to={TODAY}"
 
 # route pattern -> (method, path with {placeholders}, JSON body or None). A placeholder is
