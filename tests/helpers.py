@@ -96,10 +96,13 @@ DEFAULT = object()
 class Client:
     """Talks HTTP to the app on its real port and checks every response's invariants."""
 
-    def __init__(self, origin: str, key: str | None):
+    def __init__(self, origin: str, key: str | None, connections: int | None = None):
         self.origin = origin
         self.key = key
-        self.http = AsyncHTTPClient()
+        # Tornado's shared client keeps at most 10 requests in flight; `connections` gives this
+        # client its own pool of that many, for tests that need more requests at once.
+        self.http = (AsyncHTTPClient(force_instance=True, max_clients=connections)
+                     if connections else AsyncHTTPClient())
 
     async def fetch(self, path: str, method: str = "GET", *, json_body=DEFAULT, body=None,
                     headers: dict | None = None, key=DEFAULT, check: bool = True) -> Response:
