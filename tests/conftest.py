@@ -53,14 +53,20 @@ def pytest_report_header(config):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "wire: needs the wire tier's database server process (it stops and starts "
-                   "it); skipped on the other tiers")
+        "markers", "wire: stops and starts a database server process of its own (mongo-java-"
+                   "server with the H2 backend); runs on the wire tier only")
+    config.addinivalue_line(
+        "markers", "server_db: needs a database server that several processes share; runs on "
+                   "the wire and mongodb tiers")
 
 
 def pytest_runtest_setup(item):
     if item.get_closest_marker("wire") and TIER != "wire":
-        pytest.skip("needs the wire tier (WSAPI_TEST_TIER=wire): it stops and starts the "
-                    "database server process")
+        pytest.skip("runs on the wire tier only (WSAPI_TEST_TIER=wire): it stops and starts a "
+                    "mongo-java-server process of its own")
+    if item.get_closest_marker("server_db") and TIER == "embedded":
+        pytest.skip("needs a database server shared by several processes: runs on the wire "
+                    "tier (WSAPI_TEST_TIER=wire) and against MongoDB")
 
 
 @pytest.fixture(scope="session", autouse=True)

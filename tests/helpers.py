@@ -184,3 +184,45 @@ def running_demo(tmp_path, *args: str, stdin=subprocess.DEVNULL):
             process.stdin.close()
         process.terminate()
         process.wait(10)
+
+
+@contextlib.contextmanager
+def serving(tmp_path, *args: str, env: dict, ready_timeout: float = 60):
+    """A real `workspace-api serve` process (own process group) on a free port with `env` added
+    to the environment: yields (origin, log path) once /readyz answers 200; the group it
+    started is killed afterwards."""
+    import signal
+    import socket
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    origin, log = f"http://127.0.0.1:{port}", tmp_path / "serve.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve", "--port", str(port), *args],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            env={**os.environ, **env}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                with urllib.request.urlopen(f"{origin}/readyz", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except (OSError, urllib.error.URLError):
+                pass
+            assert time.monotonic() < deadline, "serve did not get ready: " + log.read_text()
+            time.sleep(0.1)
+        yield origin, log
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)  # the group this helper started
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
