@@ -22,15 +22,15 @@ test: $(STAMP)
 	@status=0; \
 	for tier in embedded wire; do \
 	  echo "== test tier: $$tier =="; \
-	  WSAPI_TEST_TIER=$$tier $(PY) -m pytest $(PYTEST_ARGS) || status=1; \
+	  env -u MONGODB_URI WSAPI_TEST_TIER=$$tier $(PY) -m pytest $(PYTEST_ARGS) || status=1; \
 	done; \
 	exit $$status
 
 test-embedded: $(STAMP)
-	WSAPI_TEST_TIER=embedded $(PY) -m pytest $(PYTEST_ARGS)
+	env -u MONGODB_URI WSAPI_TEST_TIER=embedded $(PY) -m pytest $(PYTEST_ARGS)
 
 test-wire: $(STAMP)
-	WSAPI_TEST_TIER=wire $(PY) -m pytest $(PYTEST_ARGS)
+	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(PYTEST_ARGS)
 
 # Benchmarks of the hot paths (bench/): one table of ratios, under 5 minutes on 2 cores.
 bench: $(STAMP)

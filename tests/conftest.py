@@ -3,7 +3,7 @@ port, two seeded workspaces, and HTTP clients that check the invariants of every
 Helpers that tests import live in tests/helpers.py.
 
 The tier is chosen by WSAPI_TEST_TIER (printed in the header of every run):
-- embedded (the default): the in-process embedded store (MONGODB_URI unset or "memory");
+- embedded (the default): the embedded store, config.yaml's default (MONGODB_URI unset);
 - wire: a mongo-java-server process that the suite starts on a free loopback port (memory
   backend), over a real MongoDB wire connection; MONGODB_URI points at it;
 - mongodb: an external MongoDB at MONGODB_URI (the default tier when MONGODB_URI is a
@@ -88,12 +88,6 @@ def database_server(tmp_path_factory):
             os.environ.pop("MONGODB_URI", None)
         else:
             os.environ["MONGODB_URI"] = previous
-
-
-def on_wire_tier_skip(limit: str):
-    """Skip a test on the wire tier because of a documented limit of mongo-java-server (README,
-    Development): `limit` names it."""
-    return pytest.mark.skipif(TIER == "wire", reason=f"mongo-java-server limit: {limit}")
 
 
 @pytest.fixture

@@ -33,10 +33,13 @@ class FakeClock:
 
 
 def test_environ(**overrides) -> dict:
-    """Configuration for an app under test: this tier's database server (MONGODB_URI, set by
-    the suite on the wire tier) and a fresh database name, so each test has its own data."""
-    environ = {"MONGODB_URI": os.environ.get("MONGODB_URI", "memory"), "WSAPI_SECRET": TEST_SECRET,
+    """Configuration for an app under test: this tier's database (MONGODB_URI, set by the suite
+    on the wire tier; unset, the embedded default of config.yaml) and a fresh database name, so
+    each test has its own data."""
+    environ = {"WSAPI_SECRET": TEST_SECRET,
                "WSAPI_DATABASE": "wsapi_test_" + uuid.uuid4().hex[:12]}
+    if "MONGODB_URI" in os.environ:
+        environ["MONGODB_URI"] = os.environ["MONGODB_URI"]
     environ.update(overrides)
     return environ
 
