@@ -69,7 +69,9 @@ class WireServer:
         if self.h2_file is not None:
             command.append(str(self.h2_file))
         with open(self.log_path, "a") as log:
-            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+            # stdin is a pipe that only this process holds: if the test run dies, the pipe ends
+            # and the server exits (WireServer.java), so no server outlives its run.
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log,
                                             stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:
@@ -96,6 +98,8 @@ class WireServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        finally:
+            self.process.stdin.close()
 
     @property
     def running(self) -> bool:

@@ -11,8 +11,9 @@ import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
  * Without H2_FILE the memory backend is used; with it the H2 backend keeps the data in that
  * file, so a server stopped and started again on the same file has every write it
  * acknowledged. On SIGTERM the server stops listening, drops its connections and closes the
- * backend (H2 writes everything to the file). It prints "listening on PORT" once it accepts
- * connections.
+ * backend (H2 writes everything to the file). It also stops when its standard input ends, so
+ * a test run that dies without stopping it leaves no server behind. It prints "listening on
+ * PORT" once it accepts connections.
  */
 public final class WireServer {
     public static void main(String[] args) {
@@ -27,5 +28,19 @@ public final class WireServer {
         Runtime.getRuntime().addShutdownHook(new Thread(server::shutdownNow, "shutdown"));
         System.out.println("listening on " + server.getLocalAddress().getPort());
         System.out.flush();
+        Thread watchdog = new Thread(WireServer::exitAtEndOfInput, "stdin-watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
+    }
+
+    private static void exitAtEndOfInput() {
+        try {
+            while (System.in.read() != -1) {
+                // the parent never writes; only the end of input matters
+            }
+        } catch (java.io.IOException e) {
+            // a broken pipe means the parent is gone, too
+        }
+        System.exit(0);
     }
 }
