@@ -77,7 +77,10 @@ def database_server(tmp_path_factory):
     if TIER != "wire":
         yield None
         return
-    server = wire.WireServer(tmp_path_factory.mktemp("mongo-server") / "server.log").start()
+    try:
+        server = wire.WireServer(tmp_path_factory.mktemp("mongo-server") / "server.log").start()
+    except RuntimeError as exc:  # no Java or Maven, or the server did not start: say so once
+        pytest.exit(f"the wire tier cannot start its database server: {exc}", returncode=1)
     previous = os.environ.get("MONGODB_URI")
     os.environ["MONGODB_URI"] = server.uri
     try:

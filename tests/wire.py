@@ -64,7 +64,11 @@ class WireServer:
         return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
 
     def start(self, timeout: float = 60) -> WireServer:
-        command = ["java", "-Xss4m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        java = shutil.which("java")
+        if java is None:
+            raise RuntimeError("the wire tier needs Java 17 "
+                               "(apt-get install openjdk-17-jdk-headless)")
+        command = [java, "-Xss4m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                    "-cp", classpath(), "WireServer", str(self.port)]
         if self.h2_file is not None:
             command.append(str(self.h2_file))
