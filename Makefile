@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-embedded test-wire lint bench clean
 
 $(STAMP): setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,22 @@ $(STAMP): setup.py pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/workspace-api demo $(if $(PORT),--port $(PORT))
 
+# The whole suite twice: on the embedded store, then over a real MongoDB wire connection to a
+# mongo-java-server the suite starts (needs Java 17 and Maven). Both tiers always run; the target
+# fails when either fails. PYTEST_ARGS passes options to both, e.g. PYTEST_ARGS='-m "not browser"'.
 test: $(STAMP)
-	$(PY) -m pytest
+	@status=0; \
+	for tier in embedded wire; do \
+	  echo "== test tier: $$tier =="; \
+	  env -u MONGODB_URI WSAPI_TEST_TIER=$$tier $(PY) -m pytest $(PYTEST_ARGS) || status=1; \
+	done; \
+	exit $$status
+
+test-embedded: $(STAMP)
+	env -u MONGODB_URI WSAPI_TEST_TIER=embedded $(PY) -m pytest $(PYTEST_ARGS)
+
+test-wire: $(STAMP)
+	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(PYTEST_ARGS)
 
 # Benchmarks of the hot paths (bench/): one table of ratios, under 5 minutes on 2 cores.
 bench: $(STAMP)

@@ -24,7 +24,7 @@ from pathlib import Path
 from tornado.netutil import bind_sockets
 
 from server.app import http_server, make_app, open_services
-from server.config import Config, env_name
+from server.config import Config, ConfigError, env_name
 from server.demo_data import (
     LONG_TIMELINE_CONTACT,
     MISSING_RECORDING_REF,
@@ -39,7 +39,8 @@ from server.demo_data import (
 from server.logs import secrets_of, setup_logging
 from telephony.simulated_provider import ProviderLibrary, start_provider
 
-__all__ = ["MISSING_RECORDING_REF", "LONG_TIMELINE_CONTACT", "Scale", "seed", "run_demo"]
+__all__ = ["MISSING_RECORDING_REF", "LONG_TIMELINE_CONTACT", "Scale", "anchor", "seed",
+           "run_demo"]
 
 log = logging.getLogger("workspace_api")
 
@@ -53,6 +54,23 @@ WORKSPACES = [
     {"name": "Globex Sales", "users": 3, "lists": ["Inbound Trials"], "share": 0.1},
 ]
 WRITE_BATCH = 5000
+ANCHOR_ENV = "WSAPI_DEMO_ANCHOR"
+
+
+def anchor(environ: dict | None = None) -> dt.datetime:
+    """The instant the demo data is anchored at (naive UTC): midnight UTC of the day in
+    WSAPI_DEMO_ANCHOR (YYYY-MM-DD) when set, otherwise of today. The calls cover the 90 days
+    before it; tests move it to prove that nothing depends on today's date."""
+    environ = os.environ if environ is None else environ
+    value = environ.get(ANCHOR_ENV, "").strip()
+    if not value:
+        return dt.datetime.now(dt.UTC).replace(tzinfo=None, hour=0, minute=0, second=0,
+                                                microsecond=0)
+    try:
+        day = dt.date.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"{ANCHOR_ENV} must be a date, YYYY-MM-DD: {value!r}") from None
+    return dt.datetime(day.year, day.month, day.day)
 
 
 class Progress:
@@ -138,10 +156,9 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
     third-newest call with a recording carries MISSING_RECORDING_REF.
     """
     rng = random.Random(seed)
-    # Anchored at today's UTC midnight: the last 90 days stay recent, and two runs on the same
-    # day with the same seed give the same data.
-    now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None, hour=0, minute=0, second=0,
-                                                  microsecond=0)
+    # Anchored at today's UTC midnight (or WSAPI_DEMO_ANCHOR's): the last 90 days stay recent,
+    # and two runs on the same day with the same seed give the same data.
+    now = now or anchor()
     scale = scale or Scale()
     progress = progress or Progress(estimate(scale), delay=float("inf"))
     result = []
@@ -216,6 +233,7 @@ def run_demo(config: Config, args) -> int:
     config = config.replace(**store, host=args.host, port=args.port,
                             rate_limit_per_minute=rate_limit)
     setup_logging(config.log_level)
+    anchor()  # a malformed WSAPI_DEMO_ANCHOR is a configuration error before anything starts
     try:
         asyncio.run(_demo(config, args))
     except KeyboardInterrupt:  # Ctrl-C is how a demo ends: no traceback

@@ -1,59 +1,108 @@
-"""Shared fixtures: a fresh store per test (embedded, or MongoDB when MONGODB_URI is set), the
-app on a real loopback port, two seeded workspaces, and an HTTP client that checks the
-invariants every response must hold."""
+"""Shared fixtures: the test tier's database, a fresh store per test, the app on a real loopback
+port, two seeded workspaces, and HTTP clients that check the invariants of every response.
+Helpers that tests import live in tests/helpers.py.
+
+The tier is chosen by WSAPI_TEST_TIER (printed in the header of every run):
+- embedded (the default): the embedded store, config.yaml's default (MONGODB_URI unset);
+- wire: a mongo-java-server process that the suite starts on a free loopback port (memory
+  backend), over a real MongoDB wire connection; MONGODB_URI points at it;
+- mongodb: an external MongoDB at MONGODB_URI (the default tier when MONGODB_URI is a
+  mongodb:// URI).
+Every test gets its own database on every tier.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import datetime as dt
-import json
 import os
-import subprocess
-import sys
-import time
-import uuid
 
 import pytest
-from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from server.app import http_server as make_http_server
 from server.app import make_app, open_services
 from server.config import load_config
+from tests import wire
+from tests.helpers import Client, FakeClock, make_workspace, test_environ
 
-MONGODB_URI = os.environ.get("MONGODB_URI", "memory")
-BACKEND = "mongodb" if MONGODB_URI.startswith("mongodb") else "sqlite"
-TEST_SECRET = "test-secret-" + "x" * 40
+TIERS = ("embedded", "wire", "mongodb")
+
+
+def _tier() -> str:
+    uri = os.environ.get("MONGODB_URI", "memory")
+    tier = os.environ.get("WSAPI_TEST_TIER") or ("mongodb" if uri.startswith("mongodb") else
+                                                  "embedded")
+    if tier not in TIERS:
+        raise pytest.UsageError(f"WSAPI_TEST_TIER must be one of {', '.join(TIERS)}: {tier!r}")
+    if tier == "embedded" and uri.startswith("mongodb"):
+        raise pytest.UsageError("WSAPI_TEST_TIER=embedded with a mongodb:// MONGODB_URI: "
+                                "unset one of them")
+    if tier == "mongodb" and not uri.startswith("mongodb"):
+        raise pytest.UsageError("WSAPI_TEST_TIER=mongodb needs MONGODB_URI=mongodb://...")
+    return tier
+
+
+TIER = _tier()
+BACKEND = "sqlite" if TIER == "embedded" else "mongodb"
+
+
+def pytest_report_header(config):
+    detail = {"embedded": "the in-process embedded store",
+              "wire": "mongo-java-server 1.47.0 over the MongoDB wire protocol, started by the "
+                      "suite (tests/mongo-server/)",
+              "mongodb": "MongoDB at MONGODB_URI"}[TIER]
+    return f"test tier: {TIER} ({detail})"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "wire: stops and starts a database server process of its own (mongo-java-"
+                   "server with the H2 backend); runs on the wire tier only")
+    config.addinivalue_line(
+        "markers", "server_db: needs a database server that several processes share; runs on "
+                   "the wire and mongodb tiers")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests of one backend's own mechanics (marked `mongodb` or `sqlite`) run in the tier of
-    that backend and are deselected, not skipped, in the other: each tier says what it ran."""
-    other = "sqlite" if BACKEND == "mongodb" else "mongodb"
-    deselected = [item for item in items if item.get_closest_marker(other)]
+    """Tests that only make sense for one backend or tier are deselected (not skipped) in the
+    others, so each tier's summary says exactly what it ran:
+    - `mongodb` and `server_db`: the MongoDB backend's own mechanics, or a MongoDB server
+      shared by several processes (the SQLite twins are marked `sqlite`);
+    - `sqlite`: the SQLite backend's own mechanics;
+    - `wire`: stops and starts a mongo-java-server process of its own (wire tier only)."""
+    def wanted(item) -> bool:
+        if item.get_closest_marker("wire") and TIER != "wire":
+            return False
+        if BACKEND == "sqlite":
+            return not (item.get_closest_marker("mongodb") or item.get_closest_marker("server_db"))
+        return not item.get_closest_marker("sqlite")
+
+    deselected = [item for item in items if not wanted(item)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if not item.get_closest_marker(other)]
+        items[:] = [item for item in items if wanted(item)]
 
 
-class FakeClock:
-    """An injectable monotonic clock that only moves when a test moves it."""
-
-    def __init__(self, now: float = 1000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-def test_environ(**overrides) -> dict:
-    environ = {"MONGODB_URI": MONGODB_URI, "WSAPI_SECRET": TEST_SECRET,
-               "WSAPI_DATABASE": "wsapi_test_" + uuid.uuid4().hex[:12]}
-    environ.update(overrides)
-    return environ
+@pytest.fixture(scope="session", autouse=True)
+def database_server(tmp_path_factory):
+    """On the wire tier: one mongo-java-server (memory backend) for the whole run, on a free
+    loopback port, killed at the end; MONGODB_URI points at it for the tests and for the
+    processes they start. None on the other tiers."""
+    if TIER != "wire":
+        yield None
+        return
+    try:
+        server = wire.WireServer(tmp_path_factory.mktemp("mongo-server") / "server.log").start()
+    except RuntimeError as exc:  # no Java or Maven, or the server did not start: say so once
+        pytest.exit(f"the wire tier cannot start its database server: {exc}", returncode=1)
+    previous = os.environ.get("MONGODB_URI")
+    os.environ["MONGODB_URI"] = server.uri
+    try:
+        yield server
+    finally:
+        server.stop()
+        if previous is None:
+            os.environ.pop("MONGODB_URI", None)
+        else:
+            os.environ["MONGODB_URI"] = previous
 
 
 @pytest.fixture
@@ -106,38 +155,6 @@ def http_server(io_loop, app, config, http_server_port):
     io_loop.run_sync(server.close_all_connections, timeout=5)
 
 
-@dataclasses.dataclass
-class Workspace:
-    id: str
-    name: str
-    key: str
-    key_id: str
-    users: list[dict]
-    deleted_user: dict
-
-
-async def make_workspace(store, auth, name: str, users: int = 3) -> Workspace:
-    workspace = await store.workspaces.create(name)
-    wid = workspace["id"]
-    people = [await store.users.create(wid, f"user{i}@{name.lower()}.example", f"First{i}",
-                                       f"Last{i}") for i in range(users + 1)]
-    await store.users.delete(wid, people[-1]["id"])
-    record, key = await auth.create(wid, "test key")
-    return Workspace(wid, name, key, record["id"], people[:-1], people[-1])
-
-
-async def add_call(store, workspace, ref: str | None) -> str:
-    """A finished, connected call of the workspace with recording `ref` (or none); its id."""
-    started = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)
-    record = await store.calls.create(
-        workspace.id, user_id=workspace.users[0]["id"], prospect_id=str(uuid.uuid4()),
-        direction="outbound", disposition="connected", from_number="+15550100",
-        to_number="+15550199", started_at=started, answered_at=started,
-        ended_at=started + dt.timedelta(minutes=3), recording_ref=ref,
-        recording_duration_seconds=180 if ref else None)
-    return record["id"]
-
-
 @pytest.fixture
 def ws_a(io_loop, store, auth):
     return io_loop.run_sync(lambda: make_workspace(store, auth, "Alpha"))
@@ -146,89 +163,6 @@ def ws_a(io_loop, store, auth):
 @pytest.fixture
 def ws_b(io_loop, store, auth):
     return io_loop.run_sync(lambda: make_workspace(store, auth, "Bravo"))
-
-
-class Response:
-    def __init__(self, raw):
-        self.raw = raw
-        self.code = raw.code
-        self.headers = raw.headers
-        self.body = raw.body
-
-    def json(self):
-        return json.loads(self.body)
-
-    def __repr__(self) -> str:
-        return f"<Response {self.code} {self.body[:300]!r}>"
-
-
-DEFAULT = object()
-
-
-class Client:
-    """Talks HTTP to the app on its real port and checks every response's invariants."""
-
-    def __init__(self, origin: str, key: str | None):
-        self.origin = origin
-        self.key = key
-        self.http = AsyncHTTPClient()
-
-    async def fetch(self, path: str, method: str = "GET", *, json_body=DEFAULT, body=None,
-                    headers: dict | None = None, key=DEFAULT, check: bool = True) -> Response:
-        headers = dict(headers or {})
-        key = self.key if key is DEFAULT else key
-        if key is not None:
-            headers.setdefault("Authorization", f"Bearer {key}")
-        if json_body is not DEFAULT:
-            body = json.dumps(json_body)
-            headers.setdefault("Content-Type", "application/json")
-        if body is None and method in ("POST", "PUT", "PATCH"):
-            body = b""
-        request = HTTPRequest(self.origin + path, method=method, headers=headers, body=body,
-                              allow_nonstandard_methods=True, follow_redirects=False,
-                              request_timeout=60)
-        response = Response(await self.http.fetch(request, raise_error=False))
-        if check:
-            check_invariants(response, method)
-        return response
-
-    async def get(self, path: str, **kwargs) -> Response:
-        return await self.fetch(path, "GET", **kwargs)
-
-    async def post(self, path: str, json_body=DEFAULT, **kwargs) -> Response:
-        return await self.fetch(path, "POST", json_body=json_body, **kwargs)
-
-
-def check_invariants(response: Response, method: str) -> None:
-    assert response.code != 599, f"connection failed: {response.raw.error}"
-    request_id = response.headers.get("X-Request-Id")
-    assert request_id, "every response carries X-Request-Id"
-    assert response.code < 500 or response.code in (502, 503), response
-    content_type = response.headers.get("Content-Type", "")
-    if response.code >= 400:
-        assert content_type == "application/problem+json", response
-        if method != "HEAD":
-            problem = response.json()
-            assert problem["status"] == response.code
-            assert problem["type"] == f"/reference/problems#{problem['code']}"
-            assert problem["requestId"] == request_id
-            assert problem["title"] and problem["detail"]
-            assert "Traceback" not in response.body.decode()
-    elif response.code not in (204, 304) and method != "HEAD":
-        assert content_type.startswith(("application/json", "audio/mpeg", "text/html")), response
-
-
-async def walk_pages(client: Client, path: str, key: str) -> tuple[list[dict], int]:
-    """Every record of a paginated path (query allowed), following hasMore; and the total."""
-    path = path.rstrip("?&")
-    separator = "&" if "?" in path else "?"
-    seen, page = [], 1
-    while True:
-        body = (await client.get(f"{path}{separator}page={page}")).json()
-        seen += body[key]
-        if not body["hasMore"]:
-            return seen, body["total"]
-        page += 1
 
 
 @pytest.fixture
@@ -252,27 +186,3 @@ def api_b(origin, ws_b):
 def anon(origin):
     """Client without credentials."""
     return Client(origin, None)
-
-
-@contextlib.contextmanager
-def running_demo(tmp_path, *args: str, stdin=subprocess.DEVNULL):
-    """A real `workspace-api demo` process on a free port: (process, keys file JSON, log path).
-    The keys file is written atomically once the demo serves."""
-    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
-    with open(log, "w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
-             str(keys_file), *args], stdin=stdin, stdout=output, stderr=subprocess.STDOUT,
-            text=True, env={**os.environ, "MONGODB_URI": "memory"})
-    try:
-        deadline = time.monotonic() + 60
-        while not keys_file.exists():
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "demo did not start: " + log.read_text()
-            time.sleep(0.1)
-        yield process, json.loads(keys_file.read_text()), log
-    finally:
-        if process.stdin:
-            process.stdin.close()
-        process.terminate()
-        process.wait(10)

@@ -17,7 +17,7 @@ from server.config import load_config
 from server.logs import REDACTED, JSONFormatter, secrets_of, setup_logging
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient
-from tests.conftest import TEST_SECRET, add_call, test_environ
+from tests.helpers import TEST_SECRET, add_call, test_environ
 
 PROVIDER_HOST = "127.0.0.5"  # used by nothing else, so any mention of it is a leak
 ACCOUNT_ID = "AC" + "3b" * 16
@@ -133,7 +133,7 @@ async def representative_run(api, anon, origin, store, ws_a, ws_b, provider, aut
 
 
 def api_for(workspace, api):
-    from tests.conftest import Client
+    from tests.helpers import Client
 
     return Client(api.origin, workspace.key)
 

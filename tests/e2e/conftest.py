@@ -1,5 +1,6 @@
 """Browser tests: the real `workspace-api demo` in a subprocess, driven through Debian's chromium
-with playwright. Without chromium (or playwright) the tests skip locally and fail under CI."""
+with playwright. Without chromium (or playwright) the tests skip locally and fail when CI is set
+(.ci/run sets it and installs chromium). A feature that breaks never turns into a skip."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import dataclasses
 import json
 import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import running_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
@@ -74,38 +74,9 @@ class Demo:
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory):
     """`workspace-api demo --port 0` as a separate process, exactly as a user runs it."""
-    folder = tmp_path_factory.mktemp("demo")
-    keys_file, log = folder / "keys.json", folder / "demo.log"
-    with open(log, "w") as output:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "server.cli",
-                "demo",
-                "--port",
-                "0",
-                "--keys-file",
-                str(keys_file),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, "MONGODB_URI": "memory"},
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not keys_file.exists() or not keys_file.read_text().endswith("\n"):
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "demo did not start: " + log.read_text()
-            time.sleep(0.1)
-        keys = json.loads(keys_file.read_text())
+    with running_demo(tmp_path_factory.mktemp("demo")) as (_, keys, _log):
         origin = keys["baseUrl"].removesuffix("/v1")
         yield Demo(origin, keys["workspaces"][0]["apiKey"], keys["workspaces"])
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 class Console:

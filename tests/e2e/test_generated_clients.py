@@ -24,7 +24,7 @@ import pytest
 from schemas.openapi import operations
 
 # tests/conftest.py holds running_demo today; it may move to tests/helpers.py (issue 10).
-from tests.conftest import running_demo
+from tests.helpers import running_demo
 
 pytestmark = pytest.mark.clients
 

@@ -3,7 +3,7 @@
 import jwt
 import pytest
 
-from tests.conftest import TEST_SECRET
+from tests.helpers import TEST_SECRET
 
 
 def forged(claims: dict, secret: str = TEST_SECRET) -> str:

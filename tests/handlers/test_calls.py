@@ -10,7 +10,7 @@ import pytest
 
 from schemas import Schemas
 from store.calls import call_document
-from tests.conftest import walk_pages
+from tests.helpers import walk_pages
 
 BASE = dt.datetime(2026, 3, 2, 15, 0)
 REF = "RE" + "ab" * 16

@@ -13,7 +13,7 @@ import pytest
 from server.config import load_config
 from store.calls import call_document
 from store.clock import utcnow
-from tests.conftest import test_environ
+from tests.helpers import test_environ
 
 SETTLE = 2.0
 

@@ -12,7 +12,7 @@ import pytest
 from handlers.base import APIHandler
 from server.app import collect_handlers
 from server.config import load_config
-from tests.conftest import test_environ
+from tests.helpers import test_environ
 
 TIMEOUT = 1.0  # idle (= header) and body timeouts of this module's server
 MIB = 1024 * 1024

@@ -9,7 +9,7 @@ from server.app import http_server as make_http_server
 from server.app import make_app
 from server.auth import KeyService
 from store.database import open_store
-from tests.conftest import TEST_SECRET, Client
+from tests.helpers import TEST_SECRET, Client
 
 
 async def test_liveness_needs_no_key(anon):

@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from schemas import Schemas
-from tests.conftest import walk_pages
+from tests.helpers import walk_pages
 
 BASE = dt.datetime(2026, 2, 1, 8, 0)
 
@@ -107,7 +107,8 @@ async def test_updated_since_is_inclusive_and_follows_uploads(api, store, ws_a, 
     # an upload that adds p1 to a list moves its updatedAt
     list_id = await new_list(api, ws_a)
     await api.post(f"/v1/lists/{list_id}/contacts", {"contacts": [{"email": "p1@example.com"}]})
-    recent = (await api.get("/v1/prospects?updatedSince=2026-06-01T00:00:00Z")).json()
+    # every prospect was made on 2026-02-01; the upload moved p1's updatedAt to the wall clock
+    recent = (await api.get("/v1/prospects?updatedSince=2026-02-02T00:00:00Z")).json()
     assert [p["firstName"] for p in recent["prospects"]] == ["P1"]
 
 

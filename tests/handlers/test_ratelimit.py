@@ -13,7 +13,7 @@ from tornado.netutil import bind_sockets
 from server.app import http_server as make_http_server
 from server.app import make_app
 from server.ratelimit import EPOCH, RateLimiter
-from tests.conftest import Client, FakeClock
+from tests.helpers import Client, FakeClock
 
 LIMIT = 5
 POLICY = re.compile(r'^"workspace";q=(\d+);w=(\d+)$')
@@ -126,7 +126,7 @@ async def test_two_app_instances_sharing_one_store_enforce_one_limit(
     # A second "process": its own application, key service, limiter and listening socket,
     # over the same database.
     from server.auth import KeyService
-    from tests.conftest import TEST_SECRET
+    from tests.helpers import TEST_SECRET
 
     other_auth = KeyService(TEST_SECRET, store.keys)
     other_app = make_app(config, store, other_auth,

@@ -13,7 +13,7 @@ import pytest
 from handlers.ranges import ByteRange, InvalidRange, parse_range
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient
-from tests.conftest import add_call
+from tests.helpers import add_call
 
 ACCOUNT_ID = "AC" + "7c" * 16
 AUTH_TOKEN = "upstream-secret-9d3a61"
@@ -403,11 +403,12 @@ async def test_client_leaving_while_the_provider_stalls_closes_the_upstream(
         await asyncio.sleep(0.01)
     assert upstream_connections()
     writer.transport.abort()
-    for _ in range(100):
+    for _ in range(500):
         if not upstream_connections():
             break
         await asyncio.sleep(0.01)
-    assert not upstream_connections()  # dropped within a second, not after 30 s
+    # dropped within seconds (well under one on an idle machine), not after 30 s
+    assert not upstream_connections()
 
 
 def test_only_ascii_digits_make_a_range():

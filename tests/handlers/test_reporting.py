@@ -10,7 +10,7 @@ import pytest
 
 from schemas import Schemas
 from store.metrics import FIGURES
-from tests.conftest import walk_pages
+from tests.helpers import walk_pages
 
 MS = dt.timedelta(milliseconds=1)
 

@@ -12,7 +12,7 @@ from server.admin import run_admin
 from server.cli import build_parser, main
 from server.demo import seed
 from store.database import open_store
-from tests.conftest import running_demo
+from tests.helpers import running_demo
 
 
 async def test_admin_commands_manage_workspaces_users_and_keys(config, services, capsys, anon,

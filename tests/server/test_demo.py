@@ -15,20 +15,43 @@ from handlers import jsonio
 from schemas import Schemas
 from server.auth import KeyService
 from server.cli import build_parser
-from server.demo import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Progress, seed
+from server.config import ConfigError
+from server.demo import (
+    ANCHOR_ENV,
+    LONG_TIMELINE_CONTACT,
+    MISSING_RECORDING_REF,
+    Progress,
+    anchor,
+    seed,
+)
 from server.demo_data import Scale
 from store.database import open_store
-from tests.conftest import running_demo
+from tests.helpers import running_demo
 
-NOW = dt.datetime(2026, 11, 21, 9, 30)
+# Moved anchors prove that nothing depends on today's date: a DST change in the team's zone
+# (America/New_York) inside the 90 days, a leap day, a year boundary, and far in the future.
+MOVED_ANCHORS = ["2027-03-20", "2028-03-01", "2030-01-01", "2041-11-05"]
 SMALL = Scale(calls=400, prospects=80, timeline=300)
 WALL_CLOCK = {"lists": ["updatedAt"], "users": ["deletedAt"]}  # set by store.lists/users
 
 
-async def seeded(seed_value=7, scale=SMALL):
+async def seeded(seed_value=7, scale=SMALL, now=None):
     store = open_store("memory", "demo")
-    workspaces = await seed(store, KeyService("s" * 40, store.keys), seed=seed_value, scale=scale)
+    workspaces = await seed(store, KeyService("s" * 40, store.keys), seed=seed_value, now=now,
+                            scale=scale)
     return store, workspaces
+
+
+def test_the_anchor_is_todays_utc_midnight_unless_moved():
+    before = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    today = anchor({})
+    after = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    assert today.time() == dt.time(0) and today.tzinfo is None
+    assert today.date() in (before.date(), after.date())
+    assert anchor({ANCHOR_ENV: "2031-02-28"}) == dt.datetime(2031, 2, 28)
+    for bad in ("tomorrow", "2031-02-30", "2031-02-28T10:00:00Z"):
+        with pytest.raises(ConfigError, match=ANCHOR_ENV):
+            anchor({ANCHOR_ENV: bad})
 
 
 async def snapshot(store) -> dict:
@@ -49,7 +72,14 @@ async def test_the_same_seed_gives_the_same_data_and_another_seed_other_data():
     assert len(first["calls"]) == 400 + 40 and len(first["prospects"]) == 80 + 20
 
 
-async def test_the_data_is_consistent_and_plausible():
+@pytest.mark.parametrize("moved_to", [None, *MOVED_ANCHORS])
+async def test_the_data_is_consistent_and_plausible(moved_to, monkeypatch):
+    """With the anchor where it is today (None) and moved: seed() takes it from anchor()."""
+    if moved_to:
+        monkeypatch.setenv(ANCHOR_ENV, moved_to)
+    else:
+        monkeypatch.delenv(ANCHOR_ENV, raising=False)
+    NOW = anchor()
     store, workspaces = await seeded()
     data = await snapshot(store)
     schemas = Schemas()
@@ -165,7 +195,9 @@ def test_demo_scale_flags():
 
 
 @pytest.fixture
-def small_demo(tmp_path):
+def small_demo(tmp_path, monkeypatch):
+    """A demo process with its anchor moved (the process inherits the environment)."""
+    monkeypatch.setenv(ANCHOR_ENV, "2029-03-25")  # the 90 days before cross a DST change
     with running_demo(tmp_path, "--calls", "300", "--prospects", "60", "--timeline",
                       "200") as (_, keys, log):
         yield keys, log
@@ -187,10 +219,16 @@ def test_the_demo_serves_calls_prospects_timelines_and_metrics(small_demo):
     email = urllib.parse.quote(LONG_TIMELINE_CONTACT["email"])
     timeline = get(base, key, f"/prospect-activities?email={email}")
     assert len(timeline["activities"]) > 200
-    metrics = get(base, key, "/reporting/dialer-metrics?from=2026-08-24&to=2026-11-21"
+    # the calls started in the 90 days before the anchor (2029-03-25T00:00Z, the evening of
+    # the 24th in New York); the local days cover them all and nothing else
+    metrics = get(base, key, "/reporting/dialer-metrics?from=2028-12-24&to=2029-03-24"
                              "&timezone=America/New_York")
     outbound = get(base, key, "/calls?direction=outbound")["total"]
     assert metrics["totals"]["dials"] == outbound > 0
+    assert len(metrics["byDay"]) == 91
+    earlier = get(base, key, "/reporting/dialer-metrics?from=2028-01-01&to=2028-12-23")
+    later = get(base, key, "/reporting/dialer-metrics?from=2029-03-25&to=2030-01-01")
+    assert earlier["totals"]["dials"] == later["totals"]["dials"] == 0
     assert LONG_TIMELINE_CONTACT["email"] in log.read_text()  # the banner shows the timeline
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conftest import running_demo
+from tests.helpers import running_demo
 from tests.server.test_serve import Server, get
 
 pytestmark = pytest.mark.sqlite

@@ -38,7 +38,7 @@ def plan(path, statement: str) -> list[str]:
 
 
 async def test_no_endpoint_scans_a_big_table(store, auth, origin, statements):
-    from tests.conftest import Client
+    from tests.helpers import Client
 
     workspaces = await seed(store, auth, seed=5, scale=Scale(calls=300, prospects=60,
                                                              timeline=50))

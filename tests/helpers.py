@@ -1,0 +1,230 @@
+"""Helpers that tests import: the HTTP client that checks every response's invariants, seeded
+workspaces and calls, a fake clock, page walking, and a running demo process. Fixtures live in
+tests/conftest.py; this is a plain module."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+TEST_SECRET = "test-secret-" + "x" * 40
+
+
+class FakeClock:
+    """An injectable monotonic clock that only moves when a test moves it."""
+
+    def __init__(self, now: float = 1000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_environ(**overrides) -> dict:
+    """Configuration for an app under test: this tier's database (MONGODB_URI, set by the suite
+    on the wire tier; on the embedded tier a throwaway SQLite file per store) and a fresh
+    database name, so each test has its own data."""
+    environ = {"WSAPI_SECRET": TEST_SECRET,
+               "WSAPI_DATABASE": "wsapi_test_" + uuid.uuid4().hex[:12],
+               "MONGODB_URI": os.environ.get("MONGODB_URI", "memory")}
+    environ.update(overrides)
+    return environ
+
+
+test_environ.__test__ = False  # a helper, not a test, in the modules that import it
+
+
+@dataclasses.dataclass
+class Workspace:
+    id: str
+    name: str
+    key: str
+    key_id: str
+    users: list[dict]
+    deleted_user: dict
+
+
+async def make_workspace(store, auth, name: str, users: int = 3) -> Workspace:
+    workspace = await store.workspaces.create(name)
+    wid = workspace["id"]
+    people = [await store.users.create(wid, f"user{i}@{name.lower()}.example", f"First{i}",
+                                       f"Last{i}") for i in range(users + 1)]
+    await store.users.delete(wid, people[-1]["id"])
+    record, key = await auth.create(wid, "test key")
+    return Workspace(wid, name, key, record["id"], people[:-1], people[-1])
+
+
+async def add_call(store, workspace, ref: str | None) -> str:
+    """A finished, connected call of the workspace with recording `ref` (or none); its id."""
+    started = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)
+    record = await store.calls.create(
+        workspace.id, user_id=workspace.users[0]["id"], prospect_id=str(uuid.uuid4()),
+        direction="outbound", disposition="connected", from_number="+15550100",
+        to_number="+15550199", started_at=started, answered_at=started,
+        ended_at=started + dt.timedelta(minutes=3), recording_ref=ref,
+        recording_duration_seconds=180 if ref else None)
+    return record["id"]
+
+
+class Response:
+    def __init__(self, raw):
+        self.raw = raw
+        self.code = raw.code
+        self.headers = raw.headers
+        self.body = raw.body
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self) -> str:
+        return f"<Response {self.code} {self.body[:300]!r}>"
+
+
+DEFAULT = object()
+
+
+class Client:
+    """Talks HTTP to the app on its real port and checks every response's invariants."""
+
+    def __init__(self, origin: str, key: str | None, connections: int | None = None):
+        self.origin = origin
+        self.key = key
+        # Tornado's shared client keeps at most 10 requests in flight; `connections` gives this
+        # client its own pool of that many, for tests that need more requests at once.
+        self.http = (AsyncHTTPClient(force_instance=True, max_clients=connections)
+                     if connections else AsyncHTTPClient())
+
+    async def fetch(self, path: str, method: str = "GET", *, json_body=DEFAULT, body=None,
+                    headers: dict | None = None, key=DEFAULT, check: bool = True) -> Response:
+        headers = dict(headers or {})
+        key = self.key if key is DEFAULT else key
+        if key is not None:
+            headers.setdefault("Authorization", f"Bearer {key}")
+        if json_body is not DEFAULT:
+            body = json.dumps(json_body)
+            headers.setdefault("Content-Type", "application/json")
+        if body is None and method in ("POST", "PUT", "PATCH"):
+            body = b""
+        request = HTTPRequest(self.origin + path, method=method, headers=headers, body=body,
+                              allow_nonstandard_methods=True, follow_redirects=False,
+                              request_timeout=60)
+        response = Response(await self.http.fetch(request, raise_error=False))
+        if check:
+            check_invariants(response, method)
+        return response
+
+    async def get(self, path: str, **kwargs) -> Response:
+        return await self.fetch(path, "GET", **kwargs)
+
+    async def post(self, path: str, json_body=DEFAULT, **kwargs) -> Response:
+        return await self.fetch(path, "POST", json_body=json_body, **kwargs)
+
+
+def check_invariants(response: Response, method: str) -> None:
+    assert response.code != 599, f"connection failed: {response.raw.error}"
+    request_id = response.headers.get("X-Request-Id")
+    assert request_id, "every response carries X-Request-Id"
+    assert response.code < 500 or response.code in (502, 503), response
+    content_type = response.headers.get("Content-Type", "")
+    if response.code >= 400:
+        assert content_type == "application/problem+json", response
+        if method != "HEAD":
+            problem = response.json()
+            assert problem["status"] == response.code
+            assert problem["type"] == f"/reference/problems#{problem['code']}"
+            assert problem["requestId"] == request_id
+            assert problem["title"] and problem["detail"]
+            assert "Traceback" not in response.body.decode()
+    elif response.code not in (204, 304) and method != "HEAD":
+        assert content_type.startswith(("application/json", "audio/mpeg", "text/html")), response
+
+
+async def walk_pages(client: Client, path: str, key: str) -> tuple[list[dict], int]:
+    """Every record of a paginated path (query allowed), following hasMore; and the total."""
+    path = path.rstrip("?&")
+    separator = "&" if "?" in path else "?"
+    seen, page = [], 1
+    while True:
+        body = (await client.get(f"{path}{separator}page={page}")).json()
+        seen += body[key]
+        if not body["hasMore"]:
+            return seen, body["total"]
+        page += 1
+
+
+@contextlib.contextmanager
+def running_demo(tmp_path, *args: str, stdin=subprocess.DEVNULL):
+    """A real `workspace-api demo` process on a free port: (process, keys file JSON, log path).
+    The keys file is written atomically once the demo serves."""
+    keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
+             str(keys_file), *args], stdin=stdin, stdout=output, stderr=subprocess.STDOUT,
+            text=True, env={**os.environ, "MONGODB_URI": "memory"})
+    try:
+        deadline = time.monotonic() + 60
+        while not keys_file.exists():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "demo did not start: " + log.read_text()
+            time.sleep(0.1)
+        yield process, json.loads(keys_file.read_text()), log
+    finally:
+        if process.stdin:
+            process.stdin.close()
+        process.terminate()
+        process.wait(10)
+
+
+@contextlib.contextmanager
+def serving(tmp_path, *args: str, env: dict, ready_timeout: float = 60):
+    """A real `workspace-api serve` process (own process group) on a free port with `env` added
+    to the environment: yields (origin, log path) once /readyz answers 200; the group it
+    started is killed afterwards."""
+    import signal
+    import socket
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    origin, log = f"http://127.0.0.1:{port}", tmp_path / "serve.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve", "--port", str(port), *args],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            env={**os.environ, **env}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                with urllib.request.urlopen(f"{origin}/readyz", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except (OSError, urllib.error.URLError):
+                pass
+            assert time.monotonic() < deadline, "serve did not get ready: " + log.read_text()
+            time.sleep(0.1)
+        yield origin, log
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)  # the group this helper started
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)

@@ -1,0 +1,180 @@
+"""Real faults on the wire tier: the database server process stopped in the middle of traffic
+and started again on the same file, and one rate limit shared by two worker processes.
+
+`workspace-api serve` runs as a real process against a mongo-java-server that the test starts:
+the H2 backend on a file for the stop/start test (so the data outlives the server process, wire
+tier only), the tier's own server for the rate limit (wire tier, or a real MongoDB).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from server.app import open_services
+from server.config import load_config
+from server.ratelimit import RateLimiter
+from tests.helpers import Client, make_workspace, serving, test_environ
+from tests.wire import WireServer
+
+DB_TIMEOUT = 1.0  # db_timeout_seconds of the served API
+# The driver's own overhead beyond its timeout (server selection under concurrency, its thread
+# pool) plus scheduling noise on a loaded 2-core machine: a 503 took 1.0 to 1.9 s here.
+SLACK = 1.5
+
+
+@pytest.fixture
+def h2_server(tmp_path):
+    """mongo-java-server with the H2 backend on a file in tmp_path; stopped afterwards."""
+    server = WireServer(tmp_path / "h2-server.log", h2_file=tmp_path / "wsapi.mv").start()
+    yield server
+    server.stop()
+
+
+async def new_workspace(uri: str, name: str, database: str | None = None):
+    """A workspace with users and a key in `database` (default: a fresh one) at `uri`:
+    (workspace, database)."""
+    environ = test_environ(MONGODB_URI=uri)
+    config = load_config(environ={**environ, "WSAPI_DATABASE": database or
+                                  environ["WSAPI_DATABASE"]})
+    store, auth = await open_services(config)
+    try:
+        return await make_workspace(store, auth, name), config.database
+    finally:
+        store.close()
+
+
+def readyz(origin: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"{origin}/readyz", timeout=10) as response:
+            return response.status, dict(response.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers)
+
+
+@pytest.mark.wire
+async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, h2_server):
+    """Writers create lists while the database server is stopped (a clean SIGTERM) and started
+    again on the same H2 file: meanwhile every request ends in time, as 201/200 or as 503 with
+    Retry-After, /readyz turns 503; afterwards the same API process serves again and every list
+    it acknowledged is there."""
+    workspace, database = await new_workspace(h2_server.uri, "Faults")
+    env = {"MONGODB_URI": h2_server.uri, "WSAPI_DATABASE": database,
+           "WSAPI_SECRET": test_environ()["WSAPI_SECRET"],
+           "WSAPI_DB_TIMEOUT_SECONDS": str(DB_TIMEOUT), "WSAPI_RATE_LIMIT_PER_MINUTE": "100000"}
+    with serving(tmp_path, env=env) as (origin, log):
+        client = Client(origin, workspace.key, connections=8)
+        owner = workspace.users[0]["id"]
+        acknowledged: list[str] = []
+        statuses: list[int] = []
+        slowest = {"db down": 0.0}
+        phase = {"name": "up"}
+
+        async def writer(number: int) -> None:
+            i = 0
+            while phase["name"] != "done":
+                i += 1
+                started = time.monotonic()
+                if i % 3:
+                    response = await client.post(
+                        "/v1/lists", {"name": f"w{number}-{i}", "ownerUserId": owner})
+                else:
+                    response = await client.get("/v1/lists?pageSize=50")
+                took = time.monotonic() - started
+                statuses.append(response.code)
+                if response.code == 201:
+                    acknowledged.append(response.json()["list"]["id"])
+                elif response.code == 503:
+                    assert response.headers["Retry-After"], response
+                    slowest["db down"] = max(slowest["db down"], took)
+                    await asyncio.sleep(0.05)
+                else:
+                    assert response.code == 200, response
+
+        writers = [asyncio.ensure_future(writer(n)) for n in range(4)]
+        try:
+            while len(acknowledged) < 20:
+                await asyncio.sleep(0.05)
+                assert not any(w.done() for w in writers), [w.exception() for w in writers]
+                assert statuses.count(503) == 0 and len(statuses) < 500, statuses[-20:]
+            await asyncio.to_thread(h2_server.stop)  # returns once the process has exited
+            before = len(acknowledged)
+            phase["name"] = "down"
+            down_at = time.monotonic()
+            while time.monotonic() - down_at < 3 * DB_TIMEOUT:
+                await asyncio.sleep(0.1)
+            assert (await asyncio.to_thread(readyz, origin))[0] == 503
+            assert statuses.count(503) >= 4, statuses[-20:]
+            acknowledged_while_down = len(acknowledged) - before
+
+            h2_server.start()
+            phase["name"] = "back"
+            back_at = time.monotonic()
+            while (await asyncio.to_thread(readyz, origin))[0] != 200:
+                assert time.monotonic() - back_at < 30, log.read_text()[-3000:]
+                await asyncio.sleep(0.2)
+            count = len(acknowledged)
+            while len(acknowledged) < count + 10:  # the writers get through again
+                assert time.monotonic() - back_at < 30, statuses[-20:]
+                await asyncio.sleep(0.05)
+        finally:
+            phase["name"] = "done"
+            results = await asyncio.gather(*writers, return_exceptions=True)
+        assert [r for r in results if r is not None] == []
+        assert slowest["db down"] < DB_TIMEOUT + SLACK
+        status, headers = await asyncio.to_thread(readyz, origin)
+        assert status == 200, headers
+        assert acknowledged_while_down <= 4  # at most answers in flight when it exited
+
+        for list_id in acknowledged:  # every acknowledged write survived the restart
+            response = await client.get(f"/v1/lists/{list_id}")
+            assert response.code == 200, (list_id, response)
+        listed = (await client.get("/v1/lists?pageSize=100")).json()["total"]
+        assert listed >= len(acknowledged)
+        assert len(acknowledged) == len(set(acknowledged))
+
+    server_log = h2_server.log_path.read_text()
+    assert server_log.count("listening on") == 2  # one server process, then another
+
+
+@pytest.mark.server_db
+async def test_two_processes_enforce_one_rate_limit_exactly(tmp_path):
+    """`serve --processes 2`: over one full window of the workspace, requests spread over both
+    workers get exactly `quota` answers that are not 429, each with its own remaining count."""
+    quota, extra = 120, 60
+    uri, database = os.environ["MONGODB_URI"], test_environ()["WSAPI_DATABASE"]
+    env = {"MONGODB_URI": uri, "WSAPI_DATABASE": database,
+           "WSAPI_SECRET": test_environ()["WSAPI_SECRET"],
+           "WSAPI_RATE_LIMIT_PER_MINUTE": str(quota), "WSAPI_LOG_LEVEL": "info"}
+    with serving(tmp_path, "--processes", "2", env=env) as (origin, log):
+        for _ in range(20):  # both workers ready (readiness needs no key and counts nothing)
+            while (await asyncio.to_thread(readyz, origin))[0] != 200:
+                await asyncio.sleep(0.1)
+        # Windows are offset per workspace: take one whose window has time left for the burst
+        # (the window ends in 60 s or less; a burst takes a few seconds).
+        while True:
+            workspace, _ = await new_workspace(uri, "Limited", database)
+            _, end = RateLimiter(None, quota).window_of(workspace.id, time.time())
+            if end - time.time() > 20:
+                break
+        client = Client(origin, workspace.key, connections=20)
+        responses = await asyncio.gather(*[client.get("/v1/users")
+                                           for _ in range(quota + extra)])
+        assert time.time() < end, "the burst crossed a window boundary"
+
+    allowed = [r for r in responses if r.code != 429]
+    assert all(r.code == 200 for r in allowed)
+    assert len(allowed) == quota
+    remaining = sorted(int(r.headers["RateLimit"].split("r=")[1].split(";")[0]) for r in allowed)
+    assert remaining == list(range(quota))  # every counted request had its own slot
+    refused = [r for r in responses if r.code == 429]
+    assert len(refused) == extra and all(r.headers["Retry-After"] for r in refused)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    pids = {line.get("pid") for line in lines if line.get("path") == "/v1/users"}
+    assert len(pids) == 2, "both workers answered"
