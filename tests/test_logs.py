@@ -199,9 +199,31 @@ def test_every_line_is_one_json_object_and_exceptions_stay_inside_it():
     ("mongodb://admin:hunter2@db.internal:27017/x", f"mongodb://{REDACTED}@db.internal:27017/x"),
     ("https://AC1:tok@api.example/2010", f"https://{REDACTED}@api.example/2010"),
     ("nothing to hide /v1/lists/5f0c", "nothing to hide /v1/lists/5f0c"),
+    ("id Xq3vTb-9kLmN_0pQrS7tUvWxYz1A2B3C4D5E6F7G8H9 end", f"id {REDACTED} end"),  # a signature
+    ("a " + "3f2a" * 16 + " " + str(uuid.UUID(int=7)) + " " + "snake_case_" * 5,
+     "a " + "3f2a" * 16 + " " + str(uuid.UUID(int=7)) + " " + "snake_case_" * 5),
 ])
 def test_redaction_patterns(text, clean):
     assert JSONFormatter().redact(text) == clean
+
+
+@pytest.mark.parametrize("form", ["{}", "trace.{}", "{}:1", "req-{}-2"])
+async def test_a_key_signature_sent_as_request_id_is_echoed_but_never_logged(
+        api, anon, ws_a, log_output, form):
+    """A well-formed request id (1-128 characters) that carries the signature part of a key.
+    (A whole key is longer than 128 characters, so it is never taken as a request id.)"""
+    signature = ws_a.key.split(".")[2]
+    given = form.format(signature)
+    for client in (api, anon):
+        response = await client.get("/v1/users", headers={"X-Request-Id": given})
+        assert response.headers["X-Request-Id"] == given
+        if response.code >= 400:
+            assert response.json()["requestId"] == given
+    text = log_output[0].getvalue()
+    access = [json.loads(line) for line in text.splitlines()
+              if '"workspace_api.access"' in line]
+    assert len(access) == 2 and all(REDACTED in line["requestId"] for line in access), access
+    assert signature not in text
 
 
 def test_secrets_of_configuration():
