@@ -26,6 +26,7 @@ log = logging.getLogger("workspace_api")
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 BEARER = re.compile(r"^Bearer +([A-Za-z0-9._~+/-]+=*) *$", re.IGNORECASE)
 JSON_TYPE = re.compile(r"^application/json\s*(;\s*charset\s*=\s*\"?utf-8\"?\s*)?$", re.IGNORECASE)
+INTEGER = re.compile(r"-?[0-9]+")
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 NO_QUERY = "/schemas/queries/none.json"
 DB_DOWN = (pymongo.errors.ConnectionFailure, pymongo.errors.ServerSelectionTimeoutError,
@@ -125,8 +126,12 @@ class APIHandler(RequestHandler):
                 continue
             text = raw[0].decode("utf-8", "replace")
             prop = schemas.resolve(schema.get("properties", {}).get(name, {}))
-            is_int = prop.get("type") == "integer" and re.fullmatch(r"-?[0-9]{1,19}", text)
-            values[name] = int(text) if is_int else text
+            if prop.get("type") == "integer" and INTEGER.fullmatch(text):
+                # A huge number stands for one far outside every documented range, unconverted.
+                huge = -(10**40) if text[0] == "-" else 10**40
+                values[name] = int(text) if len(text) <= 40 else huge
+            else:
+                values[name] = text
         for error in schemas.errors(schema["$id"], values):
             name = error["pointer"][2:].split("/")[0]
             errors.append({"parameter": name, "detail": error["detail"]})

@@ -16,6 +16,12 @@ from referencing.jsonschema import DRAFT202012
 
 ROOT = Path(__file__).resolve().parent
 MAX_ERRORS = 20
+# The one definition of "blank": nothing but whitespace as Python's str.isspace() (and so
+# str.strip(), which trims contacts in store.identity) knows it. The schema files spell it as
+# this class rather than \S, whose meaning differs between ECMA-262 (the document's regex
+# dialect: it counts U+FEFF as a space and U+001C-U+001F as not) and Python.
+NON_BLANK = ("[^\\t\\n\\u000b\\f\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a"
+             "\\u2028\\u2029\\u202f\\u205f\\u3000]")
 
 
 def load_all() -> dict[str, dict]:
@@ -60,7 +66,7 @@ def _message(error: ValidationError) -> tuple[list, str]:
         return path, f"must contain at most {value} items"
     if kind == "maxLength":
         return path, f"must be at most {value} characters long"
-    if kind in ("minLength", "pattern") and value in (1, "\\S"):
+    if kind in ("minLength", "pattern") and value in (1, NON_BLANK):
         return path, "must not be blank"
     if kind == "pattern" and error.schema.get("format") == "uuid":
         return path, "must be a UUID"
