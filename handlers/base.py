@@ -12,6 +12,7 @@ import re
 import uuid
 
 import pymongo.errors
+from tornado.httputil import HTTPServerRequest
 from tornado.web import HTTPError, RequestHandler
 
 from handlers import jsonio
@@ -34,6 +35,15 @@ DB_DOWN = (pymongo.errors.ConnectionFailure, pymongo.errors.ServerSelectionTimeo
 RETRY_AFTER_DB = "5"
 
 
+class UnparsedBodyRequest(HTTPServerRequest):
+    """A request whose body Tornado leaves alone: it would parse form-encoded and multipart
+    bodies (and answer a bare 400 for a broken one) before the key is checked. Bodies here are
+    JSON, read by `validated_body` only."""
+
+    def _parse_body(self) -> None:
+        return None
+
+
 class APIHandler(RequestHandler):
     auth_required = True
     query_schemas: dict[str, str] = {}
@@ -41,6 +51,11 @@ class APIHandler(RequestHandler):
     workspace_id: str | None = None
     query: dict = {}
     body = None
+
+    def __init__(self, application, request: HTTPServerRequest, **kwargs) -> None:
+        if type(request) is HTTPServerRequest:
+            request.__class__ = UnparsedBodyRequest
+        super().__init__(application, request, **kwargs)
 
     @property
     def request_id(self) -> str:
@@ -119,6 +134,8 @@ class APIHandler(RequestHandler):
         schemas = self.settings["schemas"]
         method = "GET" if self.request.method == "HEAD" else self.request.method
         schema = schemas.documents[self.query_schemas.get(method, NO_QUERY)]
+        if limit := getattr(self.request.connection, "query_fields_over", 0):  # server.gate
+            raise invalid([{"pointer": "#/query", "detail": f"must have at most {limit} fields"}])
         values, errors = {}, []
         for name, raw in self.request.query_arguments.items():
             if len(raw) > 1:

@@ -462,3 +462,44 @@ async def test_a_contact_of_a_byte_order_mark_is_not_blank(api, a_list):
     response = await api.post(f"/v1/lists/{a_list['id']}/contacts",
                               json_body={"contacts": [{"firstName": "\ufeff"}]})
     assert response.code == 200, response
+
+
+# --- no answer from Tornado itself: problem+json with X-Request-Id, bodies never forms ----------
+
+@pytest.mark.parametrize("fields", [101, 1001, 1500])  # 1500: near the 16 KiB head limit
+async def test_too_many_query_fields_is_a_problem_with_a_pointer(api, anon, fields):
+    query = "&".join(f"f{i}=1" for i in range(fields))
+    response = await api.get(f"/v1/lists?{query}")  # problem+json, X-Request-Id: checked there
+    assert response.code == 400, response
+    assert response.json()["errors"] == [{"pointer": "#/query",
+                                          "detail": "must have at most 100 fields"}]
+    assert "RateLimit" in response.headers  # counted, like every request with a key
+    assert (await anon.get(f"/v1/lists?{query}")).code == 401
+    assert (await anon.get(f"/nowhere?{query}")).code == 404
+    assert (await api.get("/v1/lists?" + "&".join(["pageSize=50"] * 100))).code == 400  # twice
+
+
+FORMS = {
+    "multipart": ("multipart/form-data; boundary=XyZ",
+                  b'--XyZ\r\nContent-Disposition: form-data; name="name"\r\n\r\nL\r\n--XyZ--\r\n'),
+    "broken multipart": ("multipart/form-data; boundary=XyZ", b"--XyZ\r\nno headers"),
+    "multipart without boundary": ("multipart/form-data", b"name=L"),
+    "form": ("application/x-www-form-urlencoded", b"name=L&ownerUserId=x"),
+    "form with many fields": ("application/x-www-form-urlencoded",
+                              "&".join(f"f{i}=1" for i in range(5000)).encode()),
+}
+
+
+@pytest.mark.parametrize("content_type,body", FORMS.values(), ids=FORMS.keys())
+async def test_form_bodies_are_never_parsed(api, anon, content_type, body):
+    """Without a key 401, with one 415 (and counted); never Tornado's own 400."""
+    headers = {"Content-Type": content_type}
+    response = await anon.fetch("/v1/lists", "POST", body=body, headers=headers)
+    assert response.code == 401, response
+    response = await api.fetch("/v1/lists", "POST", body=body, headers=headers)
+    assert response.code == 415, response
+    assert "RateLimit" in response.headers
+    response = await api.fetch("/v1/users", "PUT", body=body, headers=headers)
+    assert response.code == 405, response
+    response = await anon.fetch("/v1/nowhere", "POST", body=body, headers=headers)
+    assert response.code == 404, response
