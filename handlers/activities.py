@@ -4,8 +4,9 @@ The timeline is unbounded, so the body is written as it is read: the prospect, t
 activities in batches of `batch_size` from one database cursor, encoded and flushed to the
 client in slices of `slice_size`, each slice flushed before the next is encoded. Memory stays
 flat whatever the timeline's length, and a slow client slows the cursor down instead of filling
-the server's buffers. Between slices the handler yields to the event loop, so that many long
-timelines streaming at once still leave room for every other request. When the client goes
+the server's buffers. Between slices the handler yields to the event loop, and timelines take
+turns at the database (handlers.streams), so that many long timelines streaming at once still
+leave room for every other request. When the client goes
 away, or takes nothing for `stream_stall_seconds` (handlers.streams), the next flush fails and
 the cursor is closed.
 
@@ -23,7 +24,7 @@ from tornado.iostream import StreamClosedError
 from handlers import jsonio
 from handlers.base import APIError
 from handlers.params import phone, problem, uuid_param
-from handlers.streams import StreamingHandler
+from handlers.streams import StreamingHandler, stream_slots
 
 log = logging.getLogger("workspace_api")
 
@@ -45,10 +46,15 @@ class ProspectActivitiesHandler(StreamingHandler):
             self.workspace_id, prospect["id"], self.batch_size)
         self.write('{"prospect":' + jsonio.dumps(prospect) + ',"activities":[')
         flushed = False
+        turns = stream_slots(self.settings).database_turns
         async with aclosing(timeline) as batches:
             try:
                 separator = ""
-                async for batch in batches:
+                while True:
+                    async with turns:  # timelines take turns at the database
+                        batch = await anext(batches, None)
+                    if batch is None:
+                        break
                     for start in range(0, len(batch), self.slice_size):
                         items = batch[start:start + self.slice_size]
                         self.write(separator + ",".join(jsonio.dumps(item) for item in items))

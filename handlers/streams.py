@@ -10,6 +10,7 @@ period, so the relay loop itself pays nothing per chunk.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import logging
 import struct
@@ -25,14 +26,19 @@ log = logging.getLogger("workspace_api")
 RETRY_AFTER = "5"
 TIOCOUTQ = getattr(termios, "TIOCOUTQ", None)
 CHECKS_PER_STALL = 4
+DATABASE_TURNS = 1
 
 
 class StreamSlots:
-    """Streams open per workspace, counted in this process (built once per application)."""
+    """Streams open per workspace, counted in this process (built once per application), and
+    the turns streams take at the database: at most `DATABASE_TURNS` of their batch reads are
+    in flight at once, so that an ordinary request's query never queues behind a batch read
+    of every open stream (the store's reads share a few threads or connections)."""
 
     def __init__(self, per_workspace: int):
         self.per_workspace = per_workspace
         self.open: dict[str, int] = {}
+        self.database_turns = asyncio.Semaphore(DATABASE_TURNS)
 
     def take(self, workspace_id: str) -> bool:
         count = self.open.get(workspace_id, 0)

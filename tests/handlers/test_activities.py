@@ -317,3 +317,35 @@ async def test_a_slow_reader_that_keeps_reading_is_not_cut(origin, app, config, 
     writer.close()
     assert time.monotonic() - started > 1.0  # twice the stall period, and more
     assert tracked_timeline["closed"] and tracked_timeline["batches"] == 300 // 20
+
+
+async def test_timelines_take_turns_at_the_database(api, store, ws_a, monkeypatch):
+    """However many timelines stream at once, one batch read of theirs is in flight at a time,
+    so that an ordinary request's query never queues behind one read of every stream."""
+    monkeypatch.setattr(ProspectActivitiesHandler, "batch_size", 5)
+    ada = await prospect(store, ws_a)
+    await store.activities.insert_documents(ws_a.id, [note(ws_a, ada["id"], i)
+                                                      for i in range(40)])
+    original, state = store.activities.timeline, {"in_flight": 0, "most": 0, "reads": 0}
+
+    async def timeline(*args, **kwargs):
+        source = original(*args, **kwargs)
+        try:
+            while True:
+                state["in_flight"] += 1
+                state["most"] = max(state["most"], state["in_flight"])
+                await asyncio.sleep(0.002)  # a read that takes a while
+                batch = await anext(source, None)
+                state["in_flight"] -= 1
+                if batch is None:
+                    return
+                state["reads"] += 1
+                yield batch
+        finally:
+            await source.aclose()
+
+    monkeypatch.setattr(store.activities, "timeline", timeline)
+    responses = await asyncio.gather(*[
+        api.get(f"/v1/prospect-activities?prospectId={ada['id']}") for _ in range(6)])
+    assert all(len(r.json()["activities"]) == 40 for r in responses)
+    assert state["reads"] == 6 * 8 and state["most"] == 1
