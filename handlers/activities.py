@@ -73,7 +73,12 @@ class ProspectActivitiesHandler(StreamingHandler):
                               self.request_id)
                 self.request.connection.stream.close()
                 return
-        self.finish("]}")
+        self.write("]}")
+        try:
+            await self.flush()  # still under the stall watchdog, like every slice before it
+        except StreamClosedError:
+            return
+        self.finish()
 
     async def selected_prospect(self) -> dict:
         given = [name for name in SELECTORS if name in self.query]
