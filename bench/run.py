@@ -34,7 +34,7 @@ from bench.memory import MB, RSSSampler
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
-ALL = ("P1", "P2", "P3", "P4", "P5", "P6")
+ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "S1", "S2", "S3")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -550,6 +550,10 @@ async def run_all(settings: Settings, only: set[str], workdir: Path) -> list[Row
             else:
                 rows.append(not_run("P6", "GET /prospect-activities", "< 100 MB",
                                     "NOT RUN: no GET /v1/prospect-activities yet"))
+        if only & {"S1", "S2", "S3"}:  # stalled readers, long timelines (bench/streams.py)
+            from bench import streams
+
+            rows += await streams.run_rows(bench, only, Row, settings == QUICK)
     finally:
         bench.stop_all()
     order = {row_id: i for i, row_id in enumerate(ALL)}

@@ -1,53 +1,69 @@
 """GET /v1/prospect-activities: one prospect with its whole activity timeline, streamed.
 
 The timeline is unbounded, so the body is written as it is read: the prospect, then the
-activities in batches of `batch_size` from one database cursor, each batch flushed to the
-client before the next is fetched. Memory stays flat whatever the timeline's length, and a slow
-client slows the cursor down instead of filling the server's buffers. When the client goes
-away, the next flush fails and the cursor is closed.
+activities in batches of `batch_size` from one database cursor, encoded and flushed to the
+client in slices of `slice_size`, each slice flushed before the next is encoded. Memory stays
+flat whatever the timeline's length, and a slow client slows the cursor down instead of filling
+the server's buffers. Between slices the handler yields to the event loop, and timelines take
+turns at the database (handlers.streams), so that many long timelines streaming at once still
+leave room for every other request. When the client goes
+away, or takes nothing for `stream_stall_seconds` (handlers.streams), the next flush fails and
+the cursor is closed.
 
 Errors before the first flush are ordinary problem responses. After it the status (200) has
 been sent, so a failure can only cut the body short: the connection is closed without the
 final `]}` (and without the terminating chunk), which every JSON parser reports as an error.
 """
 
+import asyncio
 import logging
 from contextlib import aclosing
 
 from tornado.iostream import StreamClosedError
 
 from handlers import jsonio
-from handlers.base import APIError, APIHandler
+from handlers.base import APIError
 from handlers.params import phone, problem, uuid_param
+from handlers.streams import StreamingHandler, stream_slots
 
 log = logging.getLogger("workspace_api")
 
 SELECTORS = ("prospectId", "email", "phoneNumber")
 
 
-class ProspectActivitiesHandler(APIHandler):
+class ProspectActivitiesHandler(StreamingHandler):
     query_schemas = {"GET": "/schemas/queries/prospect-activities.json"}
-    batch_size = 500
+    batch_size = 200  # per database round trip
+    slice_size = 50  # activities encoded and flushed at a time, between yields to the loop
 
     async def get(self) -> None:
         prospect = await self.selected_prospect()
         self.set_header("Content-Type", "application/json; charset=utf-8")
         if self.request.method == "HEAD":
             return self.finish()  # the length is unknown until streamed: no body, no cursor
+        self.open_stream()
         timeline = self.settings["store"].activities.timeline(
             self.workspace_id, prospect["id"], self.batch_size)
         self.write('{"prospect":' + jsonio.dumps(prospect) + ',"activities":[')
         flushed = False
+        turns = stream_slots(self.settings).database_turns
         async with aclosing(timeline) as batches:
             try:
                 separator = ""
-                async for batch in batches:
-                    self.write(separator + ",".join(jsonio.dumps(item) for item in batch))
-                    separator = ","
-                    flushed = True
-                    await self.flush()
-                    if self.request.connection.stream.closed():
-                        return
+                while True:
+                    async with turns:  # timelines take turns at the database
+                        batch = await anext(batches, None)
+                    if batch is None:
+                        break
+                    for start in range(0, len(batch), self.slice_size):
+                        items = batch[start:start + self.slice_size]
+                        self.write(separator + ",".join(jsonio.dumps(item) for item in items))
+                        separator = ","
+                        flushed = True
+                        await self.flush()
+                        if self.request.connection.stream.closed():
+                            return
+                        await asyncio.sleep(0)  # a flush that completes at once does not yield
             except StreamClosedError:
                 return  # the client went away; aclosing closes the cursor
             except Exception:
@@ -57,7 +73,12 @@ class ProspectActivitiesHandler(APIHandler):
                               self.request_id)
                 self.request.connection.stream.close()
                 return
-        self.finish("]}")
+        self.write("]}")
+        try:
+            await self.flush()  # still under the stall watchdog, like every slice before it
+        except StreamClosedError:
+            return
+        self.finish()
 
     async def selected_prospect(self) -> dict:
         given = [name for name in SELECTORS if name in self.query]

@@ -104,6 +104,10 @@ class StaticHandler(APIHandler, StaticFileHandler):
             raise HTTPError(405)
 
     async def get(self, path: str, include_body: bool = True) -> None:
+        # Only the folder's own files by their exact names: a NUL byte, an escape or any other
+        # odd name never reaches the file system (where it could raise, not just miss).
+        if path not in console_pages(self.settings).versions:
+            raise HTTPError(404)
         try:
             await super().get(path, include_body)
         except HTTPError as exc:  # outside the folder, or not a file: simply not found

@@ -16,7 +16,8 @@ from tornado.iostream import StreamClosedError
 from tornado.web import Finish
 
 from handlers import ranges
-from handlers.base import UUID, APIError, APIHandler
+from handlers.base import UUID, APIError
+from handlers.streams import StreamingHandler
 from telephony.upstream import (
     UpstreamError,
     UpstreamNotFound,
@@ -45,7 +46,7 @@ def unsatisfiable(length: int | None) -> APIError:
     )
 
 
-class RecordingHandler(APIHandler):
+class RecordingHandler(StreamingHandler):
     pending: asyncio.Future | None = None
     upstream_response: UpstreamResponse | None = None
 
@@ -72,6 +73,8 @@ class RecordingHandler(APIHandler):
         if_range = self.request.headers.get("If-Range")
         if wanted is not None and if_range is not None and not ranges.STRONG_ETAG.match(if_range):
             wanted = None  # a date or a weak validator never matches: the whole recording
+        if self.request.method == "GET":
+            self.open_stream()  # a slot of the workspace's, and cut if the client stalls
         response = await self.ask(
             lambda upstream: upstream.open(
                 ref,
@@ -164,6 +167,7 @@ class RecordingHandler(APIHandler):
             self.request.connection.close()
 
     def on_connection_close(self) -> None:
+        super().on_connection_close()
         if self.pending is not None:
             self.pending.cancel()
         if self.upstream_response is not None:

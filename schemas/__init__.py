@@ -22,6 +22,12 @@ from referencing.jsonschema import DRAFT202012
 
 ROOT = Path(__file__).resolve().parent
 MAX_ERRORS = 20
+# The one definition of "blank": nothing but whitespace as Python's str.isspace() (and so
+# str.strip(), which trims contacts in store.identity) knows it. The schema files spell it as
+# this class rather than \S, whose meaning differs between ECMA-262 (the document's regex
+# dialect: it counts U+FEFF as a space and U+001C-U+001F as not) and Python.
+NON_BLANK = ("[^\\t\\n\\u000b\\f\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a"
+             "\\u2028\\u2029\\u202f\\u205f\\u3000]")
 
 
 def load_all() -> dict[str, dict]:
@@ -43,7 +49,7 @@ NON_BLANK_MESSAGE = "must contain at least one supported field with a non-blank 
 def _at_least_one_non_blank(validator, value, instance, schema):
     if not value or not validator.is_type(instance, "object"):
         return
-    if not any(isinstance(v, str) and re.search(r"\S", v) for v in instance.values()):
+    if not any(isinstance(v, str) and re.search(NON_BLANK, v) for v in instance.values()):
         yield ValidationError(NON_BLANK_MESSAGE)
 
 
@@ -82,7 +88,7 @@ def _message(error: ValidationError) -> tuple[list, str]:
         return path, f"must contain at most {value} items"
     if kind == "maxLength":
         return path, f"must be at most {value} characters long"
-    if kind in ("minLength", "pattern") and value in (1, "\\S"):
+    if kind in ("minLength", "pattern") and value in (1, NON_BLANK):
         return path, "must not be blank"
     if kind == "pattern" and error.schema.get("format") == "uuid":
         return path, "must be a UUID"

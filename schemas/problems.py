@@ -43,6 +43,10 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
                                "a new request."),
     "rate_limited": (429, "Too many requests",
                      "The workspace's rate limit is used up; retry after Retry-After seconds."),
+    "too_many_streams": (429, "Too many streams",
+                         "The workspace already has as many streamed responses (recordings and "
+                         "activity timelines) open as it may; retry after Retry-After seconds, "
+                         "or when one of them ends."),
     "internal_error": (500, "Internal error",
                        "An unexpected error on our side. Quote the requestId when reporting it."),
     "upstream_error": (502, "Upstream provider failure",
@@ -52,7 +56,7 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
                             "seconds."),
 }
 
-# The code of a bare status (the first listed with it: the general one, e.g. invalid_request).
+# The generic code of each status (the first listed), for errors raised without one.
 CODE_FOR_STATUS: dict[int, str] = {}
 for _code, (_status, _, _) in PROBLEMS.items():
     CODE_FOR_STATUS.setdefault(_status, _code)

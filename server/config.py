@@ -34,6 +34,8 @@ class Config:
     shutdown_timeout_seconds: float
     rate_limit_per_minute: int
     sync_settle_seconds: float
+    stream_stall_seconds: float
+    max_streams_per_workspace: int
     provider_url: str
     provider_account_id: str
     provider_auth_token: str
@@ -103,7 +105,9 @@ def validate(config: Config) -> None:
         raise ConfigError("processes must be at least 1")
     if config.rate_limit_per_minute < 1:
         raise ConfigError("rate_limit_per_minute must be at least 1")
-    if min(config.db_timeout_seconds, config.idle_timeout_seconds,
-           config.body_timeout_seconds) <= 0 or config.shutdown_timeout_seconds < 0 \
+    if config.max_streams_per_workspace < 1:
+        raise ConfigError("max_streams_per_workspace must be at least 1")
+    if min(config.db_timeout_seconds, config.idle_timeout_seconds, config.body_timeout_seconds,
+           config.stream_stall_seconds) <= 0 or config.shutdown_timeout_seconds < 0 \
             or config.sync_settle_seconds < 0:
         raise ConfigError("timeouts must be positive")

@@ -1,11 +1,15 @@
-"""What every request passes before the application sees it: the body size cap, and the count of
-requests in flight that a graceful shutdown waits for.
+"""What every request passes before the application sees it: the body size cap, the number of
+query fields, and the count of requests in flight that a graceful shutdown waits for.
 
 Tornado's own `max_body_size` answers an oversized body with a bare `400` and a closed
 connection. The gate instead stops buffering at `max_body_bytes` (declared Content-Length or
 chunked) and hands the request to the application marked `body_too_large`, so the client gets
 the API's JSON 413; the rest of the body is read and dropped for a few seconds (so the client
 gets to read the reply) and the connection is then closed.
+
+Tornado also answers a query of more than 1,000 fields with a bare `400` of its own. The gate
+hands such a request (over 100 fields) to the application without its query, marked with
+`query_fields_over`, and the application answers with the API's 400 (handlers.base).
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ import sys
 
 from tornado import httputil
 from tornado.ioloop import IOLoop
+
+# More query fields than any operation takes, and fewer than Tornado's own limit (1,000).
+MAX_QUERY_FIELDS = 100
 
 
 class Gate(httputil.HTTPServerConnectionDelegate):
@@ -36,6 +43,7 @@ class _Connection:
     def __init__(self, raw, request: _Request):
         self._raw, self._request = raw, request
         self.body_too_large = False
+        self.query_fields_over = 0  # or the limit that the request's query went over
 
     def __getattr__(self, name):
         return getattr(self._raw, name)
@@ -66,6 +74,10 @@ class _Request(httputil.HTTPMessageDelegate):
     async def headers_received(self, start_line, headers) -> None:
         self.started = True
         self.gate.inflight += 1
+        path, _, query = start_line.path.partition("?")
+        if query.count("&") >= MAX_QUERY_FIELDS:  # as counted by urllib.parse.parse_qsl
+            self.conn.query_fields_over = MAX_QUERY_FIELDS
+            start_line = start_line._replace(path=path)
         pending = self.inner.headers_received(start_line, headers)
         if pending is not None:
             await pending

@@ -2,9 +2,9 @@
 
 Access lines carry requestId, workspaceId, method, path, status and durationMs, never headers,
 bodies or the query string. As a second line of defence every line is scrubbed of bearer
-tokens, anything shaped like an API key (a JWT), credentials in URLs, and the configured
-secrets (signing secret, provider credentials and URL), wherever they come from: our code,
-Tornado's messages about malformed requests, or a traceback.
+tokens, anything shaped like an API key (a JWT) or a piece of one, credentials in URLs, and the
+configured secrets (signing secret, provider credentials and URL), wherever they come from: our
+code (a client's X-Request-Id), Tornado's messages about malformed requests, or a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ PATTERNS = [
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"),
     re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"),  # a JWT (our API keys)
     re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),  # user:password@ in a URL
+    # A part of a key on its own, such as its signature in a client's X-Request-Id: a run of 40
+    # or more base64url characters that mixes upper and lower case (hex ids and UUIDs do not).
+    re.compile(r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])"
+               r"[A-Za-z0-9_-]{40,}(?![A-Za-z0-9_-])"),
 ]
 
 

@@ -199,9 +199,69 @@ def test_every_line_is_one_json_object_and_exceptions_stay_inside_it():
     ("mongodb://admin:hunter2@db.internal:27017/x", f"mongodb://{REDACTED}@db.internal:27017/x"),
     ("https://AC1:tok@api.example/2010", f"https://{REDACTED}@api.example/2010"),
     ("nothing to hide /v1/lists/5f0c", "nothing to hide /v1/lists/5f0c"),
+    ("id Xq3vTb-9kLmN_0pQrS7tUvWxYz1A2B3C4D5E6F7G8H9 end", f"id {REDACTED} end"),  # a signature
+    ("a " + "3f2a" * 16 + " " + str(uuid.UUID(int=7)) + " " + "snake_case_" * 5,
+     "a " + "3f2a" * 16 + " " + str(uuid.UUID(int=7)) + " " + "snake_case_" * 5),
 ])
 def test_redaction_patterns(text, clean):
     assert JSONFormatter().redact(text) == clean
+
+
+@pytest.mark.parametrize("form", ["{}", "trace.{}", "{}:1", "req-{}-2"])
+async def test_a_key_signature_sent_as_request_id_is_echoed_but_never_logged(
+        api, anon, ws_a, log_output, form):
+    """A well-formed request id (1-128 characters) that carries the signature part of a key.
+    (A whole key is longer than 128 characters, so it is never taken as a request id.)"""
+    signature = ws_a.key.split(".")[2]
+    given = form.format(signature)
+    for client in (api, anon):
+        response = await client.get("/v1/users", headers={"X-Request-Id": given})
+        assert response.headers["X-Request-Id"] == given
+        if response.code >= 400:
+            assert response.json()["requestId"] == given
+    text = log_output[0].getvalue()
+    access = [json.loads(line) for line in text.splitlines()
+              if '"workspace_api.access"' in line]
+    assert len(access) == 2 and all(REDACTED in line["requestId"] for line in access), access
+    assert signature not in text
+
+
+KEYLESS_ODDITIES = [
+    ("GET", "/reference/static/console.js%00.css"), ("HEAD", "/reference/static/console.js%00.css"),
+    ("GET", "/reference/static/..%00/console.js"), ("HEAD", "/reference/static/..%00/x/y"),
+    ("GET", "/reference/static/%00"), ("GET", "/reference/static/..%2F..%2Fserver%2Fapp.py"),
+    ("GET", "/reference/static/%FF"), ("GET", "/reference%00"), ("GET", "/v1/lists/%00"),
+    ("GET", "/v1/calls/%00/recording"), ("GET", "/%00%FF%C0%AE"), ("OPTIONS", "/v1/users"),
+    ("GET", "/v1/users?" + "&".join(["a=%00"] * 1200)), ("GET", "/openapi.json?%00=%FF"),
+    ("GET", "/healthz?x=1"), ("DELETE", "/reference/static/console.js%00"),
+]
+
+
+async def test_nothing_sent_without_a_key_writes_a_traceback(anon, origin, log_output):
+    """Odd paths, bytes, bodies and framing from a client without a key: every answer is a
+    problem or a closed connection, and no log line carries an error or a traceback."""
+    for method, path in KEYLESS_ODDITIES:
+        response = await anon.fetch(path, method)  # problem+json with X-Request-Id: checked
+        assert 400 <= response.code < 500, (path, response)
+    for content_type, body in [("multipart/form-data; boundary=B", b"--B\r\nbroken"),
+                               ("application/x-www-form-urlencoded", b"a=1&" * 3000),
+                               ("application/json", b"\x00\xff{"), ("text/plain", b"")]:
+        for path in ("/v1/lists", "/reference/static/console.js", "/nowhere"):
+            response = await anon.fetch(path, "POST", body=body,
+                                        headers={"Content-Type": content_type})
+            assert response.code in (401, 404, 405), (path, response)
+    for data in [b"GET /reference/static/console.js\x00 HTTP/1.1\r\nHost: x\r\n\r\n",
+                 b"GET /v1/users HTTP/1.1\r\nHost: x\r\nX-Request-Id: a\x00b\r\n\r\n",
+                 b"POST /v1/lists HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+                 b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, x\r\n\r\n",
+                 b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n"]:
+        await raw_request(origin, data)
+    text = log_output[0].getvalue()
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert len(lines) >= len(KEYLESS_ODDITIES)
+    for line in lines:
+        assert line["level"] in ("DEBUG", "INFO"), line
+        assert "exception" not in line and "Traceback" not in json.dumps(line), line
 
 
 def test_secrets_of_configuration():

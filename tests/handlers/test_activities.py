@@ -256,3 +256,96 @@ async def test_head_answers_without_reading_the_timeline(api, store, ws_a, monke
     missing = await api.fetch("/v1/prospect-activities?prospectId="
                               "00000000-0000-4000-8000-000000000000", "HEAD")
     assert missing.code == 404
+
+
+async def open_stalled_timeline(origin, ws, prospect_id) -> tuple:
+    """A client that reads the response head and a little, then nothing: (reader, writer)."""
+    import socket
+
+    host, port = origin.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    writer.write(f"GET /v1/prospect-activities?prospectId={prospect_id} HTTP/1.1\r\n"
+                 f"Host: {host}\r\nAuthorization: Bearer {ws.key}\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    await reader.read(1000)
+    return reader, writer
+
+
+async def test_a_stalled_reader_is_cut_and_its_cursor_closed(origin, app, config, store, ws_a,
+                                                           monkeypatch, tracked_timeline):
+    """A client that stays connected but takes nothing for stream_stall_seconds is cut: the
+    connection is closed and the cursor with it, long before the timeline's end."""
+    app.settings["config"] = config.replace(stream_stall_seconds=0.5)
+    monkeypatch.setattr(ProspectActivitiesHandler, "batch_size", 20)
+    ada = await prospect(store, ws_a)
+    total = 4_000
+    await store.activities.insert_documents(ws_a.id, [
+        note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)])
+    reader, writer = await open_stalled_timeline(origin, ws_a, ada["id"])
+    started = time.monotonic()
+    while not tracked_timeline["closed"]:
+        assert time.monotonic() - started < 10, "the stalled stream was never cut"
+        await asyncio.sleep(0.05)
+    assert tracked_timeline["batches"] < total // 20
+    body = b""
+    while chunk := await asyncio.wait_for(reader.read(1 << 20), 5):  # then the server's EOF
+        body += chunk
+    assert not body.endswith(b"0\r\n\r\n")  # cut short, never a clean end of the chunked body
+    writer.close()
+    assert app.settings["stream_slots"].open == {}
+
+
+async def test_a_slow_reader_that_keeps_reading_is_not_cut(origin, app, config, store, ws_a,
+                                                           monkeypatch, tracked_timeline):
+    app.settings["config"] = config.replace(stream_stall_seconds=0.5)
+    monkeypatch.setattr(ProspectActivitiesHandler, "batch_size", 20)
+    ada = await prospect(store, ws_a)
+    await store.activities.insert_documents(ws_a.id, [
+        note(ws_a, ada["id"], i, "x" * 4000) for i in range(300)])
+    reader, writer = await open_stalled_timeline(origin, ws_a, ada["id"])
+    body, started = b"", time.monotonic()
+    while not body.endswith(b"0\r\n\r\n"):  # 1.2 MB in 16 KiB sips, for over a second
+        chunk = await asyncio.wait_for(reader.read(16 * 1024), 5)
+        assert chunk, "the server cut a client that was reading"
+        body += chunk
+        await asyncio.sleep(0.02)
+    writer.close()
+    assert time.monotonic() - started > 1.0  # twice the stall period, and more
+    assert tracked_timeline["closed"] and tracked_timeline["batches"] == 300 // 20
+
+
+async def test_timelines_take_turns_at_the_database(api, store, ws_a, monkeypatch):
+    """However many timelines stream at once, one batch read of theirs is in flight at a time,
+    so that an ordinary request's query never queues behind one read of every stream."""
+    monkeypatch.setattr(ProspectActivitiesHandler, "batch_size", 5)
+    ada = await prospect(store, ws_a)
+    await store.activities.insert_documents(ws_a.id, [note(ws_a, ada["id"], i)
+                                                      for i in range(40)])
+    original, state = store.activities.timeline, {"in_flight": 0, "most": 0, "reads": 0}
+
+    async def timeline(*args, **kwargs):
+        source = original(*args, **kwargs)
+        try:
+            while True:
+                state["in_flight"] += 1
+                state["most"] = max(state["most"], state["in_flight"])
+                await asyncio.sleep(0.002)  # a read that takes a while
+                batch = await anext(source, None)
+                state["in_flight"] -= 1
+                if batch is None:
+                    return
+                state["reads"] += 1
+                yield batch
+        finally:
+            await source.aclose()
+
+    monkeypatch.setattr(store.activities, "timeline", timeline)
+    responses = await asyncio.gather(*[
+        api.get(f"/v1/prospect-activities?prospectId={ada['id']}") for _ in range(6)])
+    assert all(len(r.json()["activities"]) == 40 for r in responses)
+    assert state["reads"] == 6 * 8 and state["most"] == 1

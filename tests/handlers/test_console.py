@@ -5,6 +5,8 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
+
 from handlers.console import CSP
 from schemas.openapi import build_document, operations
 from schemas.problems import PROBLEMS
@@ -109,14 +111,21 @@ async def test_static_assets_are_local_and_never_store_the_key_elsewhere(anon):
     assert response.headers["X-Content-Type-Options"] == "nosniff"
 
 
-async def test_missing_or_escaping_asset_is_a_404_problem(anon):
-    for path in (
-        "/reference/static/nope.js",
-        "/reference/static/..%2Fviews.py",
-        "/reference/static/../templates/base.html",
-    ):
-        response = await anon.get(path)
-        assert response.code == 404, path
+ODD_ASSETS = [
+    "nope.js", "..%2Fviews.py", "../templates/base.html", "console.js%00.css", "console.js%00",
+    "%00", "..%00/console.js", "..%00/..%00/etc/passwd", "console.js%2F", "./console.js",
+    "CONSOLE.JS", "console.js%20", "%2E%2E%2Fview.py", "%C0%AE%C0%AE/view.py", "%FF",
+    "a" * 300, "console.js/", "%5C..%5Cview.py",
+]
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+@pytest.mark.parametrize("name", ODD_ASSETS, ids=[n[:30] for n in ODD_ASSETS])
+async def test_missing_escaping_or_odd_asset_is_a_404_problem(anon, method, name):
+    path = "/reference/static/" + name
+    response = await anon.fetch(path, method)  # problem+json with X-Request-Id: checked there
+    not_utf8 = name.startswith(("%FF", "%C0"))  # Tornado refuses to decode it: a 400 problem
+    assert response.code == (400 if not_utf8 else 404), path
 
 
 async def test_problems_page_has_an_entry_for_every_code(anon):

@@ -396,3 +396,113 @@ async def test_broken_http_gets_no_500_and_the_server_carries_on(origin, api, ga
     assert not data.startswith(b"HTTP/1.1 5") and b"Traceback" not in data
     raw.close()
     assert (await api.get("/v1/users")).code == 200
+
+
+# --- what the OpenAPI document says a parameter or field may be, and what the code accepts ------
+
+PAGE_MAX = 2**63 - 1
+
+
+def test_the_page_maximum_is_documented():
+    from schemas import Schemas
+
+    page = Schemas().documents["/schemas/parameters/page.json"]
+    assert (page["minimum"], page["maximum"]) == (1, PAGE_MAX)
+
+
+@pytest.mark.parametrize("page", [PAGE_MAX + 1, 3975129222100889370624, 10**60, -(10**60), 0])
+async def test_every_page_outside_the_documented_range_is_400_with_a_pointer(api, page):
+    response = await api.get(f"/v1/lists?page={page}")
+    assert response.code == 400, response
+    error = response.json()["errors"][0]
+    assert error["pointer"] == "#/query/page" and error["parameter"] == "page"
+    assert error["detail"].startswith(("must be at most", "must be at least")), error
+
+
+async def test_the_largest_documented_page_is_an_empty_page(api):
+    body = (await api.get(f"/v1/lists?page={PAGE_MAX}")).json()
+    assert body["lists"] == [] and body["hasMore"] is False and body["page"] == PAGE_MAX
+
+
+def all_patterns(value):
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if key == "pattern":
+                yield child
+            else:
+                yield from all_patterns(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from all_patterns(child)
+
+
+def test_blank_means_the_same_in_the_schemas_and_in_the_code():
+    """"Blank" is defined once (schemas.NON_BLANK): exactly the characters str.strip() trims,
+    spelled without \\s or \\S, which mean different sets in ECMA-262 and in Python."""
+    from schemas import NON_BLANK, Schemas
+
+    patterns = [p for doc in Schemas().documents.values() for p in all_patterns(doc)]
+    assert patterns.count(NON_BLANK) >= 3  # query parameters; contacts use the keyword below
+    contact = "/schemas/requests/contact.json"
+    assert Schemas().errors(contact, {"firstName": "\u001e \u3000"})  # blank: refused
+    assert Schemas().errors(contact, {"firstName": "\ufeffAda"}) == []
+    assert not [p for p in patterns if "\\s" in p.lower()], "\\s/\\S differ between dialects"
+    for code in [*range(0x3100), 0xFEFF]:
+        blank = re.search(NON_BLANK, chr(code)) is None
+        assert blank == chr(code).isspace() == (chr(code).strip() == ""), hex(code)
+
+
+@pytest.mark.parametrize("value", ["\u001e", " \u001c\u001f ", "\u0085", "\u3000\t"])
+async def test_a_contact_of_only_whitespace_is_400_blank(api, a_list, value):
+    response = await api.post(f"/v1/lists/{a_list['id']}/contacts",
+                              json_body={"contacts": [{"firstName": value}]})
+    assert response.code == 400, response
+    assert "non-blank" in response.json()["errors"][0]["detail"]
+
+
+async def test_a_contact_of_a_byte_order_mark_is_not_blank(api, a_list):
+    """U+FEFF is whitespace to ECMA-262 \\s, not to Python: by the one definition, not blank."""
+    response = await api.post(f"/v1/lists/{a_list['id']}/contacts",
+                              json_body={"contacts": [{"firstName": "\ufeff"}]})
+    assert response.code == 200, response
+
+
+# --- no answer from Tornado itself: problem+json with X-Request-Id, bodies never forms ----------
+
+@pytest.mark.parametrize("fields", [101, 1001, 1500])  # 1500: near the 16 KiB head limit
+async def test_too_many_query_fields_is_a_problem_with_a_pointer(api, anon, fields):
+    query = "&".join(f"f{i}=1" for i in range(fields))
+    response = await api.get(f"/v1/lists?{query}")  # problem+json, X-Request-Id: checked there
+    assert response.code == 400, response
+    assert response.json()["errors"] == [{"pointer": "#/query",
+                                          "detail": "must have at most 100 fields"}]
+    assert "RateLimit" in response.headers  # counted, like every request with a key
+    assert (await anon.get(f"/v1/lists?{query}")).code == 401
+    assert (await anon.get(f"/nowhere?{query}")).code == 404
+    assert (await api.get("/v1/lists?" + "&".join(["pageSize=50"] * 100))).code == 400  # twice
+
+
+FORMS = {
+    "multipart": ("multipart/form-data; boundary=XyZ",
+                  b'--XyZ\r\nContent-Disposition: form-data; name="name"\r\n\r\nL\r\n--XyZ--\r\n'),
+    "broken multipart": ("multipart/form-data; boundary=XyZ", b"--XyZ\r\nno headers"),
+    "multipart without boundary": ("multipart/form-data", b"name=L"),
+    "form": ("application/x-www-form-urlencoded", b"name=L&ownerUserId=x"),
+    "form with many fields": ("application/x-www-form-urlencoded",
+                              "&".join(f"f{i}=1" for i in range(5000)).encode()),
+}
+
+
+@pytest.mark.parametrize("content_type,body", FORMS.values(), ids=FORMS.keys())
+async def test_form_bodies_are_never_parsed(api, anon, content_type, body):
+    """Without a key 401, with one 415 (and counted); never Tornado's own 400."""
+    headers = {"Content-Type": content_type}
+    response = await anon.fetch("/v1/lists", "POST", body=body, headers=headers)
+    assert response.code == 401, response
+    response = await api.fetch("/v1/lists", "POST", body=body, headers=headers)
+    assert response.code == 415, response
+    assert "RateLimit" in response.headers
+    response = await api.fetch("/v1/users", "PUT", body=body, headers=headers)
+    assert response.code == 405, response
+    response = await anon.fetch("/v1/nowhere", "POST", body=body, headers=headers)
+    assert response.code == 404, response

@@ -414,3 +414,66 @@ async def test_client_leaving_while_the_provider_stalls_closes_the_upstream(
 def test_only_ascii_digits_make_a_range():
     with pytest.raises(InvalidRange):
         parse_range("bytes=\u0663-9")  # ARABIC-INDIC DIGIT THREE
+
+
+# --- stalled readers and the workspace's stream slots ------------------------------------------
+
+
+def upstream_connections(provider) -> list:
+    return [c for c in psutil.Process().net_connections("tcp")
+            if c.raddr and c.raddr.port == provider.port and c.status == "ESTABLISHED"]
+
+
+async def test_a_stalled_reader_is_cut_and_the_upstream_closed(origin, app, config, calls,
+                                                              provider, ws_a):
+    """A client that stays connected but takes nothing for stream_stall_seconds is cut, and the
+    provider's download is closed with it."""
+    app.settings["config"] = config.replace(stream_stall_seconds=0.5)
+    port = int(origin.rsplit(":", 1)[1])
+    _, _, _, writer = await raw_get(port, path(calls["big"]),
+                                    {"Authorization": f"Bearer {ws_a.key}"}, read=1000,
+                                    rcvbuf=16 * 1024)
+    assert upstream_connections(provider)
+    await provider.stats.wait_idle(timeout=10)  # ends when the API drops the download
+    record = provider.stats.requests[-1]
+    assert record.aborted and record.bytes_sent < 40_000_000
+    assert not upstream_connections(provider)
+    assert app.settings["stream_slots"].open == {}
+    writer.transport.abort()
+
+
+async def test_a_workspace_has_a_bounded_number_of_open_streams(
+        origin, app, config, store, calls, provider, ws_a, api, api_b):
+    """Recordings and timelines share the limit; HEAD and other workspaces do not count; a
+    slot is free again as soon as its stream ends."""
+    from tests.handlers.test_activities import note, prospect
+
+    app.settings["config"] = config.replace(max_streams_per_workspace=2)
+    port = int(origin.rsplit(":", 1)[1])
+    auth = {"Authorization": f"Bearer {ws_a.key}"}
+    ada = await prospect(store, ws_a)
+    await store.activities.insert_documents(ws_a.id, [note(ws_a, ada["id"], 1)])
+    held = []
+    for _ in range(2):
+        held.append((await raw_get(port, path(calls["big"]), auth, read=1000,
+                                   rcvbuf=16 * 1024))[3])
+    for target in (path(calls["big"]), path(calls["plain"]),
+                   f"/v1/prospect-activities?prospectId={ada['id']}"):
+        response = await api.get(target)
+        assert response.code == 429, response
+        assert response.json()["code"] == "too_many_streams"
+        assert int(response.headers["Retry-After"]) > 0
+    assert (await api.fetch(path(calls["plain"]), "HEAD")).code == 200
+    assert (await api.get(path(calls["none"]))).code == 404  # no recording: no stream
+    assert (await api_b.get("/v1/users")).code == 200
+    held.pop().close()
+    for _ in range(100):
+        response = await api.get(path(calls["plain"]))
+        if response.code != 429:
+            break
+        await asyncio.sleep(0.02)
+    assert response.code == 200 and response.body == recording_bytes(
+        provider, REF, 0, len(response.body) - 1)
+    held.pop().close()
+    await provider.stats.wait_idle()
+    assert app.settings["stream_slots"].open == {}
