@@ -42,6 +42,14 @@ class BareCalls(BareHandler):
                    "pageSize": page.page_size, "hasMore": page.has_more})
 
 
+class BareRecordingRef(BareHandler):
+    """The store lookup that starts GET /calls/{id}/recording, alone: P1 subtracts its time to
+    first byte from the API's to show what the handler and the relay add to a seek."""
+
+    async def get(self, call_id: str) -> None:
+        self.send({"ref": await self.store.calls.recording_ref(self.workspace_id, call_id)})
+
+
 class DbOps(tornado.web.RequestHandler):
     """GET /bench/dbops: database operations counted since start, per collection.operation."""
 
@@ -58,4 +66,5 @@ def make_bare_app(store, info: dict, counts: Counter) -> tornado.web.Application
     routes = [(r"/bare/users", BareUsers, shared), (r"/bench/dbops", DbOps, {"counts": counts})]
     if hasattr(store, "calls"):
         routes.append((r"/bare/calls", BareCalls, shared))
+        routes.append((r"/bare/recording-ref/([^/]+)", BareRecordingRef, shared))
     return tornado.web.Application(routes, log_function=lambda handler: None, debug=False)
