@@ -18,6 +18,7 @@ from tornado.web import Finish
 from handlers import ranges
 from handlers.base import UUID, APIError, APIHandler
 from telephony.upstream import (
+    DownstreamClosed,
     UpstreamError,
     UpstreamNotFound,
     UpstreamRangeNotSatisfiable,
@@ -43,6 +44,14 @@ def unsatisfiable(length: int | None) -> APIError:
         "range_not_satisfiable", "the Range header is invalid or outside the recording", None,
         headers,
     )
+
+
+def count_written(connection, sent: int) -> None:
+    """Tell Tornado's HTTP1Connection about body bytes that went out past it (spliced), so that
+    its Content-Length check at finish() holds. server/gate.py wraps the connection."""
+    raw = getattr(connection, "_raw", connection)
+    if getattr(raw, "_expected_content_remaining", None) is not None:
+        raw._expected_content_remaining -= sent
 
 
 class RecordingHandler(APIHandler):
@@ -144,15 +153,28 @@ class RecordingHandler(APIHandler):
             self.set_header("ETag", response.etag)
 
     async def stream_body(self, response: UpstreamResponse) -> None:
-        """Relay the body chunk by chunk; each write waits until the client took the last,
-        and the upstream is read only as fast as that (see telephony/upstream.py)."""
+        """Relay the body as it arrives. Every piece the provider sent since the last write goes
+        to the client's connection as it is (a borrowed buffer, never copied), then the relay
+        waits until the client has taken all of them before it hands the buffers back for the
+        provider's next bytes: the upstream is read only as fast as the client reads (see
+        telephony/upstream.py). Only the last write's future is awaited: HTTP1Connection
+        resolves only its latest one."""
         sent = False
+        write = self.request.connection.write
         try:
-            async for chunk in response:
-                self.write(chunk)
-                await self.flush()
-                sent = True
-        except StreamClosedError:
+            while pieces := await response.next_pieces():
+                if not sent:
+                    self.flush()  # the head, which went out in its own write
+                    sent = True
+                for piece in pieces:
+                    pending = write(piece)
+                await pending
+                if response.can_splice:
+                    # The rest moves inside the kernel, socket to socket (Linux, plain TCP).
+                    stream = self.request.connection.stream
+                    moved = await response.splice_to(stream.socket, stream.closed)
+                    count_written(self.request.connection, moved)
+        except (StreamClosedError, DownstreamClosed):
             return  # the client went away; closing the response stops the provider
         except UpstreamError as exc:
             if self.request.connection.stream.closed():
