@@ -291,7 +291,7 @@ async def api_against_bare(bench: Bench, server: Process, figure: str, what: str
 async def bench_p4(bench: Bench, server: Process) -> list[Row]:
     return await api_against_bare(bench, server, "P4",
                                   f"GET /users ({bench.settings.users} users) req/s",
-                                  "/v1/users", "/bare/users", 0.6)
+                                  "/v1/users", "/bare/users", 0.75)
 
 
 async def bench_p3(bench: Bench, server: Process) -> list[Row]:
