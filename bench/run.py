@@ -268,7 +268,7 @@ def throughput_row(row_id: str, what: str, api: Side, bare: Side, target: float)
     errors = api.errors + bare.errors
     result = verdict(ratio >= target) if not errors else f"ERRORS ({errors})"
     return Row(row_id, what, "API " + api.describe(), "bare " + bare.describe(),
-               f"{ratio:.2f}", f">= {target:.1f}", result,
+               f"{ratio:.2f}", f">= {target:g}", result,
                {"api": api.summary(), "bare": bare.summary(), "ratio": round(ratio, 3),
                 "ratio_of_medians": round(api.median_rps / bare.median_rps, 3),
                 "cpu_ratio": round(cpu_ratio, 3)})
