@@ -6,14 +6,19 @@ answer from its head alone (before the caller writes a byte), and hands back an
 
 Why not Tornado's `AsyncHTTPClient`: its ``streaming_callback`` cannot push back, so a slow
 API client would make a whole recording pile up in memory. Here the socket is read by an
-asyncio buffered protocol that receives a Content-Length body straight into a few fixed
-buffers of 256 KiB (as a tuned nginx does with ``proxy_buffer_size 256k``), lends them to the
-caller, and stops reading while all of them are lent out; TCP flow control then slows the
-provider down. No body byte is copied or allocated between the provider's socket and the
-client's, and the same warm buffers serve a whole transfer: that measured about a third less
-CPU per byte than a fresh 1 MiB ``bytes`` per read (docs/performance.md, P1). Memory per
-transfer stays under `buffer_bytes` plus the kernel's socket buffers, whatever the
-recording's size or the client's speed.
+asyncio buffered protocol that receives a Content-Length body straight into a few buffers of
+256 KiB (as nginx does with ``proxy_buffer_size 256k``), lends them to the caller without a
+copy, and stops reading while all of them are lent out; TCP flow control then slows the
+provider down. Memory per transfer stays under `buffer_bytes` plus the kernel's socket
+buffers (and, while splicing, a 1 MiB pipe), whatever the recording's size or the client's
+speed; an idle kept-alive connection holds no buffers.
+
+Copying through user space costs two copies per byte whatever the buffers (reused 256 KiB
+buffers measured no cheaper than a fresh 1 MiB ``bytes`` per read, 0.56-0.61 CPU seconds per
+GiB). So on Linux, once the first piece has gone out, the rest of a large plain-TCP body
+moves socket to socket with splice(2) (`UpstreamResponse.splice_to`): no byte enters this
+process, 0.26-0.31 s/GiB against nginx's 0.36-0.41 with 256 KiB buffers in the same runs
+(docs/performance.md, P1).
 
 Connections are kept alive: a response read to its end leaves its connection in a small pool
 for the next request (a seek then costs no TCP handshake). A request that finds its pooled
@@ -48,7 +53,7 @@ HEAD_END = re.compile(rb"\r?\n\r?\n")
 CHUNK_SIZE_LINE = re.compile(rb"^([0-9a-fA-F]{1,15})[ \t]*(;.*)?$")
 MAX_HEAD_BYTES = 64 * 1024
 MAX_LINE_BYTES = 4096
-SLOT_BYTES = 1024 * 1024
+SLOT_BYTES = 256 * 1024  # one receive moves up to this much (as nginx's proxy buffer)
 PARSE_READ = 64 * 1024  # reads of heads and of chunked or close-delimited bodies
 SPLICE_MIN = 256 * 1024  # bodies with less than this left are not worth a pipe
 PIPE_BYTES = 1024 * 1024  # the splice pipe's capacity (Linux's default pipe-max-size)
@@ -117,7 +122,9 @@ class _Connection(asyncio.BufferedProtocol):
         self.loop = asyncio.get_running_loop()
         self.high_water = high_water
         count = max(2, high_water // slot_bytes)
-        self._slots = [memoryview(bytearray(slot_bytes)) for _ in range(count)]
+        self._slot_bytes = slot_bytes
+        # Allocated when first lent, dropped when the connection goes idle (see `idle`).
+        self._slots: list[memoryview | None] = [None] * count
         self._free = list(range(count))  # a stack: the most recently used slot is warmest
         self._lent = -1  # the slot handed to the transport by get_buffer
         self._scratch = memoryview(bytearray(PARSE_READ))
@@ -149,8 +156,11 @@ class _Connection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._mode == "length" and not self._buffer and self._free:
             # Straight into a slot, and never past the body's end.
-            self._lent = self._free[-1]
-            return self._slots[self._lent][: self._remaining]
+            self._lent = slot = self._free[-1]
+            view = self._slots[slot]
+            if view is None:
+                view = self._slots[slot] = memoryview(bytearray(self._slot_bytes))
+            return view[: self._remaining]
         self._lent = -1
         return self._scratch
 
@@ -163,7 +173,7 @@ class _Connection(asyncio.BufferedProtocol):
         if self._lent >= 0:
             slot = self._free.pop()
             self._remaining -= nbytes
-            self._emit(slot, self._slots[slot][:nbytes])
+            self._emit(slot, self._slots[slot][:nbytes])  # type: ignore[index]
             if self._remaining == 0:
                 self._end(True)
             return
@@ -331,6 +341,13 @@ class _Connection(asyncio.BufferedProtocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
+
+    def idle(self) -> None:
+        """Between exchanges: no memory held but the socket's (the slots go; a write that
+        still references one keeps it alive until it has been sent)."""
+        self.x = None
+        self._slots = [None] * len(self._slots)
+        self._resume()  # an idle connection reads, to notice when the provider closes it
 
     # consumer side
 
@@ -654,7 +671,7 @@ class UpstreamClient:
         connect_timeout: float = 5.0,
         header_timeout: float = 10.0,
         idle_timeout: float = 30.0,
-        buffer_bytes: int = 4 * 1024 * 1024,
+        buffer_bytes: int = 2 * 1024 * 1024,
     ):
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -760,12 +777,11 @@ class UpstreamClient:
 
     def _release(self, connection: _Connection) -> None:
         """Keep a connection whose last response was read to its end for the next request."""
-        connection.x = None
         if len(self._idle) >= MAX_IDLE or connection.closed:
             connection.abort()
             return
+        connection.idle()
         connection.idle_since = time.monotonic()
-        connection._resume()  # an idle connection reads, to notice when the provider closes it
         self._idle.append(connection)
 
     def _lost(self, connection: _Connection) -> None:
