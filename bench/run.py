@@ -500,7 +500,9 @@ async def _p1_measure(bench: Bench, server: Process, paths: dict, processes: dic
                         f"{direct['mb_s']:,.0f})",
                         f"nginx 256 KiB {peer['mb_s']:,.0f} MB/s", f"{ratio:.2f}", ">= 1.0",
                         errors or verdict(ratio >= 1.0), data))
-        cpu_ratio = api["relay_cpu_s_per_gib"] / peer["relay_cpu_s_per_gib"]
+        # (psutil's CPU times tick in 10 ms: a --quick transfer can measure 0)
+        cpu_ratio = (api["relay_cpu_s_per_gib"] / peer["relay_cpu_s_per_gib"]
+                     if peer["relay_cpu_s_per_gib"] else float("nan"))
         rows.append(Row("P1", what + ": relay CPU per GiB",
                         f"API {api['relay_cpu_s_per_gib']:.2f} s/GiB",
                         f"nginx 256 KiB {peer['relay_cpu_s_per_gib']:.2f} s/GiB",
