@@ -472,18 +472,20 @@ class UpstreamResponse:
                 and connection._remaining >= SPLICE_MIN and connection.transport is not None
                 and connection.transport.get_extra_info("sslcontext") is None)
 
-    async def splice_to(self, sock: socket.socket, client_closed) -> int:
+    async def splice_to(self, sock: socket.socket, client_closed,
+                        client_timeout: float | None = None) -> int:
         """Move the rest of the body from the provider's socket to `sock` (non-blocking) inside
         the kernel, through a pipe, with splice(2): no byte enters this process. Waits on the
-        provider no longer than the idle timeout between bytes; waits on `sock` as long as
-        it takes. Raises `UpstreamError` when the provider breaks off or stalls, and
-        `DownstreamClosed` when `sock` fails or `client_closed()` says it was closed.
+        provider no longer than the idle timeout between bytes; waits on `sock` no longer
+        than `client_timeout` between bytes (None: as long as it takes). Raises
+        `UpstreamError` when the provider breaks off or stalls, and `DownstreamClosed` when
+        `sock` fails or stalls or `client_closed()` says it was closed.
         Returns the number of bytes moved. Call only when `can_splice`."""
         self._give_back()
         connection = self._connection
         assert connection.transport is not None
         connection._pause()  # the transport must not read while the kernel moves the bytes
-        splicer = _Splicer(connection, sock, client_closed, self._idle_timeout)
+        splicer = _Splicer(connection, sock, client_closed, self._idle_timeout, client_timeout)
         self._splicer = splicer
         try:
             moved = await splicer.done
@@ -535,12 +537,13 @@ class _Splicer:
     The pipe holds at most PIPE_BYTES, so a slow client still slows the provider down."""
 
     def __init__(self, connection: _Connection, sock: socket.socket, client_closed,
-                 idle_timeout: float):
+                 idle_timeout: float, client_timeout: float | None = None):
         self.loop = connection.loop
         self.connection = connection
         self.sock = sock
         self.client_closed = client_closed
         self.idle_timeout = idle_timeout
+        self.client_timeout = client_timeout
         self.left = connection._remaining  # bytes still to take from the provider
         self.moved = 0
         self.in_pipe = 0
@@ -558,8 +561,8 @@ class _Splicer:
         self.capacity = fcntl.fcntl(self.w, F_GETPIPE_SZ)
         self.reading = self.writing = False
         self.complete = False
-        self.progress = time.monotonic()
-        self.timer = self.loop.call_later(idle_timeout, self._check_stall)
+        self.progress = self.sent = time.monotonic()
+        self.timer = self.loop.call_later(self._interval(), self._check_stall)
         self.step()
 
     def step(self) -> None:
@@ -596,6 +599,7 @@ class _Splicer:
                 return
             self.in_pipe -= n
             self.moved += n
+            self.sent = time.monotonic()
             if self.left == 0 and self.in_pipe == 0:
                 self.complete = True
                 self.done.set_result(self.moved)
@@ -617,16 +621,22 @@ class _Splicer:
             self.loop.remove_writer(self.down)
             self.writing = False
 
+    def _interval(self) -> float:
+        return max(0.01, min(self.idle_timeout, self.client_timeout or self.idle_timeout) / 2)
+
     def _check_stall(self) -> None:
         if self.done.done():
             return
-        idle = time.monotonic() - self.progress
-        if self.reading and idle >= self.idle_timeout:
+        now = time.monotonic()
+        if self.reading and now - self.progress >= self.idle_timeout:
             self.fail(UpstreamError("the provider stalled in the middle of the body"))
             return
+        if self.writing and self.client_timeout and now - self.sent >= self.client_timeout:
+            self.fail(DownstreamClosed("the client stalled"))
+            return
         if not self.reading:
-            self.progress = time.monotonic()  # waiting on our own client does not count
-        self.timer = self.loop.call_later(max(0.01, self.idle_timeout - idle), self._check_stall)
+            self.progress = now  # waiting on our own client does not count against the provider
+        self.timer = self.loop.call_later(self._interval(), self._check_stall)
 
     def fail(self, exc: Exception) -> None:
         if not self.done.done():

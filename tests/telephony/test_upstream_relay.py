@@ -195,3 +195,24 @@ async def test_splice_stops_on_a_stalled_provider_and_on_a_gone_client() -> None
         left.close()
         right.close()
         await server.stop()
+
+
+@pytest.mark.skipif(not upstream_module.SPLICE, reason="splice(2) is Linux-only")
+async def test_splice_gives_up_on_a_client_that_stops_reading() -> None:
+    server = CountingServer(b"s" * 8_000_000)
+    client = await server.start()
+    left, right = socket.socketpair()  # nobody reads `right`
+    left.setblocking(False)
+    try:
+        response = await client.open(REF)
+        await response.next_pieces()
+        assert response.can_splice
+        started = time.monotonic()
+        with pytest.raises(DownstreamClosed, match="stalled"):
+            await response.splice_to(left, lambda: False, client_timeout=0.3)
+        assert time.monotonic() - started < 2
+        response.close()
+    finally:
+        left.close()
+        right.close()
+        await server.stop()
