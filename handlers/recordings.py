@@ -158,14 +158,14 @@ class RecordingHandler(APIHandler):
         waits until the client has taken all of them before it hands the buffers back for the
         provider's next bytes: the upstream is read only as fast as the client reads (see
         telephony/upstream.py). Only the last write's future is awaited: HTTP1Connection
-        resolves only its latest one."""
-        sent = False
+        resolves only its latest one. The head goes out first, as soon as the provider's head
+        decided it, without waiting for the provider's first body bytes (a seek's time to
+        first byte); from then on a provider failure can only cut the connection."""
         write = self.request.connection.write
+        self.flush()
+        sent = True
         try:
             while pieces := await response.next_pieces():
-                if not sent:
-                    self.flush()  # the head, which went out in its own write
-                    sent = True
                 for piece in pieces:
                     pending = write(piece)
                 await pending
