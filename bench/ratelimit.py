@@ -1,9 +1,10 @@
 """What one rate-limit decision costs, per scheme (issue 17): is there a cheaper exact one?
 
-Times `RateLimiter.hit` as shipped on the embedded store, the limiter's own Python around the
-counter, and counters a store could offer instead, each exact across processes unless said:
+Times `RateLimiter.hit` around each kind of counter, each exact across processes unless said:
 
 - the embedded store's counter (`store.ratelimits`, one atomic upsert per request);
+- `LocalCounters` (in this process's memory: exact when the store is private to the process;
+  also the limiter's own Python cost, since the counter itself is a dict update);
 - SQLite: one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` per request on a WAL file
   (exact across the processes that share the file: SQLite serialises writers);
 - a counter in a shared memory-mapped file under ``fcntl`` locks (exact across the processes
@@ -28,19 +29,7 @@ import time
 from pathlib import Path
 
 from bench.server import bench_config
-from server.ratelimit import RateLimiter
-
-
-class MemoryCounters:
-    """No store at all: isolates the limiter's own Python."""
-
-    def __init__(self) -> None:
-        self.counts: dict = {}
-
-    async def hit(self, workspace_id, window_start, expire_at) -> int:
-        key = (workspace_id, window_start)
-        self.counts[key] = self.counts.get(key, 0) + 1
-        return self.counts[key]
+from server.ratelimit import LocalCounters, RateLimiter
 
 
 class SQLiteCounters:
@@ -120,8 +109,9 @@ async def main(requests: int) -> None:
     limit = 10**9
     with tempfile.TemporaryDirectory() as tmp:
         schemes = {
-            "embedded store (as shipped)": store.ratelimits,
-            "limiter's own Python (no store)": MemoryCounters(),
+            "embedded store's counter upsert (before issue 17)": store.ratelimits,
+            "in-memory counters (LocalCounters, as shipped for MONGODB_URI=memory)":
+                LocalCounters(),
             "SQLite upsert RETURNING (WAL)": SQLiteCounters(Path(tmp) / "rl.sqlite"),
             "shared memory + fcntl lock": SharedMemoryCounters(Path(tmp) / "rl.map"),
             "block reservation, embedded (NOT exact)": BlockCounters(store.ratelimits, limit),
