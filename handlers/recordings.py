@@ -169,9 +169,11 @@ class RecordingHandler(APIHandler):
                 for piece in pieces:
                     pending = write(piece)
                 await pending
+                stream = self.request.connection.stream
+                if stream.closed():
+                    return  # (a write to a closed stream still resolves its future)
                 if response.can_splice:
                     # The rest moves inside the kernel, socket to socket (Linux, plain TCP).
-                    stream = self.request.connection.stream
                     moved = await response.splice_to(stream.socket, stream.closed)
                     count_written(self.request.connection, moved)
         except (StreamClosedError, DownstreamClosed):
