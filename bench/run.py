@@ -1,8 +1,9 @@
-"""`make bench`: runs every benchmark of issue 7 and prints one table of ratios.
+"""`make bench`: runs every benchmark of issues 7 and 17 and prints one table of ratios.
 
-Three kinds of process take part: the API under test (`bench.server`, with the bare comparison
-handlers on a second port), the simulated provider (`bench.provider_proc`), and this one, which
-generates the load on loopback and samples the API's RSS. Each figure is measured against its
+The processes taking part: the API under test (`bench.server`, with the bare comparison
+handlers on a second port), the simulated provider (`bench.provider_proc`), for P1 two nginx
+relays of the same provider (`bench.nginx`, installed from Debian when missing), and this one,
+which generates the load on loopback and samples the API's RSS. Each figure is measured against its
 baseline in the same run, interleaved round by round (A B B A ...), and reported as a ratio.
 
     python -m bench [--quick] [--only P1,P4] [--json results.json]
