@@ -11,6 +11,7 @@ from collections import Counter
 import tornado.web
 
 from handlers import jsonio
+from store.paging import Window
 
 JSON = "application/json; charset=utf-8"
 
@@ -37,9 +38,17 @@ class BareCalls(BareHandler):
     """GET /calls?pageSize=100 without the API: same store page, same envelope."""
 
     async def get(self) -> None:
-        page = await self.store.calls.page(self.workspace_id, 1, 100)
+        page = await self.store.calls.page(self.workspace_id, Window(100))
         self.send({"calls": page.items, "total": page.total, "page": page.page,
                    "pageSize": page.page_size, "hasMore": page.has_more})
+
+
+class BareRecordingRef(BareHandler):
+    """The store lookup that starts GET /calls/{id}/recording, alone: P1 subtracts its time to
+    first byte from the API's to show what the handler and the relay add to a seek."""
+
+    async def get(self, call_id: str) -> None:
+        self.send({"ref": await self.store.calls.recording_ref(self.workspace_id, call_id)})
 
 
 class DbOps(tornado.web.RequestHandler):
@@ -58,4 +67,5 @@ def make_bare_app(store, info: dict, counts: Counter) -> tornado.web.Application
     routes = [(r"/bare/users", BareUsers, shared), (r"/bench/dbops", DbOps, {"counts": counts})]
     if hasattr(store, "calls"):
         routes.append((r"/bare/calls", BareCalls, shared))
+        routes.append((r"/bare/recording-ref/([^/]+)", BareRecordingRef, shared))
     return tornado.web.Application(routes, log_function=lambda handler: None, debug=False)

@@ -1,8 +1,10 @@
-"""Database round-trip counting for the bench server: every collection the store holds is
-wrapped in a proxy that counts each operation that reaches the database.
+"""Database round-trip counting for the bench server.
 
-One call is one round trip: `find`/`aggregate` count once for their first batch (larger
-results would add getMore batches on MongoDB; none of the counted requests reads that many).
+On MongoDB every collection the store holds is wrapped in a proxy that counts each operation
+that reaches the database; one call is one round trip (`find`/`aggregate` count once for their
+first batch: larger results would add getMore batches, and none of the counted requests reads
+that many). On SQLite every unit of work handed to the database threads (`engine.read` or
+`engine.write`, one transaction each) counts once, named after the function it runs.
 """
 
 from __future__ import annotations
@@ -48,10 +50,26 @@ def is_collection(value) -> bool:
     return isinstance(value, AsyncIOMotorCollection)
 
 
+def install_sqlite(store, counts: Counter) -> Counter:
+    engine = store.engine
+    for kind in ("read", "write"):
+        original = getattr(engine, kind)
+
+        def counted(fn, *args, _original=original, _kind=kind, **kwargs):
+            counts[f"sqlite.{_kind}.{getattr(fn, '__name__', 'unit')}"] += 1
+            return _original(fn, *args, **kwargs)
+
+        setattr(engine, kind, counted)
+    return counts
+
+
 def install(store) -> Counter:
     """Wrap every collection held by the store's collection families (and by the families
-    they hold in turn, e.g. the activities inside calls); returns the shared counter."""
+    they hold in turn, e.g. the activities inside calls), or the SQLite engine's units of
+    work; returns the shared counter."""
     counts: Counter = Counter()
+    if getattr(store, "backend", "") == "sqlite":
+        return install_sqlite(store, counts)
     seen: set[int] = {id(store.db), id(store.client)}
 
     def walk(holder, depth: int) -> None:

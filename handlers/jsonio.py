@@ -1,4 +1,11 @@
-"""Strict JSON reading and the API's JSON writing (timestamps as ISO 8601 UTC with ms)."""
+"""Strict JSON reading and the API's JSON writing (timestamps as ISO 8601 UTC with ms).
+
+Writing uses orjson: on the API's real pages (a /calls page of 100, a batch of 500
+activities, /users) it encodes 3-3.6 times faster than the standard library with the same
+bytes out (`python -m bench.jsonenc`, docs/performance.md). orjson writes datetimes itself, but
+only with microseconds or none, so they are passed through to `_default`, which formats them
+with the C `isoformat` instead of the per-field `strftime` it replaced.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,8 @@ import datetime as dt
 import json
 import math
 import re
+
+import orjson
 
 MAX_DEPTH = 16
 MAX_INT = 2**63 - 1
@@ -93,10 +102,12 @@ def format_timestamp(value: dt.datetime) -> str:
     """2026-11-21T09:30:00.000Z; naive datetimes are UTC (the store's convention)."""
     if value.tzinfo is not None:
         value = value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return value.isoformat(timespec="milliseconds") + "Z"
 
 
 def _default(value):
+    if type(value) is dt.datetime and value.tzinfo is None:  # the common case, inlined
+        return value.isoformat(timespec="milliseconds") + "Z"
     if isinstance(value, dt.datetime):
         return format_timestamp(value)
     if isinstance(value, dt.date):
@@ -104,7 +115,17 @@ def _default(value):
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
+OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
+
+
+def dumps_bytes(value) -> bytes:
+    """The value as compact UTF-8 JSON."""
+    return orjson.dumps(value, default=_default, option=OPTIONS)
+
+
 def dumps(value, indent: int | None = None) -> str:
-    separators = (",", ": ") if indent else (",", ":")
-    return json.dumps(value, default=_default, ensure_ascii=False, separators=separators,
-                      indent=indent)
+    """The value as compact JSON text (or indented, for people: the admin CLI)."""
+    if indent:
+        return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ": "),
+                          indent=indent)
+    return orjson.dumps(value, default=_default, option=OPTIONS).decode()

@@ -19,6 +19,7 @@ from handlers import ranges
 from handlers.base import UUID, APIError
 from handlers.streams import StreamingHandler
 from telephony.upstream import (
+    DownstreamClosed,
     UpstreamError,
     UpstreamNotFound,
     UpstreamRangeNotSatisfiable,
@@ -44,6 +45,14 @@ def unsatisfiable(length: int | None) -> APIError:
         "range_not_satisfiable", "the Range header is invalid or outside the recording", None,
         headers,
     )
+
+
+def count_written(connection, sent: int) -> None:
+    """Tell Tornado's HTTP1Connection about body bytes that went out past it (spliced), so that
+    its Content-Length check at finish() holds. server/gate.py wraps the connection."""
+    raw = getattr(connection, "_raw", connection)
+    if getattr(raw, "_expected_content_remaining", None) is not None:
+        raw._expected_content_remaining -= sent
 
 
 class RecordingHandler(StreamingHandler):
@@ -147,15 +156,30 @@ class RecordingHandler(StreamingHandler):
             self.set_header("ETag", response.etag)
 
     async def stream_body(self, response: UpstreamResponse) -> None:
-        """Relay the body chunk by chunk; each write waits until the client took the last,
-        and the upstream is read only as fast as that (see telephony/upstream.py)."""
-        sent = False
+        """Relay the body as it arrives. Every piece the provider sent since the last write goes
+        to the client's connection as it is (a borrowed buffer, never copied), then the relay
+        waits until the client has taken all of them before it hands the buffers back for the
+        provider's next bytes: the upstream is read only as fast as the client reads (see
+        telephony/upstream.py). Only the last write's future is awaited: HTTP1Connection
+        resolves only its latest one. The head goes out first, as soon as the provider's head
+        decided it, without waiting for the provider's first body bytes (a seek's time to
+        first byte); from then on a provider failure can only cut the connection."""
+        write = self.request.connection.write
+        self.flush()
+        sent = True
         try:
-            async for chunk in response:
-                self.write(chunk)
-                await self.flush()
-                sent = True
-        except StreamClosedError:
+            while pieces := await response.next_pieces():
+                for piece in pieces:
+                    pending = write(piece)
+                await pending
+                stream = self.request.connection.stream
+                if stream.closed():
+                    return  # (a write to a closed stream still resolves its future)
+                if response.can_splice:
+                    # The rest moves inside the kernel, socket to socket (Linux, plain TCP).
+                    moved = await response.splice_to(stream.socket, stream.closed)
+                    count_written(self.request.connection, moved)
+        except (StreamClosedError, DownstreamClosed):
             return  # the client went away; closing the response stops the provider
         except UpstreamError as exc:
             if self.request.connection.stream.closed():

@@ -13,7 +13,7 @@ from server.auth import KeyService, resolve_secret
 from server.config import Config
 from server.gate import Gate
 from server.logs import access_log
-from server.ratelimit import RateLimiter
+from server.ratelimit import RateLimiter, counters_for
 from store.cursors import Cursors
 from store.database import open_store
 from telephony.upstream import UpstreamClient
@@ -44,7 +44,8 @@ def collect_handlers() -> list:
 def make_app(config: Config, store, auth: KeyService, **services) -> tornado.web.Application:
     """The Tornado application; `services` (provider client, rate limiter...) join settings."""
     services.setdefault("upstream", UpstreamClient.from_config(config))
-    services.setdefault("rate_limiter", RateLimiter(store.ratelimits, config.rate_limit_per_minute))
+    services.setdefault("rate_limiter", RateLimiter(counters_for(store, config),
+                                                    config.rate_limit_per_minute))
     services.setdefault("cursors", Cursors(auth.subkey("cursors")))
     settings = dict(
         config=config,

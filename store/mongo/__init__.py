@@ -23,6 +23,7 @@ from store.mongo.workspaces import Workspaces
 class MongoStore:
     backend = "mongodb"
     embedded = False
+    process_private = False
 
     def __init__(self, db, client, default_region: str = "US"):
         self.db = db

@@ -22,6 +22,11 @@ class SQLiteStore:
     backend = "sqlite"
     embedded = True
 
+    @property
+    def process_private(self) -> bool:
+        """A throwaway file is this process's alone: the rate limiter counts in memory."""
+        return self.throwaway
+
     def __init__(self, path: str | Path, timeout: float = 5.0, default_region: str = "US",
                  throwaway_dir: str | None = None):
         self.path = Path(path)
