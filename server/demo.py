@@ -43,6 +43,7 @@ from server.demo_data import (
 )
 from server.logs import secrets_of, setup_logging
 from store.clock import utcnow
+from store.identity import normalize_phone
 from store.paging import Window
 from telephony.simulated_provider import ProviderLibrary, start_provider
 
@@ -220,10 +221,12 @@ class LiveWriter:
     TICK = 0.05  # shortest pause between writes, in seconds
     SAMPLE = 2000  # prospects (newest first) a workspace's live calls are made to
     RECENT = 500  # newest calls whose notes may change
+    REFRESH = 60  # seconds between re-reads of the workspaces' users and prospects
 
     def __init__(self, store, workspace_ids: list[str], per_minute: int,
-                 rng: random.Random | None = None, clock=time.monotonic):
+                 rng: random.Random | None = None, clock=time.monotonic, region: str = "US"):
         self.store, self.workspace_ids, self.per_minute = store, workspace_ids, per_minute
+        self.region = region  # of phone numbers uploaded without +country
         self.rng = rng or random.Random()  # not the seed's stream: a kept file gets new ids
         self.clock = clock
         self.people: dict[str, tuple[list[dict], list[dict]]] = {}
@@ -236,9 +239,12 @@ class LiveWriter:
         for wid in self.workspace_ids:
             users = await self.store.users.list_active(wid)
             page = await self.store.prospects.page(wid, Window(self.SAMPLE, page=None))
-            prospects = [p for p in page.items if p.get("phoneNumber")]
+            prospects = [{**p, "phoneNumber": phone} for p in page.items
+                         if (phone := normalize_phone(p["phoneNumber"], self.region))]
             if users and prospects:
                 self.people[wid] = users, prospects
+            else:
+                self.people.pop(wid, None)
             calls = await self.store.calls.page(wid, Window(self.RECENT, page=None))
             self.recent[wid] = [call["id"] for call in calls.items]
 
@@ -262,14 +268,24 @@ class LiveWriter:
 
     async def run(self) -> None:
         """Write until cancelled. A failed write is logged and the writer goes on."""
-        await self.prepare()
+        try:
+            await self.prepare()
+        except Exception:  # the demo itself goes on
+            log.exception("live demo writes: reading the workspaces failed; none are written")
+            return
         if not self.people or self.per_minute <= 0:
             return
         log.info("live demo writes: %d new calls a minute in each of %d workspaces",
                  self.per_minute, len(self.people))
         interval = 60 / self.per_minute
-        started = self.clock()
+        started = refreshed = self.clock()
         while True:
+            if self.clock() - refreshed >= self.REFRESH:  # users and prospects added meanwhile
+                refreshed = self.clock()
+                try:
+                    await self.prepare()
+                except Exception:
+                    log.exception("live demo writes: reading the workspaces failed")
             due = int((self.clock() - started) / interval) + 1 - self.written
             if due > 0:
                 due = min(due, 1000)  # far behind (a stalled disk): catch up in steps
@@ -344,8 +360,8 @@ async def _demo(config: Config, args) -> None:
     live = getattr(args, "live_calls_per_minute", 0)
     writer = None
     if live:
-        writer = asyncio.ensure_future(
-            LiveWriter(store, [w["id"] for w in workspaces], live).run())
+        writer = asyncio.ensure_future(LiveWriter(
+            store, [w["id"] for w in workspaces], live, region=config.default_region).run())
     print(banner(origin, workspaces, args.keys_file, args.data, live), flush=True)
     try:
         await admin_console(config, store, auth)

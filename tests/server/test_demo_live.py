@@ -4,8 +4,13 @@ process whose calls keep arriving, followed by a sync client on sort=updatedAt c
 import datetime as dt
 import json
 import random
+import re
+import subprocess
+import sys
 import time
 import urllib.request
+
+import pytest
 
 from server.auth import KeyService
 from server.cli import build_parser
@@ -55,13 +60,19 @@ async def test_the_live_writer_adds_recent_calls_meetings_recordings_and_notes_c
 
 
 def test_demo_help_shows_the_live_and_settle_options_with_defaults():
-    demo = next(a for a in build_parser()._subparsers._group_actions[0].choices.items()
-                if a[0] == "demo")[1]
-    text = " ".join(demo.format_help().split())
-    assert "--live-calls-per-minute N" in text and "(default: 0)" in text
-    assert "--sync-settle-seconds N" in text and "$WSAPI_SYNC_SETTLE_SECONDS, 5)" in text
+    shown = subprocess.run([sys.executable, "-m", "server.cli", "demo", "--help"],
+                           capture_output=True, text=True, check=True).stdout
+    text = " ".join(shown.split())
+    assert re.search(r"--live-calls-per-minute N [^-]*\(default: 0\)", text)
+    assert re.search(r"--sync-settle-seconds N [^-]*\$WSAPI_SYNC_SETTLE_SECONDS, 5\)", text)
     args = build_parser().parse_args(["demo"])
     assert args.live_calls_per_minute == 0 and args.sync_settle_seconds is None
+    args = build_parser().parse_args(["demo", "--live-calls-per-minute", "600",
+                                      "--sync-settle-seconds", "0.5"])
+    assert (args.live_calls_per_minute, args.sync_settle_seconds) == (600, 0.5)
+    for bad in (["--live-calls-per-minute", "-1"], ["--sync-settle-seconds", "soon"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["demo", *bad])
 
 
 def get(url, key):
@@ -87,16 +98,22 @@ def test_a_live_demo_keeps_adding_calls_that_a_sync_client_follows(tmp_path):
             if not page["hasMore"]:
                 break
         assert len(synced) >= 100
-        known, new, changed = set(synced), set(), set()
+        known, new, changed, ages = set(synced), set(), set(), []
         deadline = time.monotonic() + 60
         while not (len(new) >= 20 and changed) and time.monotonic() < deadline:
             time.sleep(0.5)
+            asked = dt.datetime.now(dt.UTC)
             page = get(f"{base}/calls?cursor={cursor}&pageSize=100", key)
+            answered = dt.datetime.now(dt.UTC)
             for call in page["calls"]:
+                updated = dt.datetime.fromisoformat(call["updatedAt"].replace("Z", "+00:00"))
+                assert updated <= answered - dt.timedelta(seconds=1)  # settled for 1 s
+                ages.append((asked - updated).total_seconds())
                 (changed if call["id"] in known else new).add(call["id"])
                 synced[call["id"]] = call
             cursor = page["nextCursor"]
         assert len(new) >= 20, log.read_text()
+        assert min(ages) < 4  # --sync-settle-seconds 1, not the default 5
         assert changed  # a notes change brings a known call back with its new content
         total = get(f"{base}/calls?pageSize=50", key)["total"]
         assert total >= first + len(new)
