@@ -72,6 +72,17 @@ def _count(low: int, high: int):
     return parse
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError("must be from 0 to 86400")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="workspace-api", description="Workspace Data API server and admin tool"
@@ -117,6 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="prospects in the first workspace")
     demo.add_argument("--timeline", type=_count(0, 2_000_000), default=5000,
                       help="extra activities of the one prospect with a very long timeline")
+    demo.add_argument("--live-calls-per-minute", type=_count(0, 600_000), default=0,
+                      metavar="N",
+                      help="keep writing N new calls a minute to every demo workspace while "
+                           "the demo runs (some recorded, some booking meetings; now and then "
+                           "a call's notes change); 0 writes none")
+    demo.add_argument("--sync-settle-seconds", type=_seconds, default=None, metavar="N",
+                      help="how old a change must be before sort=updatedAt shows it (default: "
+                           "sync_settle_seconds of the configuration, "
+                           "$WSAPI_SYNC_SETTLE_SECONDS, 5)")
 
     provider = sub.add_parser("provider", help="run the simulated telephony provider")
     provider.add_argument("--host", default="127.0.0.1", help="listen address")

@@ -3,7 +3,8 @@
 Writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey"}]} and prints a banner.
 The data (server/demo_data.py) scales with --calls, --prospects and --timeline; seeding that
 takes more than a second shows a progress bar on stderr. The same --seed (and scale) always
-gives the same data.
+gives the same data. With --live-calls-per-minute N, a LiveWriter keeps adding calls that have
+just ended to every workspace while the demo runs (and now and then changes a call's notes).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from tornado.netutil import bind_sockets
 from server.app import http_server, make_app, open_services
 from server.config import Config, ConfigError, env_name
 from server.demo_data import (
+    LIVE_NOTES,
+    LIVE_NOTES_SHARE,
     LONG_TIMELINE_CONTACT,
     MISSING_RECORDING_REF,
     Scale,
@@ -34,13 +37,18 @@ from server.demo_data import (
     build_timelines,
     call_timeline,
     demo_uuid,
+    live_call,
     long_timeline,
+    meeting_activity,
 )
 from server.logs import secrets_of, setup_logging
+from store.clock import utcnow
+from store.identity import normalize_phone
+from store.paging import Window
 from telephony.simulated_provider import ProviderLibrary, start_provider
 
-__all__ = ["MISSING_RECORDING_REF", "LONG_TIMELINE_CONTACT", "Scale", "anchor", "seed",
-           "run_demo"]
+__all__ = ["MISSING_RECORDING_REF", "LONG_TIMELINE_CONTACT", "LiveWriter", "Scale", "anchor",
+           "seed", "run_demo"]
 
 log = logging.getLogger("workspace_api")
 
@@ -219,6 +227,104 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
     return result
 
 
+class LiveWriter:
+    """Live demo writes: `per_minute` new calls a minute to each workspace, each with its
+    `call` activity (the store writes it) and, when it booked a meeting, its `meeting_booked`
+    activity; after about one call in ten (LIVE_NOTES_SHARE), a recent call's notes change
+    (which moves its updatedAt). Calls are written in batches when the rate is above what one
+    write per tick can keep up with; the rate is kept on average, without drift."""
+
+    TICK = 0.05  # shortest pause between writes, in seconds
+    SAMPLE = 2000  # prospects (newest first) a workspace's live calls are made to
+    RECENT = 500  # newest calls whose notes may change
+    REFRESH = 60  # seconds between re-reads of the workspaces' users and prospects
+
+    def __init__(self, store, workspace_ids: list[str], per_minute: int,
+                 rng: random.Random | None = None, clock=time.monotonic, region: str = "US"):
+        self.store, self.workspace_ids, self.per_minute = store, workspace_ids, per_minute
+        self.region = region  # of phone numbers uploaded without +country
+        self.rng = rng or random.Random()  # not the seed's stream: a kept file gets new ids
+        self.clock = clock
+        self.people: dict[str, tuple[list[dict], list[dict]]] = {}
+        self.recent: dict[str, list[str]] = {}
+        self.written = 0  # calls per workspace so far
+
+    async def prepare(self) -> None:
+        """Read each workspace's active users, a sample of its prospects with a phone number
+        and its newest calls; a workspace without users or such prospects gets no live calls."""
+        for wid in self.workspace_ids:
+            users = await self.store.users.list_active(wid)
+            page = await self.store.prospects.page(wid, Window(self.SAMPLE, page=None))
+            prospects = [{**p, "phoneNumber": phone} for p in page.items
+                         if (phone := normalize_phone(p["phoneNumber"], self.region))]
+            if users and prospects:
+                self.people[wid] = users, prospects
+            else:
+                self.people.pop(wid, None)
+            calls = await self.store.calls.page(wid, Window(self.RECENT, page=None))
+            self.recent[wid] = [call["id"] for call in calls.items]
+
+    async def write(self, count: int) -> None:
+        """Write `count` new calls to every workspace (and their side effects)."""
+        rng = self.rng
+        for wid, (users, prospects) in self.people.items():
+            calls = [live_call(rng, wid, users, prospects, utcnow()) for _ in range(count)]
+            await self.store.calls.insert_documents(wid, calls)
+            meetings = [meeting_activity(rng, wid, call) for call in calls
+                        if call["meetingBooked"]]
+            if meetings:
+                await self.store.activities.insert_documents(wid, meetings)
+            recent = self.recent[wid]
+            recent.extend(call["_id"] for call in calls)
+            del recent[:-self.RECENT]
+            for _ in range(count):
+                if rng.random() < LIVE_NOTES_SHARE and recent:
+                    await self.store.calls.update_notes(wid, rng.choice(recent),
+                                                        rng.choice(LIVE_NOTES))
+
+    async def run(self) -> None:
+        """Write until cancelled. A failed write is logged and the writer goes on."""
+        try:
+            await self.prepare()
+        except Exception:  # the demo itself goes on
+            log.exception("live demo writes: reading the workspaces failed; none are written")
+            return
+        if not self.people or self.per_minute <= 0:
+            return
+        log.info("live demo writes: %d new calls a minute in each of %d workspaces",
+                 self.per_minute, len(self.people))
+        interval = 60 / self.per_minute
+        started = refreshed = self.clock()
+        while True:
+            if self.clock() - refreshed >= self.REFRESH:  # users and prospects added meanwhile
+                refreshed = self.clock()
+                try:
+                    await self.prepare()
+                except Exception:
+                    log.exception("live demo writes: reading the workspaces failed")
+            due = int((self.clock() - started) / interval) + 1 - self.written
+            if due > 0:
+                due = min(due, 1000)  # far behind (a stalled disk): catch up in steps
+                try:
+                    await self.write(due)
+                except Exception:  # a live write must never end the demo
+                    log.exception("live demo write failed")
+                    await asyncio.sleep(1)
+                self.written += due
+            pause = started + self.written * interval - self.clock()
+            await asyncio.sleep(max(pause, self.TICK))
+
+
+async def stop(task: asyncio.Task | None) -> None:
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
 # The demo's per-workspace limit unless --rate-limit or WSAPI_RATE_LIMIT_PER_MINUTE says
 # otherwise: high enough for exploring and for test suites run against the demo.
 DEMO_RATE_LIMIT = 60_000
@@ -230,8 +336,11 @@ def run_demo(config: Config, args) -> int:
                                      else DEMO_RATE_LIMIT)
     store = ({"mongodb_uri": "", "sqlite_path": args.data} if args.data
              else {"mongodb_uri": "memory"})
+    settle = getattr(args, "sync_settle_seconds", None)
     config = config.replace(**store, host=args.host, port=args.port,
-                            rate_limit_per_minute=rate_limit)
+                            rate_limit_per_minute=rate_limit,
+                            sync_settle_seconds=config.sync_settle_seconds if settle is None
+                            else settle)
     setup_logging(config.log_level)
     anchor()  # a malformed WSAPI_DEMO_ANCHOR is a configuration error before anything starts
     try:
@@ -265,9 +374,17 @@ async def _demo(config: Config, args) -> None:
     origin = f"http://{host}:{port}"
     write_private(Path(args.keys_file),
                   json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2))
-    print(banner(origin, workspaces, args.keys_file, args.data), flush=True)
-    await admin_console(config, store, auth)
-    await asyncio.Event().wait()
+    live = getattr(args, "live_calls_per_minute", 0)
+    writer = None
+    if live:
+        writer = asyncio.ensure_future(LiveWriter(
+            store, [w["id"] for w in workspaces], live, region=config.default_region).run())
+    print(banner(origin, workspaces, args.keys_file, args.data, live), flush=True)
+    try:
+        await admin_console(config, store, auth)
+        await asyncio.Event().wait()
+    finally:  # the demo stops (Ctrl-C): so do its live writes
+        await stop(writer)
 
 
 def write_private(path: Path, text: str) -> None:
@@ -338,7 +455,8 @@ async def start_simulated_provider(config: Config) -> Config:
                           provider_auth_token=auth_token)
 
 
-def banner(origin: str, workspaces: list[dict], keys_file: str, data: str | None = None) -> str:
+def banner(origin: str, workspaces: list[dict], keys_file: str, data: str | None = None,
+           live: int = 0) -> str:
     # Listening on every address: show the loopback one, a URL that works from this machine.
     origin = origin.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:")
     key = workspaces[0]["apiKey"]
@@ -351,6 +469,7 @@ def banner(origin: str, workspaces: list[dict], keys_file: str, data: str | None
         f"  Console  : {origin}/reference",
         f"  API key  : {key}  ({workspaces[0]['name']})",
         f"  All keys : {keys_file}",
+        *([f"  Live     : {live} new calls a minute in each workspace"] if live else []),
         "",
         f"  curl -H 'Authorization: Bearer {key}' {origin}/v1/users",
         f"  curl -H 'Authorization: Bearer {key}' '{origin}/v1/calls?pageSize=100'",

@@ -280,16 +280,21 @@ def call_timeline(rng: random.Random, workspace_id: str, calls: list[dict],
             _status(activities, rng, workspace_id, call, "new", "contacted")
             status[prospect_id] = "contacted"
         if call["meetingBooked"]:
-            meeting_at = call["endedAt"] + dt.timedelta(days=rng.randint(1, 10), hours=2)
-            activities.append(activity_document(
-                workspace_id, prospect_id, "meeting_booked", call["endedAt"],
-                "Meeting booked for " + meeting_at.strftime("%b %d"),
-                {"scheduledFor": meeting_at.replace(minute=0, second=0, microsecond=0)},
-                user_id=call["userId"], call_id=call["_id"], activity_id=demo_uuid(rng)))
+            activities.append(meeting_activity(rng, workspace_id, call))
             if status[prospect_id] != "meeting_set":
                 _status(activities, rng, workspace_id, call, status[prospect_id], "meeting_set")
                 status[prospect_id] = "meeting_set"
     return activities
+
+
+def meeting_activity(rng: random.Random, workspace_id: str, call: dict) -> dict:
+    """The `meeting_booked` entry of a call that booked a meeting (1 to 10 days later)."""
+    meeting_at = call["endedAt"] + dt.timedelta(days=rng.randint(1, 10), hours=2)
+    return activity_document(
+        workspace_id, call["prospectId"], "meeting_booked", call["endedAt"],
+        "Meeting booked for " + meeting_at.strftime("%b %d"),
+        {"scheduledFor": meeting_at.replace(minute=0, second=0, microsecond=0)},
+        user_id=call["userId"], call_id=call["_id"], activity_id=demo_uuid(rng))
 
 
 def _status(activities, rng, workspace_id, call, before, after):
@@ -328,3 +333,55 @@ def long_timeline(rng: random.Random, workspace_id: str, prospect: dict, users: 
                                             details, user_id=user,
                                             activity_id=demo_uuid(rng)))
     return activities
+
+
+# Live demo writes (`demo --live-calls-per-minute N`): calls that have just ended.
+LIVE_CALL_WINDOW = dt.timedelta(minutes=10)  # a live call started at most this long ago
+LIVE_NOTES_SHARE = 0.1  # after this share of live calls, an existing call's notes change
+LIVE_NOTES = ["Called back: " + note for note in CALL_NOTES]
+
+
+def live_call(rng: random.Random, workspace_id: str, users: list[dict], prospects: list[dict],
+              now: dt.datetime) -> dict:
+    """A call that ended a moment ago (`now`, the instant it is written), having started up to
+    LIVE_CALL_WINDOW before: `createdAt` (= its start) lands behind the newest calls, while
+    `updatedAt` is `now`. `users` are user records (`id`), `prospects` prospect records (`id`,
+    `phoneNumber` in E.164, `listIds`). Answered calls mostly have a recording (a reference the
+    simulated provider serves); long conversations sometimes book a meeting."""
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+    user_index = rng.randrange(len(users))
+    prospect = rng.choice(prospects)
+    direction = "inbound" if rng.random() < 0.08 else "outbound"
+    disposition = _weighted(rng, OUTBOUND if direction == "outbound" else INBOUND)
+    window = int(LIVE_CALL_WINDOW.total_seconds())
+    if disposition in ("connected", "voicemail", "wrong_number"):
+        ring = rng.randint(4, 25)
+        talk = min(_talk_seconds(rng, disposition), window - ring - 1)
+    else:
+        ring = rng.randint(*{"no_answer": (25, 40), "busy": (2, 6), "failed": (0, 3)}[disposition])
+        talk = 0
+    ended = now - dt.timedelta(milliseconds=rng.randint(0, 999))
+    started = ended - dt.timedelta(seconds=ring + talk
+                                   + rng.uniform(0, window - ring - talk - 1))
+    started = started.replace(microsecond=started.microsecond // 1000 * 1000)
+    answered = started + dt.timedelta(seconds=ring) if talk else None
+    if answered:
+        ended = answered + dt.timedelta(seconds=talk)
+    else:
+        ended = started + dt.timedelta(seconds=ring)
+    meeting = disposition == "connected" and rng.random() < (0.25 if talk >= 120 else 0.03)
+    ref = recording_ref(rng) if answered and rng.random() < 0.92 else None
+    if ref == MISSING_RECORDING_REF:  # never, but a live recording must always play
+        ref = recording_ref(rng)
+    ours, theirs = caller_id(user_index), prospect["phoneNumber"]
+    list_id = (rng.choice(prospect["listIds"]) if direction == "outbound"
+               and prospect["listIds"] and rng.random() < 0.85 else None)
+    return call_document(
+        workspace_id, user_id=users[user_index]["id"], prospect_id=prospect["id"],
+        direction=direction, disposition=disposition,
+        from_number=ours if direction == "outbound" else theirs,
+        to_number=theirs if direction == "outbound" else ours, started_at=started,
+        answered_at=answered, ended_at=ended, list_id=list_id, meeting_booked=meeting,
+        notes=rng.choice(CALL_NOTES) if disposition == "connected" and rng.random() < 0.45
+        else None, recording_ref=ref, recording_duration_seconds=talk if ref else None,
+        updated_at=now, call_id=demo_uuid(rng))

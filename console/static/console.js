@@ -354,7 +354,8 @@ function showResult(form, result, request, response, payload, elapsed, auth) {
       json = null;
     }
   }
-  if (Object.keys(links).length) parts.push(pager(form, links, json));
+  const cursor = json && typeof json.nextCursor === "string" ? json.nextCursor : null;
+  if (Object.keys(links).length || cursor) parts.push(pager(form, request, links, json));
   if (json && /problem\+json/.test(type) && typeof json.type === "string") {
     const href = sameOrigin(json.type).href;
     parts.push(el("p", { class: "problem-link" }, "What this error means: ",
@@ -382,20 +383,48 @@ function parseLinks(header) {
   return links;
 }
 
-function pager(form, links, json) {
+// Page-number responses: first/prev/next/last from the Link header, plus "Next by cursor"
+// when the response has a nextCursor (switching to cursor paging, which skips and repeats
+// nothing while records arrive). Cursor responses (no `page`): "Next" requests
+// ?cursor=<nextCursor>; in the sync order (sort=updatedAt) a caught-up walk still has a
+// nextCursor, and "Next" then polls for changes; "First" starts over without a cursor.
+function pager(form, request, links, json) {
   const nav = el("nav", { class: "pager", "aria-label": "pages" });
-  const labels = [["first", "« First"], ["prev", "‹ Previous"], ["next", "Next ›"], ["last", "Last »"]];
+  const cursor = json && typeof json.nextCursor === "string" ? json.nextCursor : null;
+  const cursorMode = json !== null && !("page" in json) && "nextCursor" in json;
+  const targets = { ...links };
+  if (cursorMode) {
+    targets.first = withCursor(request, null);
+    targets.next = cursor ? withCursor(request, cursor) : undefined;
+  }
+  const next = cursorMode && cursor && json.hasMore === false ? "Poll for changes ›" : "Next ›";
+  const labels = [["first", "« First"], ["prev", "‹ Previous"], ["next", next], ["last", "Last »"]];
+  if (!cursorMode && cursor) labels.push(["cursor", "Next by cursor ›"]);
+  if (!cursorMode && cursor) targets.cursor = withCursor(request, cursor);
   for (const [rel, label] of labels) {
     const button = el("button", { type: "button", class: "secondary", "data-rel": rel }, label);
-    if (!links[rel]) button.disabled = true;
-    else button.addEventListener("click", () => followLink(form, links[rel]));
+    if (!targets[rel]) button.disabled = true;
+    else button.addEventListener("click", () => followLink(form, targets[rel]));
     nav.append(button);
   }
   if (json && Number.isInteger(json.page) && Number.isInteger(json.pageSize)) {
     const pages = Math.max(1, Math.ceil((json.total || 0) / json.pageSize));
     nav.append(el("span", { class: "page-info" }, `page ${json.page} of ${pages} · ${json.total} in total`));
+  } else if (cursorMode) {
+    const where = json.hasMore ? "more follow" : cursor ? "caught up: Poll resumes here" : "the end";
+    nav.append(el("span", { class: "page-info" }, `by cursor · ${where}`));
   }
   return nav;
+}
+
+// The request's path with `page` dropped and `cursor` set (or removed when null); the other
+// parameters (filters, sort, pageSize) are kept: a cursor request may repeat them unchanged.
+function withCursor(request, cursor) {
+  const url = sameOrigin(request.path);
+  url.searchParams.delete("page");
+  if (cursor === null) url.searchParams.delete("cursor");
+  else url.searchParams.set("cursor", cursor);
+  return url.pathname + url.search;
 }
 
 function followLink(form, link) {

@@ -23,7 +23,6 @@ import pytest
 
 from schemas.openapi import operations
 
-# tests/conftest.py holds running_demo today; it may move to tests/helpers.py (issue 10).
 from tests.helpers import running_demo
 
 pytestmark = pytest.mark.clients
