@@ -252,6 +252,7 @@ async def bench_metrics(args, big: Api) -> list[Row]:
     path = metrics_path(big.marker)
     health = request_bytes("GET", "/healthz", HOST, big.port)
     durations: list[float] = []
+    statuses: list[str] = []
     health_times: list[float] = []
     for _ in range(args.metrics_runs):
         task = asyncio.ensure_future(big.get(path))
@@ -261,15 +262,16 @@ async def bench_metrics(args, big: Api) -> list[Row]:
                 health_times.append(answer.total)
             await asyncio.sleep(0.01)
         answer = task.result()
-        if answer.status != 200:
-            raise RuntimeError(f"GET {path}: {answer.status} {answer.body[:300]!r}")
         durations.append(answer.total)
+        if answer.status != 200:  # 503: the query outlasted db_timeout_seconds
+            statuses.append(f"{answer.status} after {answer.total:.1f} s")
     worst = max(health_times) if health_times else float("nan")
     p50 = statistics.median(durations)
+    failed = f"; {', '.join(statuses)}" if statuses else ""
     return [
         Row("S5", "GET /reporting/dialer-metrics, 90 days",
-            f"p50 {ms(p50)} (runs: {', '.join(f'{d * 1000:.0f}' for d in durations)} ms)",
-            "< 1 s", verdict(p50 < 1)),
+            f"p50 {ms(p50)} (runs: {', '.join(f'{d * 1000:.0f}' for d in durations)} ms"
+            f"{failed})", "< 1 s", verdict(p50 < 1 and not statuses)),
         Row("S6", "  /healthz while that query runs",
             f"max {ms(worst)}, p50 {ms(statistics.median(health_times))} "
             f"({len(health_times)} probes)", "< 50 ms", verdict(worst < 0.05)),
@@ -422,7 +424,10 @@ async def run(args) -> list[Row]:
                 if args.only and name.split()[0] not in args.only:
                     continue
                 print(f"... {name} ({load_note()})", file=sys.stderr)
-                rows += await step()
+                for row in await step():
+                    print(f"    {row.figure} {row.what.strip()}: {row.value} "
+                          f"(target {row.target}: {row.result})", file=sys.stderr)
+                    rows.append(row)
             rss = big.rss()
             rows.append(Row("S10", f"API process RSS after the runs ({args.calls:,} calls)",
                             f"{rss / MB:.0f} MB", "< 200 MB", verdict(rss < 200 * MB)))
