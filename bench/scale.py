@@ -1,0 +1,488 @@
+"""`python -m bench.scale`: the API on the embedded SQLite store with 1,000,000 calls in one
+workspace (issue 11's performance targets, and issue 12's deep-page row), side by side.
+
+Every figure is measured in this one run against real `workspace-api serve` processes on
+loopback (MONGODB_URI unset, WSAPI_SQLITE_PATH the data file, a rate limit too high to
+matter), and printed as one table with its target and PASS/MISS:
+
+- S1 GET /v1/calls?pageSize=100, 16 keep-alive clients, interleaved rounds: the API against a
+  bare Tornado handler (own process) serving the very bytes the API answered: ratio >= 0.2;
+  S2 the API's p99 in those rounds < 25 ms.
+- S3 page 1 at 1M calls over page 1 at 10k calls (a second file): <= 2. S4 (information) a
+  filtered total (?direction=inbound page 1 counts its matches).
+- S5 dialer metrics over the 90 days of calls: < 1 s; S6 /healthz while it runs: < 50 ms.
+- S7 a recording's reference (`store.calls.recording_ref`, in-process on the 1M file, random
+  calls): < 2 ms.
+- S8 100 new contacts into a workspace of 100,000 prospects: p50 < 100 ms; S9 the last 5 of
+  40 uploads over the first 5: <= 1.5 (no growth with the uploads already made).
+- S10 the API's RSS after all the above with 1M calls: < 200 MB.
+- S11/S12 (issue 12) page 1 vs a page 100,000 records deep, by page number (page=1001) and by
+  cursor (the nextCursor of page 1000): the cursor's ratio <= 1.5; page numbers informative.
+
+The data files are seeded once (a few minutes for 1M calls) and cached in bench/.data/
+(bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import datetime as dt
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from bench.httpload import download, request_bytes, run_load
+from bench.scale_data import (
+    SMALL_CALLS,
+    SMALL_PROSPECTS,
+    start_seeding,
+    wait_seeded,
+    working_copy,
+)
+
+HOST = "127.0.0.1"
+MB = 1024 * 1024
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass
+class Row:
+    figure: str
+    what: str
+    value: str
+    target: str
+    result: str
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+# --- processes -------------------------------------------------------------------------------
+
+
+class Api:
+    """A `workspace-api serve` process on one SQLite file."""
+
+    def __init__(self, path: Path, marker: dict, log: Path):
+        self.path, self.marker = path, marker
+        self.port = free_port()
+        self.key = marker["workspaces"][0]["apiKey"]
+        env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+        env.update(WSAPI_SQLITE_PATH=str(path), WSAPI_PORT=str(self.port), WSAPI_HOST=HOST,
+                   WSAPI_RATE_LIMIT_PER_MINUTE=str(10**9), WSAPI_LOG_LEVEL="warning",
+                   WSAPI_PROCESSES="1")
+        self.log = open(log, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([sys.executable, "-m", "server.cli", "serve"], env=env,
+                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=REPO)
+        self.pid = self.proc.pid
+
+    def headers(self) -> dict:
+        return {"Authorization": f"Bearer {self.key}"}
+
+    def request(self, path: str, method: str = "GET", body: bytes = b"",
+                extra: dict | None = None) -> bytes:
+        headers = self.headers()
+        if body:
+            headers["Content-Type"] = "application/json"
+        headers.update(extra or {})
+        return request_bytes(method, path, HOST, self.port, headers, body)
+
+    async def ready(self, seconds: float = 120) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the API on {self.path.name} exited ({self.proc.returncode})")
+            try:
+                answer = await download(HOST, self.port, request_bytes(
+                    "GET", "/readyz", HOST, self.port), max_seconds=5)
+                if answer.status == 200:
+                    return
+            except OSError:
+                pass
+            await asyncio.sleep(0.2)
+        raise RuntimeError(f"the API on {self.path.name} did not get ready")
+
+    async def get(self, path: str, **kwargs):
+        return await download(HOST, self.port, self.request(path, **kwargs), keep=True,
+                              max_seconds=120)
+
+    def rss(self) -> int:
+        return psutil.Process(self.pid).memory_info().rss
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+class Bare:
+    """bench/scale_bare.py serving `body`."""
+
+    def __init__(self, body: bytes, workdir: Path):
+        body_file = workdir / "bare-body.json"
+        body_file.write_bytes(body)
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.scale_bare", "0",
+                                      str(body_file)], stdout=subprocess.PIPE, cwd=REPO)
+        self.port = int(self.proc.stdout.readline())
+        self.pid = self.proc.pid
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+# --- measurements ----------------------------------------------------------------------------
+
+
+async def sequential(api: Api, paths: list[str], rounds: int) -> dict[str, list[float]]:
+    """Latency (time to the last byte) of each path, one request at a time, the paths
+    interleaved round by round so that the machine's load falls on all alike."""
+    times: dict[str, list[float]] = {path: [] for path in paths}
+    for _ in range(rounds):
+        for path in paths:
+            answer = await api.get(path)
+            if answer.status != 200:
+                raise RuntimeError(f"GET {path}: {answer.status} {answer.body[:300]!r}")
+            times[path].append(answer.total)
+    return times
+
+
+async def bench_throughput(args, big: Api, workdir: Path) -> list[Row]:
+    path = "/v1/calls?pageSize=100"
+    first = await big.get(path)
+    assert first.status == 200, first.body[:300]
+    bare = Bare(first.body, workdir)
+    try:
+        api_request = big.request(path)
+        bare_request = request_bytes("GET", path, HOST, bare.port)
+        sides = {"api": (big.port, api_request), "bare": (bare.port, bare_request)}
+        for port, request in sides.values():  # warm-up, not counted
+            await run_load(HOST, port, lambda i, r=request: r, connections=16,
+                           duration=args.warmup)
+        rps: dict[str, list[float]] = {"api": [], "bare": []}
+        latencies: dict[str, list[float]] = {"api": [], "bare": []}
+        errors = 0
+        for round_index in range(args.rounds):
+            order = ["api", "bare"] if round_index % 2 == 0 else ["bare", "api"]
+            for name in order:
+                port, request = sides[name]
+                load = await run_load(HOST, port, lambda i, r=request: r, connections=16,
+                                      duration=args.round_seconds)
+                rps[name].append(load.rps)
+                latencies[name].extend(load.latencies)
+                errors += load.errors
+    finally:
+        bare.stop()
+    ratio = statistics.median(a / b for a, b in zip(rps["api"], rps["bare"], strict=True))
+    p99 = percentile(latencies["api"], 0.99)
+    api_text = (f"API {statistics.median(rps['api']):.0f} req/s vs bare "
+                f"{statistics.median(rps['bare']):.0f} req/s: ratio {ratio:.3f}")
+    return [
+        Row("S1", f"GET /calls?pageSize=100, 16 clients ({args.calls:,} calls)", api_text,
+            ">= 0.2", verdict(ratio >= 0.2) if not errors else f"ERRORS ({errors})"),
+        Row("S2", "  API latency in those rounds",
+            f"p50 {ms(percentile(latencies['api'], 0.5))}, p99 {ms(p99)} "
+            f"(bare p99 {ms(percentile(latencies['bare'], 0.99))})", "p99 < 25 ms",
+            verdict(p99 < 0.025)),
+    ]
+
+
+async def bench_page_one(args, big: Api, small: Api) -> list[Row]:
+    path, filtered = "/v1/calls?pageSize=100", "/v1/calls?pageSize=100&direction=inbound"
+    for api in (big, small):
+        await sequential(api, [path], 3)  # warm-up
+    times_big: list[float] = []
+    times_small: list[float] = []
+    times_filtered: list[float] = []
+    for _ in range(args.samples):
+        times_big += (await sequential(big, [path], 1))[path]
+        times_small += (await sequential(small, [path], 1))[path]
+        times_filtered += (await sequential(big, [filtered], 1))[filtered]
+    big_p50, small_p50 = statistics.median(times_big), statistics.median(times_small)
+    ratio = big_p50 / small_p50
+    return [
+        Row("S3", f"page 1 at {args.calls:,} calls / page 1 at {SMALL_CALLS:,}",
+            f"{ms(big_p50)} / {ms(small_p50)} = {ratio:.2f}", "<= 2", verdict(ratio <= 2)),
+        Row("S4", f"  (info) filtered page 1 ?direction=inbound (counts; {args.calls:,})",
+            f"p50 {ms(statistics.median(times_filtered))}, "
+            f"p99 {ms(percentile(times_filtered, 0.99))}", "reported", "INFO"),
+    ]
+
+
+def metrics_path(marker: dict) -> str:
+    last = dt.date.fromisoformat(marker["anchor"]) - dt.timedelta(days=1)
+    first = last - dt.timedelta(days=89)
+    return f"/v1/reporting/dialer-metrics?from={first}&to={last}"
+
+
+async def bench_metrics(args, big: Api) -> list[Row]:
+    path = metrics_path(big.marker)
+    health = request_bytes("GET", "/healthz", HOST, big.port)
+    durations: list[float] = []
+    statuses: list[str] = []
+    health_times: list[float] = []
+    idle: list[float] = []  # the control: the same probes with no query running
+    for _ in range(200):
+        idle.append((await download(HOST, big.port, health, max_seconds=60)).total)
+        await asyncio.sleep(0.01)
+    for _ in range(args.metrics_runs):
+        task = asyncio.ensure_future(big.get(path))
+        while not task.done():
+            answer = await download(HOST, big.port, health, max_seconds=60)
+            if not task.done():  # only probes that ran wholly during the query count
+                health_times.append(answer.total)
+            await asyncio.sleep(0.01)
+        answer = task.result()
+        durations.append(answer.total)
+        if answer.status != 200:  # 503: the query outlasted db_timeout_seconds
+            statuses.append(f"{answer.status} after {answer.total:.1f} s")
+    worst = max(health_times) if health_times else float("nan")
+    p50 = statistics.median(durations)
+    failed = f"; {', '.join(statuses)}" if statuses else ""
+    return [
+        Row("S5", "GET /reporting/dialer-metrics, 90 days",
+            f"p50 {ms(p50)} (runs: {', '.join(f'{d * 1000:.0f}' for d in durations)} ms"
+            f"{failed})", "< 1 s", verdict(p50 < 1 and not statuses)),
+        Row("S6", "  /healthz while that query runs",
+            f"max {ms(worst)}, p50 {ms(statistics.median(health_times))} "
+            f"({len(health_times)} probes; idle: max {ms(max(idle))}, p50 "
+            f"{ms(statistics.median(idle))})", "< 50 ms", verdict(worst < 0.05)),
+    ]
+
+
+async def bench_recording(args, path: Path, marker: dict) -> list[Row]:
+    """The store's lookup of a recording's reference (what the recording handler awaits
+    before it asks the provider for the first byte), in-process on the file."""
+    import sqlite3
+
+    from store.database import open_store
+
+    wid = marker["workspaces"][0]["id"]
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        ids = [row[0] for row in conn.execute(
+            'SELECT "_id" FROM calls WHERE workspaceId = ? AND hasRecording = 1 '
+            "ORDER BY random() LIMIT ?", (wid, args.samples * 10))]
+    store = open_store("", "x", sqlite_path=str(path))
+    try:
+        for call_id in ids[:20]:  # warm-up
+            await store.calls.recording_ref(wid, call_id)
+        random.Random(7).shuffle(ids)
+        times = []
+        for call_id in ids:
+            started = time.perf_counter()
+            ref = await store.calls.recording_ref(wid, call_id)
+            times.append(time.perf_counter() - started)
+            assert ref, call_id
+    finally:
+        store.close()
+    p50, p99 = percentile(times, 0.5), percentile(times, 0.99)
+    return [Row("S7", f"recording lookup before the first byte ({len(times)} random calls)",
+                f"p50 {ms(p50)}, p99 {ms(p99)}", "< 2 ms", verdict(p50 < 0.002))]
+
+
+def upload_body(start: int, count: int, run: str) -> bytes:
+    contacts = []
+    for n in range(start, start + count):
+        contacts.append({"firstName": f"Scale{n}", "lastName": "Upload",
+                         "email": f"contact{n}@{run}.scale.example",
+                         "phoneNumber": f"+1646{n % 10_000_000:07d}",
+                         "companyName": "Scale Corp", "jobTitle": "Tester"})
+    return json.dumps({"contacts": contacts}).encode()
+
+
+async def bench_uploads(args, small: Api) -> list[Row]:
+    lists = await small.get("/v1/lists?pageSize=100")
+    list_id = json.loads(lists.body)["lists"][0]["id"]
+    path = f"/v1/lists/{list_id}/contacts"
+    run = f"r{os.getpid()}"
+    times, total = [], 0
+    for n in range(args.uploads):
+        answer = await small.get(path, method="POST", body=upload_body(n * 100, 100, run))
+        if answer.status != 200:
+            raise RuntimeError(f"POST {path}: {answer.status} {answer.body[:300]!r}")
+        result = json.loads(answer.body)
+        if n and result["totalProspects"] != total + 100:  # 100 new prospects in the list
+            raise RuntimeError(f"the upload did not add 100 prospects: {result}")
+        total = result["totalProspects"]
+        times.append(answer.total)
+    p50 = statistics.median(times)
+    head, tail = statistics.median(times[:5]), statistics.median(times[-5:])
+    growth = tail / head
+    return [
+        Row("S8", f"POST /lists/{{id}}/contacts, 100 new ({args.prospects:,} prospects)",
+            f"p50 {ms(p50)}, p99 {ms(percentile(times, 0.99))} ({len(times)} uploads)",
+            "p50 < 100 ms", verdict(p50 < 0.1)),
+        Row("S9", f"  last 5 / first 5 of {len(times)} uploads",
+            f"{ms(tail)} / {ms(head)} = {growth:.2f}", "<= 1.5 (flat)", verdict(growth <= 1.5)),
+    ]
+
+
+async def bench_deep(args, big: Api) -> list[Row]:
+    """Issue 12: page 1 and a page 100,000 records deep, by page number and by cursor."""
+    depth_page = min(1001, max(2, args.calls // 100))
+    shallow = json.loads((await big.get("/v1/calls?pageSize=100&page=1")).body)
+    before_deep = json.loads(
+        (await big.get(f"/v1/calls?pageSize=100&page={depth_page - 1}")).body)
+    cursor_shallow, cursor_deep = shallow["nextCursor"], before_deep["nextCursor"]
+    if not cursor_deep:
+        raise RuntimeError("no nextCursor at depth")
+    paths = {"page 1": "/v1/calls?pageSize=100&page=1",
+             "page deep": f"/v1/calls?pageSize=100&page={depth_page}",
+             "cursor 2": f"/v1/calls?pageSize=100&cursor={cursor_shallow}",
+             "cursor deep": f"/v1/calls?pageSize=100&cursor={cursor_deep}"}
+    # Same records either way: the deep cursor page is the deep numbered page.
+    by_cursor = json.loads((await big.get(paths["cursor deep"])).body)["calls"]
+    by_number = json.loads((await big.get(paths["page deep"])).body)["calls"]
+    if [c["id"] for c in by_cursor] != [c["id"] for c in by_number]:
+        raise RuntimeError("the deep cursor page is not the deep numbered page")
+    await sequential(big, list(paths.values()), 2)  # warm-up
+    times = await sequential(big, list(paths.values()), args.samples)
+    p50 = {name: statistics.median(times[path]) for name, path in paths.items()}
+    depth = (depth_page - 1) * 100
+    page_ratio = p50["page deep"] / p50["page 1"]
+    cursor_ratio = p50["cursor deep"] / p50["cursor 2"]
+    return [
+        Row("S11", f"page number: page {depth_page} ({depth:,} deep) / page 1",
+            f"{ms(p50['page deep'])} / {ms(p50['page 1'])} = {page_ratio:.2f}",
+            "may grow", "INFO"),
+        Row("S12", f"cursor: {depth:,} deep / 100 deep",
+            f"{ms(p50['cursor deep'])} / {ms(p50['cursor 2'])} = {cursor_ratio:.2f}",
+            "<= 1.5 (flat)", verdict(cursor_ratio <= 1.5)),
+    ]
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def table(rows: list[Row]) -> str:
+    heads = ("", "figure", "measured", "target", "result")
+    cells = [heads] + [(r.figure, r.what, r.value, r.target, r.result) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(5)]
+    lines = ["  ".join(c[i].ljust(widths[i]) for i in range(5)).rstrip() for c in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def load_note() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
+
+
+async def run(args) -> list[Row]:
+    started = time.monotonic()
+    big_path, big_child = start_seeding(args.calls, 500)
+    small_path, small_child = start_seeding(SMALL_CALLS, args.prospects)
+    big_marker = wait_seeded(big_path, big_child)
+    small_marker = wait_seeded(small_path, small_child)
+    print(f"data ready after {time.monotonic() - started:.0f} s "
+          f"(cached: {big_child is None and small_child is None}); {load_note()}",
+          file=sys.stderr)
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        workdir = Path(tmp)
+        small_copy = working_copy(small_path, "uploads.sqlite")
+        big = Api(big_path, big_marker, workdir / "api-big.log")
+        small = Api(small_copy, small_marker, workdir / "api-small.log")
+        try:
+            await big.ready()
+            await small.ready()
+            steps = [("throughput", lambda: bench_throughput(args, big, workdir)),
+                     ("page 1", lambda: bench_page_one(args, big, small)),
+                     ("deep pages", lambda: bench_deep(args, big)),
+                     ("metrics", lambda: bench_metrics(args, big)),
+                     ("recording", lambda: bench_recording(args, big_path, big_marker)),
+                     ("uploads", lambda: bench_uploads(args, small))]
+            for name, step in steps:
+                if args.only and name.split()[0] not in args.only:
+                    continue
+                print(f"... {name} ({load_note()})", file=sys.stderr)
+                for row in await step():
+                    print(f"    {row.figure} {row.what.strip()}: {row.value} "
+                          f"(target {row.target}: {row.result})", file=sys.stderr)
+                    rows.append(row)
+            rss = big.rss()
+            rows.append(Row("S10", f"API process RSS after the runs ({args.calls:,} calls)",
+                            f"{rss / MB:.0f} MB", "< 200 MB", verdict(rss < 200 * MB)))
+        except BaseException:
+            for log in workdir.glob("api-*.log"):
+                text = log.read_text(errors="replace").strip()
+                if text:
+                    print(f"--- {log.name} (last lines)\n" + "\n".join(text.splitlines()[-10:]),
+                          file=sys.stderr)
+            raise
+        finally:
+            big.stop()
+            small.stop()
+            small_copy.unlink(missing_ok=True)
+            for suffix in ("-wal", "-shm"):
+                Path(f"{small_copy}{suffix}").unlink(missing_ok=True)
+    return rows
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=1_000_000,
+                        help="calls in the big workspace (default 1,000,000; seeded once, "
+                             "cached in bench/.data/)")
+    parser.add_argument("--prospects", type=int, default=SMALL_PROSPECTS,
+                        help="prospects in the workspace that takes the uploads (default "
+                             "100,000; its file also has the 10k calls of page 1's baseline)")
+    parser.add_argument("--rounds", type=int, default=4, help="throughput rounds per side")
+    parser.add_argument("--round-seconds", type=float, default=4.0)
+    parser.add_argument("--warmup", type=float, default=1.5)
+    parser.add_argument("--samples", type=int, default=40,
+                        help="sequential samples per latency figure")
+    parser.add_argument("--metrics-runs", type=int, default=3)
+    parser.add_argument("--uploads", type=int, default=40)
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="steps to run: throughput page deep metrics recording uploads")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    rows = asyncio.run(run(args))
+    print(f"\nbench.scale: SQLite store, {args.calls:,} calls in one workspace; {load_note()}")
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+    return 0  # like `python -m bench`: the table is the result
+
+
+if __name__ == "__main__":
+    sys.exit(main())
