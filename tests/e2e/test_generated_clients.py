@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from schemas.openapi import operations
-
 from tests.helpers import running_demo
 
 pytestmark = pytest.mark.clients
