@@ -154,11 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 # `serve` on the embedded store: it starts empty and no admin command can reach it, so every
 # request would be 401 without a word of explanation.
-EMBEDDED_SERVE_HINT = """\
-workspace-api serve: MONGODB_URI=memory is the embedded store. It starts empty, without any
+THROWAWAY_SERVE_HINT = """\
+workspace-api serve: MONGODB_URI=memory is a throwaway store. It starts empty, without any
 workspace or API key, and admin commands cannot reach it, so every request gets 401.
   To explore the API with data and keys:  workspace-api demo   (or: make demo)
-  To serve real data: set MONGODB_URI=mongodb://... and WSAPI_SECRET, then
+  To serve real data: unset MONGODB_URI (the SQLite file at WSAPI_SQLITE_PATH) or point it at
+  MongoDB, then
     workspace-api workspaces create NAME
     workspace-api keys create --workspace WORKSPACE_ID --name NAME   (prints the key once)"""
 
@@ -170,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             from server.serve import serve
 
-            if config.embedded:
-                print(EMBEDDED_SERVE_HINT, file=sys.stderr, flush=True)
+            if config.throwaway:
+                print(THROWAWAY_SERVE_HINT, file=sys.stderr, flush=True)
             return serve(config, args)
         if args.command == "provider":
             return run_simulated_provider(args)

@@ -65,6 +65,12 @@ async def run_worker(config: Config, sockets) -> int:
     elif config.embedded:
         log.info("store: SQLite file %s", config.sqlite_path)
     store, auth = await open_services(config, wait_for_indexes=config.embedded)
+    if config.embedded and not config.throwaway and not await store.workspaces.list():
+        log.warning(
+            "the SQLite file %s has no workspace yet, so every request gets 401. Create one and "
+            "a key with the admin CLI on the same file: workspace-api workspaces create NAME; "
+            "workspace-api keys create --workspace WORKSPACE_ID --name NAME (prints the key "
+            "once). Or explore with data: workspace-api demo", config.sqlite_path)
     indexes = None
     if not store.indexes_ready:
         indexes = asyncio.create_task(ensure_indexes_when_reachable(store))

@@ -21,6 +21,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     ],
     "lists": [
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
+        IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
     ],
     "prospects": [
         IndexModel([("workspaceId", ASC), ("dedupeKey", ASC)], name="ws_dedupe", unique=True),
@@ -29,7 +30,9 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
         IndexModel([("workspaceId", ASC), ("listIds", ASC), ("createdAt", DESC), ("_id", DESC)],
                    name="ws_list_newest"),
-        IndexModel([("workspaceId", ASC), ("updatedAt", ASC)], name="ws_updated"),
+        IndexModel([("workspaceId", ASC), ("listIds", ASC), ("updatedAt", ASC), ("_id", ASC)],
+                   name="ws_list_updated_id"),
+        IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
     ],
     "calls": [
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
@@ -39,7 +42,11 @@ INDEXES: dict[str, list[IndexModel]] = {
                     ("_id", DESC)], name="ws_prospect_newest"),
         IndexModel([("workspaceId", ASC), ("listId", ASC), ("createdAt", DESC), ("_id", DESC)],
                    name="ws_list_newest"),
-        IndexModel([("workspaceId", ASC), ("updatedAt", ASC)], name="ws_updated"),
+        IndexModel([("workspaceId", ASC), ("disposition", ASC), ("createdAt", DESC),
+                    ("_id", DESC)], name="ws_disposition_newest"),
+        IndexModel([("workspaceId", ASC), ("direction", ASC), ("createdAt", DESC),
+                    ("_id", DESC)], name="ws_direction_newest"),
+        IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
     ],
     "activities": [
         IndexModel([("workspaceId", ASC), ("prospectId", ASC), ("occurredAt", DESC),

@@ -13,7 +13,7 @@ from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
 from store.sqlite.lists import Lists
-from store.sqlite.metrics import DialerMetrics
+from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.small import Idempotency, Keys, RateLimits, Settings, Users, Workspaces
 
@@ -46,6 +46,7 @@ class SQLiteStore:
         # The schema exists before the store is used (once, at start-up): every table and
         # index is created idempotently, so opening an older or a new file is the same.
         self.engine.run_once(schema.create)
+        self.engine.run_once(build_quarters)
         self.indexes_ready = False
 
     @property

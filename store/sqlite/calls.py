@@ -7,6 +7,7 @@ from store.calls import INSERT_BATCH, RECORD_FIELDS, call_document
 from store.calls import record as call_record
 from store.clock import utcnow
 from store.paging import Page, Window
+from store.sqlite.metrics import add_to_quarters
 from store.sqlite.paging import bump, counter, page_query
 from store.sqlite.schema import insert, ms, to_doc
 
@@ -21,6 +22,7 @@ def write_calls(conn, workspace_id: str, documents: list[dict]) -> None:
     insert(conn, "calls", documents)
     insert(conn, "activities", [call_activity(doc) for doc in documents], "INSERT OR IGNORE")
     bump(conn, workspace_id, "calls", len(documents))
+    add_to_quarters(conn, workspace_id, documents)
 
 
 def call_where(workspace_id: str, *, created_from=None, created_to=None, updated_since=None,

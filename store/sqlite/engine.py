@@ -68,7 +68,6 @@ class Engine:
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, never torn
-            conn.execute("PRAGMA temp_store=MEMORY")
             # Page cache: the writer's is larger (index pages of bulk inserts stay hot); readers
             # mostly touch a few pages per query and share the OS page cache beneath.
             size = WRITER_CACHE_KB if threading.current_thread().name.startswith(

@@ -1,10 +1,12 @@
-"""Dialer metrics on SQLite: one indexed aggregate over the covering index `calls_ws_metrics`.
+"""Dialer metrics on SQLite, from counts kept per quarter hour.
 
-The query counts per user and quarter hour (every UTC offset and DST change in use falls on a
-quarter hour, so every local midnight of store.metrics.day_starts starts a quarter hour); the
-quarter hours are then added into days, users and totals here, which costs a few thousand rows
-whatever the number of calls. Should a boundary ever fall inside a quarter hour, the query
-groups by exact day instead (a CASE over the day boundaries).
+Every call insert adds the call to `call_quarters` (workspace, direction, quarter hour, user) in
+the same transaction, so the counts are exact. Every UTC offset and DST change in use falls on a
+quarter hour, so every local midnight of store.metrics.day_starts starts a quarter hour: a report
+reads the range's quarter-hour rows (an index range: a few thousand rows for 90 days, whatever
+the number of calls) and adds them into days, users and totals on the reader thread. Should a
+boundary ever fall inside a quarter hour, the report groups the calls themselves by exact day
+(a CASE over the boundaries, on the covering index `calls_ws_metrics`).
 """
 
 from __future__ import annotations
@@ -28,18 +30,63 @@ def _add(into: dict, counts: tuple) -> None:
         into[name] = into.get(name, 0) + value
 
 
+def counts_of(call: dict) -> tuple:
+    """One call's contribution to COUNTS (the definitions of store/metrics.py)."""
+    connected = call["disposition"] == "connected"
+    talk = call["durationSeconds"] if connected else 0
+    return (1, int(connected), int(connected and talk >= CONVERSATION_SECONDS),
+            int(bool(call["meetingBooked"])), int(call["disposition"] == "voicemail"), talk)
+
+
+def add_to_quarters(conn, workspace_id: str, calls: list[dict]) -> None:
+    """Count new calls into `call_quarters` (inside the transaction that inserts them)."""
+    sums: dict[tuple, list[int]] = {}
+    for call in calls:
+        key = (call["direction"], ms(call["createdAt"]) // QUARTER_MS, call["userId"] or "")
+        row = sums.setdefault(key, [0] * len(COUNTS))
+        for index, value in enumerate(counts_of(call)):
+            row[index] += value
+    names = ", ".join(COUNTS)
+    conn.executemany(
+        f"INSERT INTO call_quarters (workspaceId, direction, quarter, userId, {names}) "
+        f"VALUES (?, ?, ?, ?, {', '.join('?' * len(COUNTS))}) "
+        "ON CONFLICT (workspaceId, direction, quarter, userId) DO UPDATE SET "
+        + ", ".join(f"{name} = {name} + excluded.{name}" for name in COUNTS),
+        [(workspace_id, *key, *row) for key, row in sums.items()])
+
+
+def build_quarters(conn) -> None:
+    """Build `call_quarters` from the calls, once per file (a file written before the table
+    existed); a settings row remembers that it is done."""
+    if conn.execute("SELECT 1 FROM settings WHERE name = 'call_quarters'").fetchone():
+        return
+    conn.execute("INSERT INTO settings (name, value) VALUES ('call_quarters', '1')")
+    conn.execute("DELETE FROM call_quarters")
+    conn.execute(f"INSERT INTO call_quarters (workspaceId, direction, quarter, userId, "
+                 f"{', '.join(COUNTS)}) SELECT workspaceId, direction, createdAt / {QUARTER_MS}, "
+                 f"COALESCE(userId, ''), {SUMS} FROM calls GROUP BY 1, 2, 3, 4")
+
+
 def aggregate(conn, workspace_id: str, bounds: list[int], user_id: str | None) -> list[tuple]:
-    """Rows (userId, day index, *COUNTS) of the outbound calls between the bounds."""
+    """Rows (userId, day index, *COUNTS) of the outbound calls between the bounds: from the
+    quarter-hour counts when every bound starts a quarter hour (the index range of a few
+    thousand rows), else from the calls themselves, grouped by day."""
+    if all(bound % QUARTER_MS == 0 for bound in bounds):
+        quarters = [bound // QUARTER_MS for bound in bounds]
+        where = "workspaceId = ? AND direction = 'outbound' AND quarter >= ? AND quarter < ?"
+        params: list = [workspace_id, quarters[0], quarters[-1]]
+        if user_id is not None:
+            where += " AND userId = ?"
+            params.append(user_id)
+        rows = conn.execute(f"SELECT userId, quarter, {', '.join(COUNTS)} FROM call_quarters "
+                            f"WHERE {where}", params)
+        return [(row[0] or None, bisect.bisect_right(quarters, row[1]) - 1, *row[2:])
+                for row in rows]
     where = "workspaceId = ? AND direction = 'outbound' AND createdAt >= ? AND createdAt < ?"
-    params: list = [workspace_id, bounds[0], bounds[-1]]
+    params = [workspace_id, bounds[0], bounds[-1]]
     if user_id is not None:
         where += " AND userId = ?"
         params.append(user_id)
-    if all(bound % QUARTER_MS == 0 for bound in bounds):
-        rows = conn.execute(f"SELECT userId, createdAt / {QUARTER_MS}, {SUMS} FROM calls "
-                            f"WHERE {where} GROUP BY 1, 2", params).fetchall()
-        quarters = [bound // QUARTER_MS for bound in bounds]
-        return [(row[0], bisect.bisect_right(quarters, row[1]) - 1, *row[2:]) for row in rows]
     cases = " ".join(f"WHEN createdAt < {bound} THEN {index}"
                      for index, bound in enumerate(bounds[1:]))
     return [tuple(row) for row in conn.execute(
@@ -55,14 +102,18 @@ class DialerMetrics:
                      user_id: str | None = None) -> dict:
         """The dialer-metrics result for the local days `first`..`last` (inclusive)."""
         starts = day_starts(first, last, zone)
-        rows = await self.engine.read(aggregate, workspace_id, [ms(s) for s in starts], user_id)
-        totals: dict = {}
-        users: dict[str, dict] = {}
-        days: dict[int, dict] = {}
-        for user, day, *counts in rows:
-            _add(totals, counts)
-            _add(users.setdefault(user, {}), counts)
-            _add(days.setdefault(day, {}), counts)
-        return report(first, last, zone, user_id, starts, rates(totals) if totals else None,
-                      [(user, rates(users[user])) for user in sorted(users)],
-                      {starts[day]: rates(counts) for day, counts in days.items()})
+
+        def figures(conn):  # on the reader thread: the event loop only gets the result
+            totals: dict = {}
+            users: dict[str, dict] = {}
+            days: dict[int, dict] = {}
+            for user, day, *counts in aggregate(conn, workspace_id, [ms(s) for s in starts],
+                                                user_id):
+                _add(totals, counts)
+                _add(users.setdefault(user, {}), counts)
+                _add(days.setdefault(day, {}), counts)
+            return report(first, last, zone, user_id, starts, rates(totals) if totals else None,
+                          [(user, rates(users[user])) for user in sorted(users)],
+                          {starts[day]: rates(counts) for day, counts in days.items()})
+
+        return await self.engine.read(figures)

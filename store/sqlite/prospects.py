@@ -57,17 +57,17 @@ def write_prospects(conn, workspace_id: str, documents: list[dict]) -> None:
 def _candidates(conn, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
     emails = sorted({c.email for c in contacts if c.email})
     phones = sorted({c.phone for c in contacts if c.phone})
-    clauses, params = [], [workspace_id]
-    if emails:
-        clauses.append(f"emailNorm IN ({_marks(emails)})")
-        params += emails
-    if phones:
-        clauses.append(f"phoneE164 IN ({_marks(phones)})")
-        params += phones
-    if not clauses:
+    # One indexed SELECT per identifier kind, joined by UNION (which also drops a prospect
+    # matched by both): written with OR, SQLite walks the workspace's prospects instead.
+    selects, params = [], []
+    for column, values in (("emailNorm", emails), ("phoneE164", phones)):
+        if values:
+            selects.append(f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
+                           f"{column} IN ({_marks(values)})")
+            params += [workspace_id, *values]
+    if not selects:
         return []
-    rows = conn.execute(f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
-                        f"({' OR '.join(clauses)})", params)
+    rows = conn.execute(" UNION ".join(selects), params)
     return [Candidate.from_doc(to_doc(row)) for row in rows]
 
 
@@ -110,8 +110,9 @@ def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> U
             _fill(conn, workspace_id, target, now)
     # Memberships: only the ones that are new move the prospect (listIds, updatedAt).
     ids = [t.id for t in targets]
+    # By primary key: the unary + keeps SQLite from walking a workspaceId index instead.
     created_at = {row[0]: row[1] for row in conn.execute(
-        f'SELECT "_id", createdAt FROM prospects WHERE workspaceId = ? AND "_id" IN '
+        f'SELECT "_id", createdAt FROM prospects WHERE +workspaceId = ? AND "_id" IN '
         f"({_marks(ids)})", (workspace_id, *ids))}
     joined = []
     for prospect_id in ids:

@@ -53,11 +53,20 @@ TABLES = {
                    "status INTEGER, body TEXT, contentType TEXT, location TEXT, "
                    "lockedUntil INTEGER NOT NULL, expiresAt INTEGER NOT NULL, "
                    "PRIMARY KEY (workspaceId, key)",
+    # The dialer metrics' counts per workspace, direction, quarter hour (createdAt // 900,000
+    # ms) and user, kept in the same transaction as every call insert (store/sqlite/metrics.py).
+    "call_quarters": "workspaceId TEXT NOT NULL, direction TEXT NOT NULL, "
+                     "quarter INTEGER NOT NULL, userId TEXT NOT NULL DEFAULT '', "
+                     "dials INTEGER NOT NULL, connects INTEGER NOT NULL, "
+                     "conversations INTEGER NOT NULL, meetingsBooked INTEGER NOT NULL, "
+                     "voicemails INTEGER NOT NULL, talkTimeSeconds INTEGER NOT NULL, "
+                     "PRIMARY KEY (workspaceId, direction, quarter, userId)",
     # Exact per-workspace totals, kept in the same transaction as every insert.
     "counters": "workspaceId TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, "
                 "PRIMARY KEY (workspaceId, name)",
 }
-WITHOUT_ROWID = {"settings", "memberships", "rate_limits", "counters", "idempotency"}
+WITHOUT_ROWID = {"settings", "memberships", "rate_limits", "counters", "idempotency",
+                 "call_quarters"}
 
 INDEXES = {
     "users_ws_active_created": "users (workspaceId, deletedAt, createdAt, _id)",
@@ -75,6 +84,8 @@ INDEXES = {
     "calls_ws_user_newest": "calls (workspaceId, userId, createdAt DESC, _id DESC)",
     "calls_ws_prospect_newest": "calls (workspaceId, prospectId, createdAt DESC, _id DESC)",
     "calls_ws_list_newest": "calls (workspaceId, listId, createdAt DESC, _id DESC)",
+    "calls_ws_disposition_newest":
+        "calls (workspaceId, disposition, createdAt DESC, _id DESC)",
     "calls_ws_updated": "calls (workspaceId, updatedAt, _id)",
     # Covering index of the dialer metrics: the query reads nothing but this index.
     "calls_ws_metrics": "calls (workspaceId, direction, createdAt, userId, disposition, "
@@ -103,6 +114,7 @@ def create(conn: sqlite3.Connection) -> None:
     for name, spec in INDEXES.items():
         kind = "UNIQUE INDEX" if spec.startswith("UNIQUE ") else "INDEX"
         conn.execute(f"CREATE {kind} IF NOT EXISTS {name} ON {spec.removeprefix('UNIQUE ')}")
+
 
 
 def ms(value: dt.datetime | None) -> int | None:

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from server.cli import HelpFormatter, build_parser, mongodb_hosts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,13 +101,16 @@ def test_mongodb_hosts_never_include_credentials():
     assert mongodb_hosts("mongodb://[::1]:27017") == "[::1]:27017"
 
 
-def test_serve_on_the_embedded_store_says_how_to_get_a_key(tmp_path):
+@pytest.mark.parametrize("store", ["memory", "sqlite-file"])
+def test_serve_on_an_empty_embedded_store_says_how_to_get_a_key(tmp_path, store):
     log = tmp_path / "serve.log"
+    env = ({"MONGODB_URI": "memory"} if store == "memory" else
+           {"MONGODB_URI": "", "WSAPI_SECRET": "", "WSAPI_SQLITE_PATH": str(tmp_path / "db")})
     with open(log, "w") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve", "--port", str(free_port())],
             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, cwd=ROOT,
-            env={**os.environ, "MONGODB_URI": "memory"})
+            env={**os.environ, **env})
     try:
         deadline = time.monotonic() + 30
         while "keys create" not in log.read_text():
@@ -114,6 +119,8 @@ def test_serve_on_the_embedded_store_says_how_to_get_a_key(tmp_path):
             time.sleep(0.1)
         text = log.read_text()
         assert "workspace-api demo" in text and "workspace-api workspaces create NAME" in text
+        if store == "sqlite-file":
+            assert str(tmp_path / "db") in text
     finally:
         process.terminate()
         process.wait(10)
