@@ -371,7 +371,8 @@ async def _demo(config: Config, args) -> None:
     port = sockets[0].getsockname()[1]
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
     host = f"[{config.host}]" if ":" in config.host else config.host
-    origin = f"http://{host}:{port}"
+    # Listening on every address: name the loopback one, a URL that works from this machine.
+    origin = reachable(f"http://{host}:{port}")
     write_private(Path(args.keys_file),
                   json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2))
     live = getattr(args, "live_calls_per_minute", 0)
@@ -455,10 +456,14 @@ async def start_simulated_provider(config: Config) -> Config:
                           provider_auth_token=auth_token)
 
 
+def reachable(origin: str) -> str:
+    """The origin with a wildcard listen address replaced by the loopback one."""
+    return origin.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:")
+
+
 def banner(origin: str, workspaces: list[dict], keys_file: str, data: str | None = None,
            live: int = 0) -> str:
-    # Listening on every address: show the loopback one, a URL that works from this machine.
-    origin = origin.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:")
+    origin = reachable(origin)
     key = workspaces[0]["apiKey"]
     kept = f"SQLite file {data}: the data is kept" if data else "throwaway SQLite file: " \
         "nothing is kept; --data PATH keeps it"

@@ -472,3 +472,28 @@ async def test_outcomes_give_the_reason_for_a_new_prospect_despite_matches(api, 
         ("created", "linkedin_conflict"), ("created", "ambiguous_match"), ("reused", None)]
     assert result[2]["prospectId"] == result[1]["prospectId"]
     assert not {r["prospectId"] for r in result} & {r["prospectId"] for r in seeded}
+
+
+@pytest.mark.mongodb
+async def test_the_first_bulk_write_sends_fills_only_to_prospects_that_existed(api, store,
+                                                                              new_list,
+                                                                              monkeypatch):
+    """100 new contacts: 100 upserts and no fill updates (a prospect just upserted has no
+    blanks); fills go only to prospects that existed before, one per filled field."""
+    created = await new_list()
+    await upload(api, created["id"], [{"email": "old1@example.com"},
+                                      {"email": "old2@example.com"}])
+    sizes = []
+    original = store.prospects.col.bulk_write
+
+    def counting(requests, *args, **kwargs):
+        sizes.append(len(requests))
+        return original(requests, *args, **kwargs)
+
+    monkeypatch.setattr(store.prospects.col, "bulk_write", counting)
+    contacts = [{"email": f"new{i}@example.com", "firstName": f"N{i}", "jobTitle": "CTO"}
+                for i in range(98)]
+    contacts += [{"email": "old1@example.com", "firstName": "Old", "jobTitle": "CEO"},
+                 {"email": "old2@example.com", "lastName": "Two"}]
+    await upload(api, created["id"], contacts)
+    assert sizes[0] == 98 + 2 + 1  # upserts, then old1's two fills and old2's one
