@@ -186,3 +186,12 @@ def api_b(origin, ws_b):
 def anon(origin):
     """Client without credentials."""
     return Client(origin, None)
+
+
+@pytest.fixture
+def new_list(api, ws_a):
+    """Creates a list of workspace A through the API (owned by its first user); its record."""
+    async def create(name="Leads"):
+        response = await api.post("/v1/lists", {"name": name, "ownerUserId": ws_a.users[0]["id"]})
+        return response.json()["list"]
+    return create

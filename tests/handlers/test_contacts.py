@@ -10,14 +10,6 @@ from schemas import Schemas
 from tests.helpers import Client, walk_pages
 
 
-@pytest.fixture
-def new_list(api, ws_a):
-    async def create(name="Leads"):
-        response = await api.post("/v1/lists", {"name": name, "ownerUserId": ws_a.users[0]["id"]})
-        return response.json()["list"]
-    return create
-
-
 async def upload(api, list_id, contacts, expect=200):
     response = await api.post(f"/v1/lists/{list_id}/contacts", {"contacts": contacts})
     assert response.code == expect, response

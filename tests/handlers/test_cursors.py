@@ -219,11 +219,3 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
         stale = [i for i in truth if i in copy and copy[i] != truth[i]]
         assert (name, len(missing), len(stale)) == (name, 0, 0)
         assert copy.keys() == truth.keys() and truth
-
-
-@pytest.fixture
-def new_list(api, ws_a):
-    async def create(name="Leads"):
-        response = await api.post("/v1/lists", {"name": name, "ownerUserId": ws_a.users[0]["id"]})
-        return response.json()["list"]
-    return create

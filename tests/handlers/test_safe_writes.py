@@ -10,14 +10,6 @@ FIELDS = ("firstName", "lastName", "phoneNumber", "email", "companyName", "compa
           "jobTitle", "linkedinUrl")
 
 
-@pytest.fixture
-def new_list(api, ws_a):
-    async def create(name="Safe"):
-        response = await api.post("/v1/lists", {"name": name, "ownerUserId": ws_a.users[0]["id"]})
-        return response.json()["list"]
-    return create
-
-
 async def snapshot(store, workspace_id) -> dict:
     return {name: [d for d in await store.documents(name) if d.get("workspaceId") == workspace_id]
             for name in ("lists", "prospects", "activities")}
