@@ -18,7 +18,9 @@ setup(
     install_requires=[
         "tornado>=6.5.6",
         "motor>=3.6,<4",
-        "pymongo>=4.9,<5",
+        # The wire test tier's mongo-java-server 1.47 speaks wire version 8 (MongoDB 4.2); pymongo
+        # 4.18 and later require wire version 9 (MongoDB 4.4).
+        "pymongo>=4.9,<4.18",
         "jsonschema>=4.23",
         "pyjwt>=2.9",
         "jinja2>=3.1",
