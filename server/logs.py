@@ -16,6 +16,8 @@ import re
 import sys
 from collections.abc import Iterable
 
+import orjson
+
 access = logging.getLogger("workspace_api.access")
 
 REDACTED = "[redacted]"
@@ -51,9 +53,9 @@ class JSONFormatter(logging.Formatter):
         return scrub(text)
 
     def format(self, record: logging.LogRecord) -> str:
+        stamp = dt.datetime.fromtimestamp(record.created, dt.UTC).replace(tzinfo=None)
         line = {
-            "ts": dt.datetime.fromtimestamp(record.created, dt.UTC).strftime(
-                "%Y-%m-%dT%H:%M:%S.") + f"{int(record.msecs):03d}Z",
+            "ts": stamp.isoformat(timespec="milliseconds") + "Z",
             "level": record.levelname,
             "logger": record.name,
             "pid": record.process,
@@ -65,7 +67,11 @@ class JSONFormatter(logging.Formatter):
             line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return self.redact(json.dumps(line, ensure_ascii=False, default=str))
+        try:  # orjson: the same compact-enough UTF-8 JSON at a fraction of the cost per line
+            text = orjson.dumps(line, default=str).decode()
+        except TypeError:  # e.g. a lone surrogate in an exception's text
+            text = json.dumps(line, ensure_ascii=False, default=str)
+        return self.redact(text)
 
 
 def secrets_of(config) -> list[str]:
@@ -100,4 +106,5 @@ def access_log(handler) -> None:
         "status": handler.get_status(),
         "durationMs": round(request.request_time() * 1000, 2),
     }
-    access.info(json.dumps(line, separators=(",", ":")), extra={"fields": line})
+    # The formatter writes `fields`; the message is only for other handlers (formatted lazily).
+    access.info("%(method)s %(path)s %(status)s", line, extra={"fields": line})
