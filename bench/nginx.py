@@ -22,6 +22,8 @@ from pathlib import Path
 
 import psutil
 
+from bench.processes import stop_process
+
 CONFIGS = {
     "default": "",
     "256k": ("proxy_buffer_size 256k;\n            proxy_buffers 4 256k;\n"
@@ -133,11 +135,5 @@ class Nginx:
         return total
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()  # nginx: SIGTERM is a fast shutdown
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)  # nginx: SIGTERM is a fast shutdown
         self.log.close()

@@ -33,6 +33,7 @@ import psutil
 from bench import nginx
 from bench.httpload import download, request_bytes, run_load
 from bench.memory import MB, RSSSampler
+from bench.processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -123,13 +124,7 @@ class Process:
         return self.proc.pid
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -32,7 +32,6 @@ import datetime as dt
 import json
 import os
 import random
-import signal
 import socket
 import statistics
 import subprocess
@@ -44,6 +43,7 @@ from pathlib import Path
 import psutil
 
 from bench.httpload import download, request_bytes, run_load
+from bench.processes import stop_process
 from bench.scale_data import (
     SMALL_CALLS,
     SMALL_PROSPECTS,
@@ -138,13 +138,7 @@ class Api:
         return psutil.Process(self.pid).memory_info().rss
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout=15)
         self.log.close()
 
 
