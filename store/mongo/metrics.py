@@ -1,12 +1,14 @@
-"""Dialer metrics on MongoDB: totals, byUser and byDay in one aggregation pipeline (`$facet`,
-with `$bucket` on the local-midnight boundaries of store.metrics.day_starts)."""
+"""Dialer metrics on MongoDB: the counts of totals, byUser and byDay in one aggregation
+pipeline (`$facet`, with `$bucket` on the local-midnight boundaries of
+store.metrics.day_starts); the rates are computed from them by store.metrics.rates, as on
+SQLite."""
 
 from __future__ import annotations
 
 import datetime as dt
 from zoneinfo import ZoneInfo
 
-from store.metrics import CONVERSATION_SECONDS, COUNTS, FIGURES, day_starts, report
+from store.metrics import CONVERSATION_SECONDS, COUNTS, day_starts, rates, report
 
 
 def _is(field: str, value) -> dict:
@@ -29,20 +31,6 @@ ACCUMULATORS = {
 }
 
 
-def _ratio(numerator: str, denominator: str) -> dict:
-    return {"$cond": [{"$eq": [f"${denominator}", 0]}, 0,
-                      {"$divide": [f"${numerator}", f"${denominator}"]}]}
-
-
-RATES = {"$project": {
-    "_id": 1, **dict.fromkeys(COUNTS, 1),
-    "connectRate": _ratio("connects", "dials"),
-    "conversationRate": _ratio("conversations", "dials"),
-    "meetingRate": _ratio("meetingsBooked", "dials"),
-    "averageTalkTimeSeconds": _ratio("talkTimeSeconds", "connects"),
-}}
-
-
 def pipeline(workspace_id: str, starts: list[dt.datetime], user_id: str | None) -> list[dict]:
     """Totals, byUser and byDay in one pass over the range's outbound calls."""
     match = {"workspaceId": workspace_id, "direction": "outbound",
@@ -52,17 +40,17 @@ def pipeline(workspace_id: str, starts: list[dt.datetime], user_id: str | None) 
     return [
         {"$match": match},
         {"$facet": {
-            "totals": [{"$group": {"_id": None, **ACCUMULATORS}}, RATES],
-            "byUser": [{"$group": {"_id": "$userId", **ACCUMULATORS}}, RATES,
-                       {"$sort": {"_id": 1}}],
+            "totals": [{"$group": {"_id": None, **ACCUMULATORS}}],
+            "byUser": [{"$group": {"_id": "$userId", **ACCUMULATORS}}, {"$sort": {"_id": 1}}],
             "byDay": [{"$bucket": {"groupBy": "$createdAt", "boundaries": starts,
-                                   "output": ACCUMULATORS}}, RATES],
+                                   "output": ACCUMULATORS}}],
         }},
     ]
 
 
 def _figures(row: dict) -> dict:
-    return {name: row[name] for name in FIGURES}
+    """The published figures of a row of counts (the rates are store.metrics' definitions)."""
+    return rates({name: row[name] for name in COUNTS})
 
 
 class DialerMetrics:
