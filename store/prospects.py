@@ -98,6 +98,18 @@ class Candidate:
         return bool((contact.email and contact.email == self.email)
                     or (contact.phone and contact.phone == self.phone))
 
+    def fill_updates(self) -> dict[str, dict]:
+        """Per blank field this upload fills (`fills`): the values to set, the field and the
+        identifier derived from it (emailNorm, phoneE164, linkedinNorm) together."""
+        derived = derived_fields(self.email, self.phone, self.linkedin)
+        updates = {}
+        for field, value in self.fills.items():
+            update = {field: value}
+            if DERIVED.get(field) in derived:
+                update[DERIVED[field]] = derived[DERIVED[field]]
+            updates[field] = update
+        return updates
+
     def absorb(self, contact: Contact) -> None:
         """Fill this prospect's blank fields from the contact; never overwrite."""
         for field, value in contact.fields.items():

@@ -21,7 +21,6 @@ from store.mongo.locks import Leases
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.prospects import (
-    DERIVED,
     DUPLICATE_KEY,
     INSERT_BATCH,
     MATCH_FIELDS,
@@ -30,7 +29,6 @@ from store.prospects import (
     Contact,
     Upload,
     dedupe_key,
-    derived_fields,
     match_all,
     outcomes,
     prospect_document,
@@ -132,14 +130,9 @@ class Prospects:
         """Fill blanks field by field: each update applies only while the field is still
         absent, so a concurrent writer's value is never overwritten."""
         selector = {"_id": target.id, "workspaceId": workspace_id}
-        derived = derived_fields(target.email, target.phone, target.linkedin)
-        writes = []
-        for field, value in target.fills.items():
-            update = {field: value, "updatedAt": now}
-            if DERIVED.get(field) in derived:
-                update[DERIVED[field]] = derived[DERIVED[field]]
-            writes.append(UpdateOne({**selector, field: {"$exists": False}}, {"$set": update}))
-        return writes
+        return [UpdateOne({**selector, field: {"$exists": False}},
+                          {"$set": {**update, "updatedAt": now}})
+                for field, update in target.fill_updates().items()]
 
     async def _candidates(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
         emails = sorted({c.email for c in contacts if c.email})

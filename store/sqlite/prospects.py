@@ -20,7 +20,6 @@ from store.prospects import (
     Contact,
     Upload,
     dedupe_key,
-    derived_fields,
     match_all,
     outcomes,
     prospect_document,
@@ -74,11 +73,8 @@ def _candidates(conn, workspace_id: str, contacts: list[Contact]) -> list[Candid
 def _fill(conn, workspace_id: str, target: Candidate, now) -> None:
     """Fill the prospect's blank fields (`target.fills`), with the identifiers derived from
     them; a value already stored is never overwritten."""
-    derived = derived_fields(target.email, target.phone, target.linkedin)
-    changes = dict(target.fills)
-    for field in target.fills:
-        if DERIVED.get(field) in derived:
-            changes[DERIVED[field]] = derived[DERIVED[field]]
+    changes = {name: value for update in target.fill_updates().values()
+               for name, value in update.items()}
     changes["updatedAt"] = ms(now)
     assignments = ", ".join(f'"{name}" = ?' for name in changes)
     conn.execute(f'UPDATE prospects SET {assignments} WHERE "_id" = ? AND workspaceId = ?',
