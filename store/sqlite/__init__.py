@@ -81,13 +81,6 @@ class SQLiteStore:
     async def collections(self) -> list[str]:
         return list(schema.TABLES)
 
-    async def drop(self) -> None:
-        def drop(conn):
-            for table in schema.TABLES:
-                conn.execute(f"DELETE FROM {table}")
-
-        await self.engine.write(drop)
-
     def close(self) -> None:
         self.engine.close()
         if self._throwaway_dir:
