@@ -2,13 +2,13 @@
 
 Times `RateLimiter.hit` around each kind of counter, each exact across processes unless said:
 
-- the embedded store's counter (`store.ratelimits`, one atomic upsert per request);
 - `LocalCounters` (in this process's memory: exact when the store is private to the process;
   also the limiter's own Python cost, since the counter itself is a dict update);
 - SQLite: one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` per request on a WAL file
   (exact across the processes that share the file: SQLite serialises writers);
-- a counter in a shared memory-mapped file under ``fcntl`` locks (exact across the processes
-  of one host, which is every process that can share an embedded store's file);
+- the SQLite store's counters (store/sqlite/ratecounts.py): a table in a shared memory-mapped
+  file under an ``fcntl`` lock (exact across the processes of one host, which is every process
+  that can share a SQLite file);
 - block reservation (each process takes blocks of the quota with one upsert; NOT exact across
   processes: unused blocks of an idle process are lost to the others until the window ends).
 
@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
-import mmap
-import os
 import sqlite3
-import struct
 import tempfile
 import time
 from pathlib import Path
 
 from bench.server import bench_config
 from server.ratelimit import LocalCounters, RateLimiter
+from store.sqlite.ratecounts import SharedCounters
 
 
 class SQLiteCounters:
@@ -46,29 +43,6 @@ class SQLiteCounters:
             "INSERT INTO rate_limits VALUES (?, ?, 1, ?) ON CONFLICT (workspace_id, "
             "window_start) DO UPDATE SET count = count + 1 RETURNING count",
             (workspace_id, window_start.isoformat(), expire_at.isoformat())).fetchone()[0]
-
-
-class SharedMemoryCounters:
-    """One slot per (workspace, window) hashed into a mapped file; fcntl lock per update."""
-
-    SLOTS = 4096
-
-    def __init__(self, path: Path) -> None:
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.ftruncate(self.fd, self.SLOTS * 16)
-        self.map = mmap.mmap(self.fd, self.SLOTS * 16)
-
-    async def hit(self, workspace_id, window_start, expire_at) -> int:
-        key = hash((workspace_id, window_start)) & 0x7FFFFFFFFFFFFFFF
-        offset = (key % self.SLOTS) * 16
-        fcntl.lockf(self.fd, fcntl.LOCK_EX, 16, offset)
-        try:
-            stored, count = struct.unpack_from("qq", self.map, offset)
-            count = count + 1 if stored == key else 1
-            struct.pack_into("qq", self.map, offset, key, count)
-        finally:
-            fcntl.lockf(self.fd, fcntl.LOCK_UN, 16, offset)
-        return count
 
 
 class BlockCounters:
@@ -109,11 +83,11 @@ async def main(requests: int) -> None:
     limit = 10**9
     with tempfile.TemporaryDirectory() as tmp:
         schemes = {
-            "embedded store's counter upsert (before issue 17)": store.ratelimits,
             "in-memory counters (LocalCounters, as shipped for MONGODB_URI=memory)":
                 LocalCounters(),
             "SQLite upsert RETURNING (WAL)": SQLiteCounters(Path(tmp) / "rl.sqlite"),
-            "shared memory + fcntl lock": SharedMemoryCounters(Path(tmp) / "rl.map"),
+            "shared memory-mapped file + fcntl lock (the SQLite store's, as shipped)":
+                SharedCounters(Path(tmp) / "rl.map"),
             "block reservation, embedded (NOT exact)": BlockCounters(store.ratelimits, limit),
         }
         results = {name: [] for name in schemes}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 DATA_DIR = Path(os.environ.get("BENCH_SCALE_DATA") or Path(__file__).resolve().parent / ".data")
 # Bump when the seeding or the store's schema changes in a way that makes old files wrong.
-FORMAT = 1
+FORMAT = 2
 SMALL_CALLS = 10_000
 SMALL_PROSPECTS = 100_000
 

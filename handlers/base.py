@@ -7,9 +7,10 @@ raised as `APIError` (handlers.errors; or escape as exceptions), rendered only b
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import re
-import uuid
 
 import pymongo.errors
 from tornado.httputil import HTTPServerRequest
@@ -33,6 +34,19 @@ NO_QUERY = "/schemas/queries/none.json"
 DB_DOWN = (pymongo.errors.ConnectionFailure, pymongo.errors.ServerSelectionTimeoutError,
            pymongo.errors.ExecutionTimeout, TimeoutError)
 RETRY_AFTER_DB = "5"
+
+
+def _new_id_source() -> None:
+    """Request ids made here: 16 random hex digits per process (drawn again in every forked
+    child: `serve --processes N`), then a counter; 32 hex digits, as unique as a random UUID's,
+    without reading random bytes for every request."""
+    global _ID_PREFIX, _ID_NUMBERS
+    _ID_PREFIX = os.urandom(8).hex()
+    _ID_NUMBERS = itertools.count(int.from_bytes(os.urandom(4), "big"))
+
+
+_new_id_source()
+os.register_at_fork(after_in_child=_new_id_source)
 
 
 class UnparsedBodyRequest(HTTPServerRequest):
@@ -61,7 +75,8 @@ class APIHandler(RequestHandler):
     def request_id(self) -> str:
         if not hasattr(self, "_request_id"):
             given = self.request.headers.get("X-Request-Id", "")
-            self._request_id = given if REQUEST_ID.match(given) else uuid.uuid4().hex
+            self._request_id = (given if REQUEST_ID.match(given) else
+                                f"{_ID_PREFIX}{next(_ID_NUMBERS):016x}")
         return self._request_id
 
     def set_default_headers(self) -> None:

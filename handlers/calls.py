@@ -29,7 +29,7 @@ class CallsHandler(APIHandler):
             start, end = filters.get("createdFrom"), filters.get("createdTo")
             if start and end and end < start:
                 raise problem("createdTo", "must not be before createdFrom")
-            return await calls.page(self.workspace_id, window, **{
+            return await calls.page(self.workspace_id, window, encoded=True, **{
                 STORE_ARGS[name]: value for name, value in filters.items()})
 
         await serve_page(self, "calls", filters, fetch)

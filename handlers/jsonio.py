@@ -4,7 +4,8 @@ Writing uses orjson: on the API's real pages (a /calls page of 100, a batch of 5
 activities, /users) it encodes 3-3.6 times faster than the standard library with the same
 bytes out (`python -m bench.jsonenc`, docs/performance.md). orjson writes datetimes itself, but
 only with microseconds or none, so they are passed through to `_default`, which formats them
-with the C `isoformat` instead of the per-field `strftime` it replaced.
+with the C `isoformat` instead of the per-field `strftime` it replaced. Pages the SQLite store
+encoded itself (store.paging.RawJSON) are spliced in as they are.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import math
 import re
 
 import orjson
+
+from store.paging import RawJSON
 
 MAX_DEPTH = 16
 MAX_INT = 2**63 - 1
@@ -108,6 +111,8 @@ def format_timestamp(value: dt.datetime) -> str:
 def _default(value):
     if type(value) is dt.datetime and value.tzinfo is None:  # the common case, inlined
         return value.isoformat(timespec="milliseconds") + "Z"
+    if type(value) is RawJSON:  # records the store encoded already, written as they are
+        return orjson.Fragment(value.text)
     if isinstance(value, dt.datetime):
         return format_timestamp(value)
     if isinstance(value, dt.date):

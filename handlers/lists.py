@@ -13,7 +13,7 @@ class ListsHandler(IdempotentHandler):
         lists = self.settings["store"].lists
 
         async def fetch(window, filters):
-            return await lists.page(self.workspace_id, window)
+            return await lists.page(self.workspace_id, window, encoded=True)
 
         await serve_page(self, "lists", {}, fetch)
 

@@ -22,7 +22,7 @@ class ProspectsHandler(APIHandler):
                    "updatedSince": instant(query, "updatedSince")}
 
         async def fetch(window, filters):
-            return await prospects.page(self.workspace_id, window, **{
+            return await prospects.page(self.workspace_id, window, encoded=True, **{
                 STORE_ARGS[name]: value for name, value in filters.items()})
 
         await serve_page(self, "prospects", filters, fetch)

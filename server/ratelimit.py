@@ -1,13 +1,15 @@
-"""The per-workspace rate limit: a fixed window whose counters live where the data lives.
+"""The per-workspace rate limit: a fixed window whose counters are shared where the data is.
 
 Every key of a workspace, the console and every server process that shares the database draw
-on one quota, counted exactly. With a shared database each request costs one atomic upsert
-(store.ratelimits), the only exact way for several processes or hosts to agree (cheaper
-schemes were measured, see docs/performance.md: block reservation under-admits across
-processes). With a store whose data lives in this process's memory (MONGODB_URI=memory) no
-other process can share the quota, so `LocalCounters` count in memory, just as exactly, for
-about 3 us instead of about 120 us per request on the embedded store. Responses describe the
-quota with the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10/11):
+on one quota, counted exactly (store.ratelimits). With MongoDB each request costs one atomic
+upsert, the only exact way for several hosts to agree (cheaper schemes were measured, see
+docs/performance.md: block reservation under-admits across processes). With the SQLite file,
+whose processes all run on one host, the counters live in a memory-mapped file beside the
+database under a flock lock (store/sqlite/ratecounts.py): a few microseconds on the event
+loop, where a database write per request cost a write transaction on the writer thread. With
+a store whose data lives in this process alone (MONGODB_URI=memory) no other process can share
+the quota, so `LocalCounters` count in memory, just as exactly, for about 3 us. Responses
+describe the quota with the IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10/11):
 
     RateLimit-Policy: "workspace";q=600;w=60
     RateLimit: "workspace";r=<requests left in this window>;t=<seconds until it ends>

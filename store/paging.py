@@ -49,19 +49,30 @@ class Window:
         return SORTS[self.sort][1]
 
 
+class RawJSON:
+    """Records already encoded as one JSON array (`text`, UTF-8), as the SQLite store builds
+    them; the API's encoder (handlers.jsonio) writes them into the response as they are."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes):
+        self.text = text
+
+
 @dataclasses.dataclass
 class Page:
-    items: list[dict]
+    items: list[dict] | RawJSON  # RawJSON only when asked for (`encoded=True`)
     total: int | None  # None in keyset mode: no count is made
     page: int | None
     page_size: int
     has_more: bool
     sort: str = DEFAULT_SORT
+    end: Position | None = None  # the last record's position, when items are RawJSON
 
     @property
     def last(self) -> Position | None:
         """The position of the page's last record, where the next page starts."""
-        if not self.items:
-            return None
+        if isinstance(self.items, RawJSON) or not self.items:
+            return self.end
         field = SORTS[self.sort][0]
         return Position(self.items[-1][field], self.items[-1]["id"])

@@ -56,8 +56,10 @@ class Calls:
             await self.activities.insert_documents(workspace_id,
                                                    [call_activity(doc) for doc in batch])
 
-    async def page(self, workspace_id: str, window: Window, **filters) -> Page:
-        """One window of calls in the window's order; `filters` as `call_filters`."""
+    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False,
+                   **filters) -> Page:
+        """One window of calls in the window's order; `filters` as `call_filters`. The records
+        are dicts even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""
         return await page_query(self.col, call_filters(workspace_id, **filters), window,
                                 CALL_FIELDS, _record)
 

@@ -30,7 +30,8 @@ class Lists:
         doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, LIST_FIELDS)
         return doc and _record(doc)
 
-    async def page(self, workspace_id: str, window: Window) -> Page:
+    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
+        """One window of lists; dicts even when `encoded` is asked for (see Calls.page)."""
         return await page_query(self.col, {"workspaceId": workspace_id}, window, LIST_FIELDS,
                                 _record)
 

@@ -170,9 +170,10 @@ class Prospects:
 
     async def page(self, workspace_id: str, window: Window, *, list_id: str | None = None,
                    email: str | None = None, phone: str | None = None,
-                   updated_since=None) -> Page:
+                   updated_since=None, encoded: bool = False) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
-        like the matcher compares them; `updated_since` is inclusive."""
+        like the matcher compares them; `updated_since` is inclusive. The records are dicts
+        even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""
         query = self._query(workspace_id, email=email, phone=phone)
         if list_id is not None:
             query["listIds"] = list_id

@@ -15,7 +15,8 @@ from store.sqlite.engine import Engine
 from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
-from store.sqlite.small import Idempotency, Keys, RateLimits, Settings, Users, Workspaces
+from store.sqlite.ratecounts import SharedCounters, counters_path
+from store.sqlite.small import Idempotency, Keys, Settings, Users, Workspaces
 
 
 class SQLiteStore:
@@ -40,7 +41,7 @@ class SQLiteStore:
         self.calls = Calls(self.engine)
         self.activities = Activities(self.engine)
         self.metrics = DialerMetrics(self.engine)
-        self.ratelimits = RateLimits(self.engine)
+        self.ratelimits = SharedCounters(counters_path(self.path))
         self.settings = Settings(self.engine)
         self.idempotency = Idempotency(self.engine)
         # The schema exists before the store is used (once, at start-up): every table and
@@ -83,6 +84,7 @@ class SQLiteStore:
 
     def close(self) -> None:
         self.engine.close()
+        self.ratelimits.close()
         if self._throwaway_dir:
             shutil.rmtree(self._throwaway_dir, ignore_errors=True)
 

@@ -8,10 +8,15 @@ from store.calls import record as call_record
 from store.clock import utcnow
 from store.paging import Page, Window
 from store.sqlite.metrics import add_to_quarters
-from store.sqlite.paging import bump, counter, page_query
-from store.sqlite.schema import insert, ms, to_doc
+from store.sqlite.paging import bump, page_query
+from store.sqlite.schema import insert, json_record, ms, to_doc
 
-SELECT = "SELECT " + ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS)) + " FROM calls"
+FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS))
+SELECT = f"SELECT {FIELDS} FROM calls"
+SHOWN = {"id": "_id", **{name: name for name in RECORD_FIELDS}}  # record key: column
+# A page reads each call's record as stored by its insert (or, in a row written before the
+# `record` column existed, builds it there and then).
+ENCODED = f"coalesce(record, {json_record(SHOWN)})"
 EQUALITY = {"user_id": "userId", "prospect_id": "prospectId", "list_id": "listId",
             "direction": "direction", "disposition": "disposition"}
 
@@ -19,7 +24,7 @@ EQUALITY = {"user_id": "userId", "prospect_id": "prospectId", "list_id": "listId
 def write_calls(conn, workspace_id: str, documents: list[dict]) -> None:
     """Insert calls with their `call` timeline entries and count them, in the caller's
     transaction."""
-    insert(conn, "calls", documents)
+    insert(conn, "calls", documents, computed={"record": lambda value: json_record(SHOWN, value)})
     insert(conn, "activities", [call_activity(doc) for doc in documents], "INSERT OR IGNORE")
     bump(conn, workspace_id, "calls", len(documents))
     add_to_quarters(conn, workspace_id, documents)
@@ -59,24 +64,27 @@ class Calls:
             await self.engine.write(write_calls, workspace_id,
                                     documents[start:start + INSERT_BATCH], timeout=600)
 
-    async def page(self, workspace_id: str, window: Window, **filters) -> Page:
-        """One window of calls in the window's order; `filters` as `call_where`."""
+    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False,
+                   **filters) -> Page:
+        """One window of calls in the window's order; `filters` as `call_where`. With
+        `encoded` the records come as one JSON array (store.paging.RawJSON)."""
         where, params = call_where(workspace_id, **filters)
 
         def page_of(conn):
             return page_query(
-                conn, select=SELECT, where=where, params=params, window=window,
-                columns=(window.field, "_id"), record=call_record, count_from="calls",
-                total=(lambda: counter(conn, workspace_id, "calls")) if len(where) == 1
-                else None)
+                conn, fields=FIELDS, source="calls", where=where, params=params, window=window,
+                order=(window.field, "_id"), record=call_record, encoded=encoded and ENCODED,
+                counted=(workspace_id, "calls") if len(where) == 1 else None)
 
-        return await self.engine.read(page_of)
+        return await self.engine.read(page_of, snapshot=not encoded)
 
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""
         def update(conn):
             conn.execute('UPDATE calls SET notes = ?, updatedAt = ? WHERE "_id" = ? AND '
                          "workspaceId = ?", (notes, ms(utcnow()), call_id, workspace_id))
+            conn.execute(f'UPDATE calls SET record = {json_record(SHOWN)} WHERE "_id" = ? AND '
+                         "workspaceId = ?", (call_id, workspace_id))
             row = conn.execute(f'{SELECT} WHERE "_id" = ? AND workspaceId = ?',
                                (call_id, workspace_id)).fetchone()
             return row and call_record(to_doc(row))

@@ -18,9 +18,9 @@ compiled dependency for no gain over the standard library's module.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import os
+import queue
 import sqlite3
 import threading
 import time
@@ -34,6 +34,53 @@ READERS = 4
 READER_CACHE_KB = 8 * 1024
 WRITER_CACHE_KB = 32 * 1024
 PROGRESS_STEPS = 20_000  # virtual-machine steps between two deadline checks
+
+
+class _Workers:
+    """Threads that run units from one queue and hand each result back to the event loop that
+    asked for it: a hand-over each way, about half the Python of run_in_executor's chained
+    concurrent.futures and asyncio futures (docs/performance.md)."""
+
+    def __init__(self, count: int, name: str, initializer: Callable[[], Any]):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, args=(initializer,),
+                                          name=f"{name}_{index}", daemon=True)
+                         for index in range(count)]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self, initializer: Callable[[], Any]) -> None:
+        with contextlib.suppress(sqlite3.Error):  # else opened by the first unit, which reports
+            initializer()
+        while (item := self._queue.get()) is not None:
+            loop, future, fn, args = item
+            try:
+                result, error = fn(*args), None
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+                result, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                loop.call_soon_threadsafe(_settle, future, result, error)
+            del item, future, result, error
+
+    def submit(self, fn: Callable, *args) -> asyncio.Future:
+        future = asyncio.get_running_loop().create_future()
+        self._queue.put((future.get_loop(), future, fn, args))
+        return future
+
+    def shutdown(self) -> None:
+        """Let the units already queued finish, then stop the threads."""
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join()
+
+
+def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if not future.done():  # a cancelled waiter no longer wants it
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
 
 
 def create_private(path: Path) -> None:
@@ -51,8 +98,10 @@ class Engine:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._writer = concurrent.futures.ThreadPoolExecutor(1, "sqlite-writer")
-        self._readers = concurrent.futures.ThreadPoolExecutor(readers, "sqlite-reader")
+        # Each thread opens its connection as it starts, so that the files a process holds open
+        # do not change while it serves.
+        self._writer = _Workers(1, "sqlite-writer", self._connection)
+        self._readers = _Workers(readers, "sqlite-reader", self._connection)
         self._closed = False
         # Fault injection for the tests of what a failure mid-write leaves behind: when set,
         # it is asked every `progress_steps` virtual-machine steps whether to fail the unit.
@@ -88,7 +137,8 @@ class Engine:
         with contextlib.suppress(sqlite3.Error):
             conn.close()
 
-    def _run(self, fn: Callable, args: tuple, write: bool, deadline: float) -> Any:
+    def _run(self, fn: Callable, args: tuple, write: bool, deadline: float,
+             snapshot: bool = True) -> Any:
         if time.monotonic() >= deadline:  # waited in the queue past its deadline: not started
             raise StoreBusy("the database stayed busy for too long")
         conn = self._connection()
@@ -96,11 +146,14 @@ class Engine:
         conn.set_progress_handler(
             lambda: time.monotonic() > deadline or bool(fault and fault()), self.progress_steps)
         try:
-            # A read unit is one read transaction too: a page and its count see one snapshot.
+            # A read unit is one read transaction too (a page and its count see one snapshot),
+            # unless it is a single statement, which sees one snapshot anyway.
             try:
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")  # may itself be cut short
+                if write or snapshot:
+                    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")  # may be cut short
                 result = fn(conn, *args)
-                conn.execute("COMMIT")
+                if write or snapshot:
+                    conn.execute("COMMIT")
             except BaseException:
                 # Whatever failed (the unit, or its COMMIT), nothing of it stays; an interrupted
                 # statement may have rolled the transaction back already.
@@ -133,16 +186,19 @@ class Engine:
         finally:
             conn.close()
 
-    async def _submit(self, pool, fn, args, write: bool, timeout: float | None) -> Any:
+    async def _submit(self, pool, fn, args, write: bool, timeout: float | None,
+                      snapshot: bool = True) -> Any:
         if self._closed:
             raise StoreUnavailable("the store is closed")
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(pool, self._run, fn, args, write, deadline)
+        return await pool.submit(self._run, fn, args, write, deadline, snapshot)
 
-    async def read(self, fn: Callable, *args, timeout: float | None = None) -> Any:
-        """Run `fn(conn, *args)` on a reader thread; its result."""
-        return await self._submit(self._readers, fn, args, False, timeout)
+    async def read(self, fn: Callable, *args, timeout: float | None = None,
+                   snapshot: bool = True) -> Any:
+        """Run `fn(conn, *args)` on a reader thread, in one read transaction; its result.
+        `snapshot=False` leaves the transaction out, for a unit of one statement (which sees
+        one snapshot by itself) that would otherwise pay two more statements."""
+        return await self._submit(self._readers, fn, args, False, timeout, snapshot)
 
     async def write(self, fn: Callable, *args, timeout: float | None = None) -> Any:
         """Run `fn(conn, *args)` in one write transaction on the writer thread; its result."""
@@ -152,8 +208,8 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        self._writer.shutdown(wait=True)
-        self._readers.shutdown(wait=True)
+        self._writer.shutdown()
+        self._readers.shutdown()
         with self._lock:
             for conn in self._connections:
                 with contextlib.suppress(sqlite3.Error):

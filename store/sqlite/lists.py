@@ -5,10 +5,13 @@ from __future__ import annotations
 from store.clock import new_id, utcnow
 from store.paging import Page, Window
 from store.records import list_record
-from store.sqlite.paging import bump, counter, page_query
-from store.sqlite.schema import insert, ms, to_doc
+from store.sqlite.paging import bump, page_query
+from store.sqlite.schema import insert, json_record, ms, to_doc
 
-SELECT = 'SELECT "_id", name, source, ownerUserId, createdAt, updatedAt, prospectsCount FROM lists'
+COLUMNS = ("_id", "name", "source", "ownerUserId", "createdAt", "updatedAt", "prospectsCount")
+FIELDS = ", ".join(f'"{name}"' for name in COLUMNS)
+SELECT = f"SELECT {FIELDS} FROM lists"
+JSON = json_record({"id" if name == "_id" else name: name for name in COLUMNS})
 
 
 class Lists:
@@ -37,15 +40,15 @@ class Lists:
 
         return await self.engine.read(get)
 
-    async def page(self, workspace_id: str, window: Window) -> Page:
+    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
         def page_of(conn):
-            return page_query(conn, select=SELECT, where=["workspaceId = ?"],
+            return page_query(conn, fields=FIELDS, source="lists", where=["workspaceId = ?"],
                               params=[workspace_id], window=window,
-                              columns=(window.field, "_id"), record=list_record,
-                              count_from="lists",
-                              total=lambda: counter(conn, workspace_id, "lists"))
+                              order=(window.field, "_id"), record=list_record,
+                              encoded=encoded and JSON,
+                              counted=(workspace_id, "lists"))
 
-        return await self.engine.read(page_of)
+        return await self.engine.read(page_of, snapshot=not encoded)
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.

@@ -25,15 +25,18 @@ from store.prospects import (
     prospect_document,
 )
 from store.prospects import record as prospect_record
-from store.sqlite.paging import bump, counter, page_query
-from store.sqlite.schema import insert, ms, to_doc
+from store.sqlite.paging import bump, page_query
+from store.sqlite.schema import insert, json_record, ms, to_doc
 
 MATCH_COLUMNS = ", ".join(f'"{name}"' for name in
                           ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values()))
 RECORD_COLUMNS = ("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt", "updatedAt")
-SELECT = "SELECT " + ", ".join(f'p."{name}"' for name in RECORD_COLUMNS) + " FROM prospects p"
-IN_LIST = (SELECT + " JOIN memberships m ON p.\"_id\" = m.prospectId "
+FIELDS = ", ".join(f'p."{name}"' for name in RECORD_COLUMNS)
+SELECT = f"SELECT {FIELDS} FROM prospects p"
+IN_LIST = ('prospects p JOIN memberships m ON p."_id" = m.prospectId '
            "AND p.workspaceId = m.workspaceId")
+JSON = json_record({"id" if name == "_id" else name: name for name in RECORD_COLUMNS},
+                   'p."{}"'.format)
 UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
 
 
@@ -180,20 +183,21 @@ class Prospects:
 
     async def page(self, workspace_id: str, window: Window, *, list_id: str | None = None,
                    email: str | None = None, phone: str | None = None,
-                   updated_since=None) -> Page:
+                   updated_since=None, encoded: bool = False) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
-        like the matcher compares them; `updated_since` is inclusive."""
+        like the matcher compares them; `updated_since` is inclusive. With `encoded` the
+        records come as one JSON array (store.paging.RawJSON)."""
         where, params = self._where(workspace_id, email=email, phone=phone)
         if updated_since is not None:
             where.append("p.updatedAt >= ?")
             params.append(ms(updated_since))
-        select, count_from = SELECT, "prospects p"
+        source = "prospects p"
         columns = (f"p.{window.field}", "p._id")
         if list_id is not None and window.field == "createdAt":
             # Newest first in a list: the list's memberships in their own index order.
             where = ["m.workspaceId = ?", "m.listId = ?", *where[1:]]
             params = [workspace_id, list_id, *params[1:]]
-            select, count_from = IN_LIST, IN_LIST.split(" FROM ", 1)[1]
+            source = IN_LIST
             columns = ("m.prospectCreatedAt", "m.prospectId")
         elif list_id is not None:  # the sync order in a list: membership checked by its key
             where.append("EXISTS (SELECT 1 FROM memberships m WHERE m.workspaceId = ? AND "
@@ -203,12 +207,11 @@ class Prospects:
 
         def page_of(conn):
             return page_query(
-                conn, select=select, where=where, params=params, window=window,
-                columns=columns, record=prospect_record, count_from=count_from,
-                total=(lambda: counter(conn, workspace_id, "prospects")) if unfiltered
-                else None)
+                conn, fields=FIELDS, source=source, where=where, params=params, window=window,
+                order=columns, record=prospect_record, encoded=encoded and JSON,
+                counted=(workspace_id, "prospects") if unfiltered else None)
 
-        return await self.engine.read(page_of)
+        return await self.engine.read(page_of, snapshot=not encoded)
 
     async def lookup(self, workspace_id: str, *, prospect_id: str | None = None,
                      email: str | None = None, phone: str | None = None,

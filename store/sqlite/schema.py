@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from collections.abc import Callable
 
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -41,13 +42,10 @@ TABLES = {
              "endedAt INTEGER NOT NULL, durationSeconds INTEGER NOT NULL, "
              "hasRecording INTEGER NOT NULL, recordingDurationSeconds INTEGER, "
              "recordingRef TEXT, meetingBooked INTEGER NOT NULL, notes TEXT, "
-             "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL",
+             "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT",
     "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
                   "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
                   "summary TEXT, details TEXT NOT NULL DEFAULT '{}'",
-    "rate_limits": "workspaceId TEXT NOT NULL, windowStart INTEGER NOT NULL, "
-                   "count INTEGER NOT NULL, expireAt INTEGER NOT NULL, "
-                   "PRIMARY KEY (workspaceId, windowStart)",
     # Idempotency-Key records: in progress (status NULL, lockedUntil) or a stored response.
     "idempotency": "workspaceId TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, "
                    "status INTEGER, body TEXT, contentType TEXT, location TEXT, "
@@ -65,7 +63,19 @@ TABLES = {
     "counters": "workspaceId TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, "
                 "PRIMARY KEY (workspaceId, name)",
 }
-WITHOUT_ROWID = {"settings", "memberships", "rate_limits", "counters", "idempotency",
+# Columns added to a table after files with that table were written: created with the table in
+# a new file, added (NULL in the existing rows) when an older file opens.
+ADDED_COLUMNS = {
+    # A call's API record as JSON text, built by the insert statement (store/sqlite/calls.py):
+    # a page of calls reads it instead of building 100 records. NULL in a row written before
+    # the column existed, whose record is then built when it is read.
+    "calls": {"record": "TEXT"},
+}
+DERIVED = {"record"}  # columns that hold nothing but what other columns say
+# Tables of older files that nothing uses any more, dropped when such a file opens: the rate
+# limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).
+RETIRED = ("rate_limits",)
+WITHOUT_ROWID = {"settings", "memberships", "counters", "idempotency",
                  "call_quarters"}
 
 INDEXES = {
@@ -92,12 +102,11 @@ INDEXES = {
                         "durationSeconds, meetingBooked)",
     "activities_ws_prospect_timeline":
         "activities (workspaceId, prospectId, occurredAt DESC, _id DESC)",
-    "rate_limits_expire": "rate_limits (expireAt)",
     "idempotency_expire": "idempotency (expiresAt)",
 }
 
 INSTANTS = {"createdAt", "updatedAt", "deletedAt", "revokedAt", "startedAt", "answeredAt",
-            "endedAt", "occurredAt", "windowStart", "expireAt", "prospectCreatedAt",
+            "endedAt", "occurredAt", "prospectCreatedAt",
             "lockedUntil", "expiresAt"}
 BOOLEANS = {"hasRecording", "meetingBooked"}
 JSON_FIELDS = {"listIds", "details"}
@@ -111,6 +120,13 @@ def create(conn: sqlite3.Connection) -> None:
     for table, columns in TABLES.items():
         suffix = " WITHOUT ROWID" if table in WITHOUT_ROWID else ""
         conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns}){suffix}")
+    for table in RETIRED:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    for table, added in ADDED_COLUMNS.items():
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in added.items():
+            if name not in present:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
     for name, spec in INDEXES.items():
         kind = "UNIQUE INDEX" if spec.startswith("UNIQUE ") else "INDEX"
         conn.execute(f"CREATE {kind} IF NOT EXISTS {name} ON {spec.removeprefix('UNIQUE ')}")
@@ -156,6 +172,8 @@ def to_doc(row: sqlite3.Row) -> dict:
     """A row as a document (the MongoDB document shape)."""
     doc = {}
     for name in row.keys():
+        if name in DERIVED:
+            continue
         value = row[name]
         if value is None and name in SPARSE:
             continue
@@ -169,15 +187,40 @@ def to_doc(row: sqlite3.Row) -> dict:
     return doc
 
 
-def insert(conn: sqlite3.Connection, table: str, docs: list[dict], verb: str = "INSERT") -> int:
-    """Insert documents into `table` (absent fields stay NULL); the number of rows written."""
+def json_record(fields: dict[str, str], column: Callable[[str], str] = '"{}"'.format) -> str:
+    """SQL that builds a record as JSON text: `fields` maps each key of the record, in order, to
+    the column it shows, and `column(name)` is the SQL of that column's value (by default the
+    column itself; a table alias, or a statement's parameter, otherwise). Instants are written
+    as the API writes them (2026-11-21T09:30:00.000Z: integer milliseconds make an exact
+    'unixepoch' instant), booleans as true/false, JSON columns embedded as JSON, the rest as the
+    values they are (NULL as null)."""
+    parts = []
+    for key, name in fields.items():
+        column_sql = column(name)
+        if name in INSTANTS:
+            column_sql = f"strftime('%Y-%m-%dT%H:%M:%fZ', {column_sql} / 1000.0, 'unixepoch')"
+        elif name in BOOLEANS:
+            column_sql = f"iif({column_sql}, json('true'), json('false'))"
+        elif name in JSON_FIELDS:
+            column_sql = f"json({column_sql})"
+        parts.append(f"'{key}', {column_sql}")
+    return f"json_object({', '.join(parts)})"
+
+
+def insert(conn: sqlite3.Connection, table: str, docs: list[dict], verb: str = "INSERT",
+           computed: dict[str, Callable[[Callable[[str], str]], str]] | None = None) -> int:
+    """Insert documents into `table` (absent fields stay NULL); the number of rows written.
+    `computed` maps further columns to their SQL, made by calling it with a function that gives
+    the SQL of a document field's value (the statement's parameter that holds it)."""
     groups: dict[tuple, list[tuple]] = {}
     for doc in docs:
         row = to_row(doc)
         groups.setdefault(tuple(row), []).append(tuple(row.values()))
     before = conn.total_changes
     for names, rows in groups.items():
-        columns = ", ".join(f'"{name}"' for name in names)
-        conn.executemany(f"{verb} INTO {table} ({columns}) VALUES ({', '.join('?' * len(names))})",
-                         rows)
+        number = {name: f"?{index}" for index, name in enumerate(names, 1)}
+        extra = {name: sql(number.__getitem__) for name, sql in (computed or {}).items()}
+        columns = ", ".join(f'"{name}"' for name in (*names, *extra))
+        values = ", ".join((*number.values(), *extra.values()))
+        conn.executemany(f"{verb} INTO {table} ({columns}) VALUES ({values})", rows)
     return conn.total_changes - before

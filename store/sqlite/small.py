@@ -140,39 +140,6 @@ class Settings:
         return await self.engine.write(secret)
 
 
-class RateLimits:
-    """Fixed-window counters, one row per (workspace, window), shared by every process that
-    opens the same file; a window's row is deleted once it has expired."""
-
-    def __init__(self, engine):
-        self.engine = engine
-
-    async def hit(self, workspace_id: str, window_start: dt.datetime,
-                  expire_at: dt.datetime) -> int:
-        """Count one request in the workspace's window; returns the window's count so far."""
-        def hit(conn):
-            count = conn.execute(
-                "INSERT INTO rate_limits (workspaceId, windowStart, count, expireAt) "
-                "VALUES (?, ?, 1, ?) ON CONFLICT (workspaceId, windowStart) "
-                "DO UPDATE SET count = count + 1 RETURNING count",
-                (workspace_id, ms(window_start), ms(expire_at))).fetchone()[0]
-            if count == 1:  # a new window: the workspace's expired ones go
-                conn.execute("DELETE FROM rate_limits WHERE workspaceId = ? AND expireAt <= ?",
-                             (workspace_id, ms(window_start)))
-            return count
-
-        return await self.engine.write(hit)
-
-    async def count(self, workspace_id: str, window_start: dt.datetime) -> int:
-        """The window's count without counting a request (tests and diagnostics)."""
-        def count(conn):
-            row = conn.execute("SELECT count FROM rate_limits WHERE workspaceId = ? "
-                               "AND windowStart = ?", (workspace_id, ms(window_start))).fetchone()
-            return row[0] if row else 0
-
-        return await self.engine.read(count)
-
-
 class Idempotency:
     """Idempotency-Key records of a workspace: claimed while a request runs, then holding the
     response to replay, until they expire (expired ones are deleted when new keys are taken)."""

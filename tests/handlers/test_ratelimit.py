@@ -148,16 +148,15 @@ async def test_two_app_instances_sharing_one_store_enforce_one_limit(
 
 
 @pytest.mark.sqlite
-async def test_expired_windows_are_deleted_when_a_new_one_starts(store, limiter, ws_a,
-                                                                 rate_clock, api):
+async def test_counters_live_in_a_shared_file_beside_the_database(store, limiter, ws_a,
+                                                                   rate_clock, api):
     await use_up(api, 2)
-    for _ in range(3):
-        rate_clock.advance(60)
-        await use_up(api, 1)
-    rows = [r for r in await store.documents("rate_limits") if r["workspaceId"] == ws_a.id]
-    assert len(rows) == 2  # the current window and the one before it (one spare window)
-    start, end = limiter.window_of(ws_a.id, rate_clock())
-    assert max(r["windowStart"] for r in rows) == EPOCH + dt.timedelta(seconds=start)
+    start, _ = limiter.window_of(ws_a.id, rate_clock())
+    window = EPOCH + dt.timedelta(seconds=start)
+    assert await store.ratelimits.count(ws_a.id, window) == 2
+    assert store.ratelimits.path == store.path.with_name(store.path.name + "-ratelimit")
+    assert store.ratelimits.path.stat().st_mode & 0o777 == 0o600
+    assert "rate_limits" not in await store.collections()  # no database write per request
 
 
 @pytest.mark.mongodb
