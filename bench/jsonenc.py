@@ -18,6 +18,7 @@ from contextlib import aclosing
 
 from bench import seeding
 from bench.server import bench_config
+from store.paging import Window
 
 
 def strftime_stamp(value: dt.datetime) -> str:
@@ -75,7 +76,7 @@ async def pages() -> dict:
     info = await seeding.seed(store, auth, users=25, calls=300, activities=600)
     wid = info["workspaceId"]
     result = {"users (25)": {"users": await store.users.list_active(wid)}}
-    page = await store.calls.page(wid, 1, 100)
+    page = await store.calls.page(wid, Window(100))
     result["calls page (100)"] = {"calls": page.items, "total": page.total, "page": 1,
                                   "pageSize": 100, "hasMore": page.has_more}
     prospect_id = info["activitiesPath"].rsplit("=", 1)[1]

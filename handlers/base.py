@@ -164,7 +164,7 @@ class APIHandler(RequestHandler):
                 values[name] = int(text) if len(text) <= 40 else huge
             else:
                 values[name] = text
-        for error in schemas.errors(schema["$id"], values):
+        for error in schemas.query_errors(schema["$id"], values):
             name = error["pointer"][2:].split("/")[0]
             errors.append({"parameter": name, "detail": error["detail"]})
         if errors:
@@ -193,7 +193,7 @@ class APIHandler(RequestHandler):
     def send_json(self, value, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.finish(jsonio.dumps(value))
+        self.finish(jsonio.dumps_bytes(value))
 
     def write_error(self, status_code: int, **kwargs) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]

@@ -28,11 +28,15 @@ Fetch = Callable[[Window, dict], Awaitable[Page]]
 
 
 def link_header(path: str, query: dict, page: Page) -> str:
-    """Relative first/prev/next/last links that keep every other query parameter."""
+    """Relative first/prev/next/last links that keep every other query parameter (each link is
+    `urlencode({**query, "page": n, "pageSize": size})`, with the other parameters encoded once)."""
+    encoded = {name: urlencode({name: value}) for name, value in query.items()
+               if name not in ("page", "pageSize")}
+    names = list({**query, "page": None, "pageSize": None})
 
     def url(number: int) -> str:
-        params = {**query, "page": number, "pageSize": page.page_size}
-        return f"{path}?{urlencode(params)}"
+        own = {"page": f"page={number}", "pageSize": f"pageSize={page.page_size}"}
+        return f"{path}?{'&'.join(encoded.get(name) or own[name] for name in names)}"
 
     last = max(1, math.ceil(page.total / page.page_size))
     links = [(1, "first")]

@@ -95,6 +95,12 @@ def _message(error: ValidationError) -> tuple[list, str]:
     return path, error.message
 
 
+FLAT_KEYWORDS = {"$id", "$schema", "$comment", "title", "description", "examples", "type",
+                 "additionalProperties", "properties"}
+MAX_REMEMBERED = 10_000  # parameter values remembered as valid (then forgotten all at once)
+MAX_REMEMBERED_LENGTH = 200
+
+
 class Schemas:
     """Validators for every schema file, built once at start-up."""
 
@@ -107,6 +113,11 @@ class Schemas:
             sid: Validator(doc, registry=self.registry)
             for sid, doc in self.documents.items()
         }
+        # Query schemas whose parameters are checked each on its own (nothing relates two of
+        # them, and none is required): a parameter value valid once is valid in every query.
+        self._flat = {sid for sid, doc in self.documents.items()
+                      if sid.startswith("/schemas/queries/") and set(doc) <= FLAT_KEYWORDS}
+        self._valid_parameters: set[tuple[str, str, object]] = set()
 
     def errors(self, schema_id: str, instance) -> list[dict]:
         """Problems with `instance` as [{"pointer", "detail"}], empty when it is valid."""
@@ -121,6 +132,25 @@ class Schemas:
             if len(result) == MAX_ERRORS:
                 break
         return result
+
+    def query_errors(self, schema_id: str, values: dict) -> list[dict]:
+        """`errors` of a query's parameter values, which skips the parameters whose value was
+        valid before (a sync loop repeats its pageSize, sort and filters on every request;
+        jsonschema's whole-object check was 7% of a request's time on the event loop)."""
+        if schema_id not in self._flat:
+            return self.errors(schema_id, values)
+        known = self._valid_parameters
+        fresh = {name: value for name, value in values.items()
+                 if (schema_id, name, value) not in known}
+        if not fresh:
+            return []
+        if self.errors(schema_id, fresh):
+            return self.errors(schema_id, values)  # the whole query's errors, as always
+        if len(known) > MAX_REMEMBERED:
+            known.clear()
+        known.update((schema_id, name, value) for name, value in fresh.items()
+                     if not isinstance(value, str) or len(value) <= MAX_REMEMBERED_LENGTH)
+        return []
 
     def resolve(self, schema: dict) -> dict:
         """A schema with a top-level $ref replaced by its target."""

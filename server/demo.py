@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tornado.netutil import bind_sockets
 
-from server.app import http_server, make_app, open_services
+from server.app import freeze_heap, http_server, make_app, open_services
 from server.config import Config, ConfigError, env_name
 from server.demo_data import (
     LIVE_NOTES,
@@ -370,6 +370,7 @@ async def _demo(config: Config, args) -> None:
     sockets = bind_sockets(config.port, config.host)
     port = sockets[0].getsockname()[1]
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
+    freeze_heap()
     host = f"[{config.host}]" if ":" in config.host else config.host
     # Listening on every address: name the loopback one, a URL that works from this machine.
     origin = reachable(f"http://{host}:{port}")

@@ -20,7 +20,7 @@ import time
 from pymongo.errors import ConnectionFailure, ExecutionTimeout, PyMongoError
 from tornado.netutil import bind_sockets
 
-from server.app import http_server, make_app, open_services
+from server.app import freeze_heap, http_server, make_app, open_services
 from server.auth import resolve_secret
 from server.config import Config, ConfigError, validate
 from server.logs import secrets_of, setup_logging
@@ -77,6 +77,7 @@ async def run_worker(config: Config, sockets) -> int:
     app = make_app(config, store, auth)
     server = http_server(app, config)
     server.add_sockets(sockets)
+    freeze_heap()
     log.info("serving on http://%s:%s/v1 (pid %d)", config.host, config.port, os.getpid())
     stop = asyncio.Event()
     for signum in STOP_SIGNALS:

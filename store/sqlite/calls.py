@@ -8,7 +8,7 @@ from store.calls import record as call_record
 from store.clock import utcnow
 from store.paging import Page, Window
 from store.sqlite.metrics import add_to_quarters
-from store.sqlite.paging import bump, page_query
+from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
 FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS))
@@ -76,7 +76,8 @@ class Calls:
                 order=(window.field, "_id"), record=call_record, encoded=encoded and ENCODED,
                 counted=(workspace_id, "calls") if len(where) == 1 else None)
 
-        return await self.engine.read(page_of, snapshot=not encoded)
+        return await self.engine.read(page_of, snapshot=not encoded,
+                                      quick=quick(window, len(where) == 1))
 
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""
@@ -100,4 +101,4 @@ class Calls:
                                (call_id, workspace_id)).fetchone()
             return row and row[0]
 
-        return await self.engine.read(ref)
+        return await self.engine.read(ref, quick=True)

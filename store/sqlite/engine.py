@@ -9,8 +9,12 @@ compiled dependency for no gain over the standard library's module.
 - Writes run on one writer thread per process, each unit in `BEGIN IMMEDIATE ... COMMIT`, so
   a unit is all or nothing and writers of several processes take turns through SQLite's own
   lock (waiting up to `timeout` seconds, then StoreUnavailable).
-- Reads run on a small pool of reader threads, each with its own connection; in WAL mode
-  readers never wait for the writer and see the last committed state.
+- Reads run on reader threads, each with its own connection; in WAL mode readers never wait
+  for the writer and see the last committed state. Units that read a few rows by an index
+  (`quick=True`: a key's check, one record, a page whose total is kept) run on one thread of
+  their own, so that the hot paths hand Python's GIL between two threads only (with four
+  threads taking turns, the event loop waited for them: docs/performance.md) and a long read
+  (a count, the metrics, a timeline) on the other threads never holds them up.
 - Every unit has a deadline: a statement still running at `timeout` is interrupted (a progress
   handler), so no request waits on the database longer than that.
 """
@@ -18,6 +22,7 @@ compiled dependency for no gain over the standard library's module.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import queue
@@ -30,7 +35,7 @@ from typing import Any
 
 from store.errors import StoreBusy, StoreUnavailable
 
-READERS = 4
+READERS = 3  # besides the quick one
 READER_CACHE_KB = 8 * 1024
 WRITER_CACHE_KB = 32 * 1024
 PROGRESS_STEPS = 20_000  # virtual-machine steps between two deadline checks
@@ -39,10 +44,14 @@ PROGRESS_STEPS = 20_000  # virtual-machine steps between two deadline checks
 class _Workers:
     """Threads that run units from one queue and hand each result back to the event loop that
     asked for it: a hand-over each way, about half the Python of run_in_executor's chained
-    concurrent.futures and asyncio futures (docs/performance.md)."""
+    concurrent.futures and asyncio futures. Results wait in `_done` for one wake-up of the loop:
+    while the loop is busy, results that finish meanwhile share it (a wake-up is a write to the
+    loop's self-pipe, a read there, and a hand-over of the GIL; docs/performance.md)."""
 
     def __init__(self, count: int, name: str, initializer: Callable[[], Any]):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._done: collections.deque = collections.deque()
+        self._waking: asyncio.AbstractEventLoop | None = None  # a drain is scheduled there
         self._threads = [threading.Thread(target=self._work, args=(initializer,),
                                           name=f"{name}_{index}", daemon=True)
                          for index in range(count)]
@@ -58,9 +67,26 @@ class _Workers:
                 result, error = fn(*args), None
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
                 result, error = None, exc
-            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
-                loop.call_soon_threadsafe(_settle, future, result, error)
+            # Appended before `_waking` is read, and the drain clears `_waking` before it
+            # empties `_done`: so a result is always in `_done` when a drain is still to run.
+            self._done.append((loop, future, result, error))
+            if self._waking is not loop:
+                self._waking = loop
+                with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                    loop.call_soon_threadsafe(self._drain, loop)
             del item, future, result, error
+
+    def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the event loop: settle every result that is ready."""
+        self._waking = None
+        done = self._done
+        while done:
+            owner, future, result, error = done.popleft()
+            if owner is loop:
+                _settle(future, result, error)
+            else:  # another loop's (a store used from two loops): settled on its own
+                with contextlib.suppress(RuntimeError):
+                    owner.call_soon_threadsafe(_settle, future, result, error)
 
     def submit(self, fn: Callable, *args) -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()
@@ -101,6 +127,7 @@ class Engine:
         # Each thread opens its connection as it starts, so that the files a process holds open
         # do not change while it serves.
         self._writer = _Workers(1, "sqlite-writer", self._connection)
+        self._quick = _Workers(1, "sqlite-quick", self._connection)
         self._readers = _Workers(readers, "sqlite-reader", self._connection)
         self._closed = False
         # Fault injection for the tests of what a failure mid-write leaves behind: when set,
@@ -194,11 +221,13 @@ class Engine:
         return await pool.submit(self._run, fn, args, write, deadline, snapshot)
 
     async def read(self, fn: Callable, *args, timeout: float | None = None,
-                   snapshot: bool = True) -> Any:
+                   snapshot: bool = True, quick: bool = False) -> Any:
         """Run `fn(conn, *args)` on a reader thread, in one read transaction; its result.
         `snapshot=False` leaves the transaction out, for a unit of one statement (which sees
-        one snapshot by itself) that would otherwise pay two more statements."""
-        return await self._submit(self._readers, fn, args, False, timeout, snapshot)
+        one snapshot by itself) that would otherwise pay two more statements. `quick=True`
+        for a unit bounded by an index to a few rows: it runs on the quick thread."""
+        return await self._submit(self._quick if quick else self._readers, fn, args, False,
+                                  timeout, snapshot)
 
     async def write(self, fn: Callable, *args, timeout: float | None = None) -> Any:
         """Run `fn(conn, *args)` in one write transaction on the writer thread; its result."""
@@ -209,6 +238,7 @@ class Engine:
             return
         self._closed = True
         self._writer.shutdown()
+        self._quick.shutdown()
         self._readers.shutdown()
         with self._lock:
             for conn in self._connections:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from store.clock import new_id, utcnow
 from store.paging import Page, Window
 from store.records import list_record
-from store.sqlite.paging import bump, page_query
+from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
 COLUMNS = ("_id", "name", "source", "ownerUserId", "createdAt", "updatedAt", "prospectsCount")
@@ -38,7 +38,7 @@ class Lists:
                                (list_id, workspace_id)).fetchone()
             return row and list_record(to_doc(row))
 
-        return await self.engine.read(get)
+        return await self.engine.read(get, quick=True)
 
     async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
         def page_of(conn):
@@ -48,7 +48,7 @@ class Lists:
                               encoded=encoded and JSON,
                               counted=(workspace_id, "lists"))
 
-        return await self.engine.read(page_of, snapshot=not encoded)
+        return await self.engine.read(page_of, snapshot=not encoded, quick=quick(window, True))
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.

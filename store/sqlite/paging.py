@@ -31,6 +31,19 @@ def bump(conn: sqlite3.Connection, workspace_id: str, name: str, by: int) -> Non
 COUNTER = "SELECT value FROM counters WHERE workspaceId = ? AND name = ?"
 
 
+# A page this far in or less, whose total is kept (or that has none), reads a bounded number
+# of index entries: a quick unit (Engine.read). Deeper offsets walk the index to get there.
+QUICK_SKIP = 10_000
+
+
+def quick(window: Window, unfiltered: bool) -> bool:
+    """Whether reading this window with no filter but the workspace is a quick unit."""
+    if window.page is None:  # keyset: a seek, then at most page_size + 1 entries
+        return unfiltered
+    return (unfiltered and window.settled_before is None
+            and (window.page - 1) * window.page_size <= QUICK_SKIP)
+
+
 def page_query(conn: sqlite3.Connection, *, fields: str, source: str, where: list[str],
                params: list, window: Window, order: tuple[str, str],
                record: Callable[[dict], dict], encoded: str | None = None,

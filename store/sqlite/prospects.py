@@ -25,7 +25,7 @@ from store.prospects import (
     prospect_document,
 )
 from store.prospects import record as prospect_record
-from store.sqlite.paging import bump, page_query
+from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
 MATCH_COLUMNS = ", ".join(f'"{name}"' for name in
@@ -211,7 +211,8 @@ class Prospects:
                 order=columns, record=prospect_record, encoded=encoded and JSON,
                 counted=(workspace_id, "prospects") if unfiltered else None)
 
-        return await self.engine.read(page_of, snapshot=not encoded)
+        return await self.engine.read(page_of, snapshot=not encoded,
+                                      quick=quick(window, unfiltered))
 
     async def lookup(self, workspace_id: str, *, prospect_id: str | None = None,
                      email: str | None = None, phone: str | None = None,
@@ -227,7 +228,7 @@ class Prospects:
                                 "ORDER BY p.createdAt, p._id LIMIT ?", (*params, limit))
             return [prospect_record(to_doc(row)) for row in rows]
 
-        return await self.engine.read(find)
+        return await self.engine.read(find, quick=True)
 
     def _where(self, workspace_id: str, *, email: str | None,
                phone: str | None) -> tuple[list[str], list]:

@@ -25,7 +25,7 @@ class Workspaces:
                                (workspace_id,)).fetchone()
             return row and workspace_record(to_doc(row))
 
-        return await self.engine.read(get)
+        return await self.engine.read(get, quick=True)
 
     async def list(self) -> list[dict]:
         """Operator scope (admin CLI, demo): every workspace, oldest first."""
@@ -56,7 +56,7 @@ class Users:
                 (workspace_id,))
             return [user_record(to_doc(row)) for row in rows]
 
-        return await self.engine.read(active)
+        return await self.engine.read(active, quick=True)
 
     async def is_active(self, workspace_id: str, user_id: str) -> bool:
         def active(conn):
@@ -64,7 +64,7 @@ class Users:
                 'SELECT 1 FROM users WHERE "_id" = ? AND workspaceId = ? AND deletedAt IS NULL',
                 (user_id, workspace_id)).fetchone() is not None
 
-        return await self.engine.read(active)
+        return await self.engine.read(active, quick=True)
 
     async def delete(self, workspace_id: str, user_id: str) -> bool:
         def delete(conn):
@@ -109,7 +109,7 @@ class Keys:
                 'SELECT 1 FROM api_keys WHERE "_id" = ? AND workspaceId = ? '
                 "AND revokedAt IS NULL", (key_id, workspace_id)).fetchone() is not None
 
-        return await self.engine.read(active)
+        return await self.engine.read(active, quick=True)
 
     async def revoke(self, key_id: str) -> dict | None:
         """Operator scope (admin CLI only): revoke a key by id. Returns the record, or None."""
