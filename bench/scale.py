@@ -347,12 +347,14 @@ async def bench_uploads(args, small: Api) -> list[Row]:
 async def bench_deep(args, big: Api) -> list[Row]:
     """Issue 12: page 1 and a page 100,000 records deep, by page number and by cursor."""
     depth_page = min(1001, max(2, args.calls // 100))
-    shallow = json.loads((await big.get("/v1/calls?pageSize=100&page=1")).body)
-    before_deep = json.loads(
-        (await big.get(f"/v1/calls?pageSize=100&page={depth_page - 1}")).body)
-    cursor_shallow, cursor_deep = shallow["nextCursor"], before_deep["nextCursor"]
-    if not cursor_deep:
-        raise RuntimeError("no nextCursor at depth")
+    pages = []
+    for number in (1, depth_page - 1):
+        answer = await big.get(f"/v1/calls?pageSize=100&page={number}")
+        body = json.loads(answer.body)
+        if answer.status != 200 or not body.get("nextCursor"):
+            raise RuntimeError(f"page {number}: {answer.status} {answer.body[-300:]!r}")
+        pages.append(body)
+    cursor_shallow, cursor_deep = pages[0]["nextCursor"], pages[1]["nextCursor"]
     paths = {"page 1": "/v1/calls?pageSize=100&page=1",
              "page deep": f"/v1/calls?pageSize=100&page={depth_page}",
              "cursor 2": f"/v1/calls?pageSize=100&cursor={cursor_shallow}",

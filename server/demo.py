@@ -10,6 +10,7 @@ just ended to every workspace while the demo runs (and now and then changes a ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -62,6 +63,8 @@ WORKSPACES = [
     {"name": "Globex Sales", "users": 3, "lists": ["Inbound Trials"], "share": 0.1},
 ]
 WRITE_BATCH = 5000
+# From this many calls on, the seeding builds the indexes of calls and activities at the end.
+BULK_LOAD_CALLS = 100_000
 ANCHOR_ENV = "WSAPI_DEMO_ANCHOR"
 
 
@@ -163,11 +166,18 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
     prospect LONG_TIMELINE_CONTACT has `scale.timeline` extra activities, and the workspace's
     third-newest call with a recording carries MISSING_RECORDING_REF.
     """
+    scale = scale or Scale()
+    # A large load builds the indexes of calls and activities once at the end (store.bulk_load).
+    async with store.bulk_load() if scale.calls >= BULK_LOAD_CALLS else contextlib.nullcontext():
+        return await _seed(store, auth, seed, now, scale, progress)
+
+
+async def _seed(store, auth, seed: int, now: dt.datetime | None, scale: Scale,
+                progress: Progress | None) -> list[dict]:
     rng = random.Random(seed)
     # Anchored at today's UTC midnight (or WSAPI_DEMO_ANCHOR's): the last 90 days stay recent,
     # and two runs on the same day with the same seed give the same data.
     now = now or anchor()
-    scale = scale or Scale()
     progress = progress or Progress(estimate(scale), delay=float("inf"))
     result = []
     for index, spec in enumerate(WORKSPACES):

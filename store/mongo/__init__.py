@@ -4,6 +4,7 @@ Production at scale: replica sets, sharding, many hosts sharing one database."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pymongo
 
@@ -49,6 +50,12 @@ class MongoStore:
         with pymongo.timeout(build_timeout):
             await ensure_indexes(self.db)
         self.indexes_ready = True
+
+    @contextlib.asynccontextmanager
+    async def bulk_load(self):
+        """Around a large first load (the demo's seeding): nothing to do on MongoDB, whose
+        unique indexes must stay in place while documents arrive."""
+        yield
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:

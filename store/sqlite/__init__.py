@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,6 +19,17 @@ from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.ratecounts import SharedCounters, counters_path
 from store.sqlite.small import Idempotency, Keys, Settings, Users, Workspaces
+
+BULK_INDEXES = ("calls_", "activities_")
+INDEX_BUILD_TIMEOUT = 900.0
+BULK_CACHE_KB = 128 * 1024  # the writer's page cache during a bulk load (then WRITER_CACHE_KB)
+
+
+def release_free_memory() -> None:
+    """Hand memory that has been freed back to the system (glibc keeps it in the heap for later
+    otherwise: after a bulk load, the larger page cache's worth)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 class SQLiteStore:
@@ -58,6 +71,30 @@ class SQLiteStore:
         """Create the tables and indexes (idempotent; done at open, so a check here)."""
         await self.engine.write(schema.create, timeout=build_timeout)
         self.indexes_ready = True
+
+    @contextlib.asynccontextmanager
+    async def bulk_load(self):
+        """Around a large first load that nothing reads meanwhile (the demo's seeding): the
+        secondary indexes of calls and activities are dropped, and built at the end from the
+        sorted rows at once, which is faster than keeping seven indexes up to date row by row
+        (`demo --calls 1000000`: docs/performance.md). Should the process die meanwhile, the
+        next open builds them (schema.create)."""
+        deferred = [name for name in schema.INDEXES if name.startswith(BULK_INDEXES)]
+
+        def drop(conn):
+            for name in deferred:
+                conn.execute(f"DROP INDEX IF EXISTS {name}")
+            conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KB}")
+
+        await self.engine.write(drop)
+        try:
+            yield
+        finally:
+            await self.engine.write(schema.create, timeout=INDEX_BUILD_TIMEOUT)
+            # A fresh writer connection, with the usual cache: closing this one hands back what
+            # the load made it hold (its cache, the index builds' sorting).
+            await self.engine.renew_writer()
+            release_free_memory()
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:

@@ -233,6 +233,10 @@ class Engine:
         """Run `fn(conn, *args)` in one write transaction on the writer thread; its result."""
         return await self._submit(self._writer, fn, args, True, timeout)
 
+    async def renew_writer(self) -> None:
+        """Close the writer thread's connection; the next write opens a fresh one."""
+        await self._writer.submit(lambda: self._discard(self._connection()))
+
     def close(self) -> None:
         if self._closed:
             return

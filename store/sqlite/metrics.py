@@ -38,14 +38,20 @@ def counts_of(call: dict) -> tuple:
             int(bool(call["meetingBooked"])), int(call["disposition"] == "voicemail"), talk)
 
 
-def add_to_quarters(conn, workspace_id: str, calls: list[dict]) -> None:
-    """Count new calls into `call_quarters` (inside the transaction that inserts them)."""
+def quarter_sums(calls: list[dict]) -> dict[tuple, list[int]]:
+    """New calls' counts per (direction, quarter hour, user): what add_to_quarters adds."""
     sums: dict[tuple, list[int]] = {}
     for call in calls:
         key = (call["direction"], ms(call["createdAt"]) // QUARTER_MS, call["userId"] or "")
         row = sums.setdefault(key, [0] * len(COUNTS))
         for index, value in enumerate(counts_of(call)):
             row[index] += value
+    return sums
+
+
+def add_to_quarters(conn, workspace_id: str, sums: dict[tuple, list[int]]) -> None:
+    """Add `quarter_sums` of new calls into `call_quarters` (inside the transaction that
+    inserts them)."""
     names = ", ".join(COUNTS)
     conn.executemany(
         f"INSERT INTO call_quarters (workspaceId, direction, quarter, userId, {names}) "

@@ -207,15 +207,30 @@ def json_record(fields: dict[str, str], column: Callable[[str], str] = '"{}"'.fo
     return f"json_object({', '.join(parts)})"
 
 
+Rows = dict[tuple, list[tuple]]  # column names: the rows' values, for insert_rows
+
+
+def rows_of(docs: list[dict]) -> Rows:
+    """Documents as rows, grouped by the columns they fill (pure Python: it can be made on
+    another thread than the writer's)."""
+    groups: Rows = {}
+    for doc in docs:
+        row = to_row(doc)
+        groups.setdefault(tuple(row), []).append(tuple(row.values()))
+    return groups
+
+
 def insert(conn: sqlite3.Connection, table: str, docs: list[dict], verb: str = "INSERT",
            computed: dict[str, Callable[[Callable[[str], str]], str]] | None = None) -> int:
     """Insert documents into `table` (absent fields stay NULL); the number of rows written.
     `computed` maps further columns to their SQL, made by calling it with a function that gives
     the SQL of a document field's value (the statement's parameter that holds it)."""
-    groups: dict[tuple, list[tuple]] = {}
-    for doc in docs:
-        row = to_row(doc)
-        groups.setdefault(tuple(row), []).append(tuple(row.values()))
+    return insert_rows(conn, table, rows_of(docs), verb, computed)
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, groups: Rows, verb: str = "INSERT",
+                computed: dict[str, Callable[[Callable[[str], str]], str]] | None = None) -> int:
+    """`insert` of rows made by `rows_of`."""
     before = conn.total_changes
     for names, rows in groups.items():
         number = {name: f"?{index}" for index, name in enumerate(names, 1)}
