@@ -59,7 +59,8 @@ class _Workers:
             thread.start()
 
     def _work(self, initializer: Callable[[], Any]) -> None:
-        with contextlib.suppress(sqlite3.Error):  # else opened by the first unit, which reports
+        # A thread must never die of its connection: the first unit opens it again and reports.
+        with contextlib.suppress(Exception):
             initializer()
         while (item := self._queue.get()) is not None:
             loop, future, fn, args = item
