@@ -17,9 +17,10 @@ from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_
 FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS))
 SELECT = f"SELECT {FIELDS} FROM calls"
 SHOWN = {"id": "_id", **{name: name for name in RECORD_FIELDS}}  # record key: column
+JSON = json_record(SHOWN)  # a call's record built from its columns
 # A page reads each call's record as stored by its insert (or, in a row written before the
 # `record` column existed, builds it there and then).
-ENCODED = f"coalesce(record, {json_record(SHOWN)})"
+ENCODED = f"coalesce(record, {JSON})"
 EQUALITY = {"user_id": "userId", "prospect_id": "prospectId", "list_id": "listId",
             "direction": "direction", "disposition": "disposition"}
 
@@ -114,7 +115,7 @@ class Calls:
         def update(conn):
             conn.execute('UPDATE calls SET notes = ?, updatedAt = ? WHERE "_id" = ? AND '
                          "workspaceId = ?", (notes, ms(utcnow()), call_id, workspace_id))
-            conn.execute(f'UPDATE calls SET record = {json_record(SHOWN)} WHERE "_id" = ? AND '
+            conn.execute(f'UPDATE calls SET record = {JSON} WHERE "_id" = ? AND '
                          "workspaceId = ?", (call_id, workspace_id))
             row = conn.execute(f'{SELECT} WHERE "_id" = ? AND workspaceId = ?',
                                (call_id, workspace_id)).fetchone()
