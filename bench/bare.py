@@ -39,8 +39,15 @@ class BareCalls(BareHandler):
 
     async def get(self) -> None:
         page = await self.store.calls.page(self.workspace_id, Window(100))
-        self.send({"calls": page.items, "total": page.total, "page": page.page,
-                   "pageSize": page.page_size, "hasMore": page.has_more})
+        self.send(
+            {
+                "calls": page.items,
+                "total": page.total,
+                "page": page.page,
+                "pageSize": page.page_size,
+                "hasMore": page.has_more,
+            }
+        )
 
 
 class BareRecordingRef(BareHandler):

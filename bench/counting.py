@@ -11,12 +11,28 @@ from __future__ import annotations
 
 from collections import Counter
 
-OPERATIONS = frozenset({
-    "find", "find_one", "find_one_and_update", "find_one_and_replace", "find_one_and_delete",
-    "insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one",
-    "delete_many", "bulk_write", "count_documents", "estimated_document_count", "aggregate",
-    "distinct", "watch",
-})
+OPERATIONS = frozenset(
+    {
+        "find",
+        "find_one",
+        "find_one_and_update",
+        "find_one_and_replace",
+        "find_one_and_delete",
+        "insert_one",
+        "insert_many",
+        "update_one",
+        "update_many",
+        "replace_one",
+        "delete_one",
+        "delete_many",
+        "bulk_write",
+        "count_documents",
+        "estimated_document_count",
+        "aggregate",
+        "distinct",
+        "watch",
+    }
+)
 
 
 class CountingCollection:

@@ -27,8 +27,9 @@ def check_loopback(host: str) -> None:
         raise ValueError(f"benchmark traffic is loopback only, not {host}")
 
 
-def request_bytes(method: str, path: str, host: str, port: int, headers: dict | None = None,
-                  body: bytes = b"") -> bytes:
+def request_bytes(
+    method: str, path: str, host: str, port: int, headers: dict | None = None, body: bytes = b""
+) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}"]
     for name, value in (headers or {}).items():
         lines.append(f"{name}: {value}")
@@ -44,8 +45,9 @@ class ResponseReader:
     end of each response; body bytes are never accumulated here.
     """
 
-    def __init__(self, on_head: Callable, on_data: Callable, on_done: Callable,
-                 head_request: bool = False):
+    def __init__(
+        self, on_head: Callable, on_data: Callable, on_done: Callable, head_request: bool = False
+    ):
         self.on_head, self.on_data, self.on_done = on_head, on_data, on_done
         self.head_request = head_request
         self.buf = bytearray()
@@ -59,7 +61,7 @@ class ResponseReader:
             state = self.state
             if state in (LENGTH, CHUNK_DATA, UNTIL_CLOSE):
                 take = end - pos if state == UNTIL_CLOSE else min(self.remaining, end - pos)
-                self.on_data(view[pos:pos + take])
+                self.on_data(view[pos : pos + take])
                 pos += take
                 if state == UNTIL_CLOSE:
                     continue
@@ -80,7 +82,7 @@ class ResponseReader:
             if index < 0:
                 return
             line = bytes(self.buf[:index])
-            rest = bytes(self.buf[index + len(terminator):])
+            rest = bytes(self.buf[index + len(terminator) :])
             self.buf.clear()
             self._line(state, line)
             view, pos, end = memoryview(rest), 0, len(rest)
@@ -120,9 +122,8 @@ class ResponseReader:
                 self.remaining, self.state = size, CHUNK_DATA
         elif state == CHUNK_END:
             self.state = CHUNK_SIZE
-        elif state == TRAILER:
-            if not line:
-                self._finish()
+        elif state == TRAILER and not line:
+            self._finish()
 
     def _finish(self) -> None:
         self.state = HEAD
@@ -217,8 +218,15 @@ def _ignore(_data) -> None:
     pass
 
 
-async def run_load(host: str, port: int, make_request: Callable[[int], bytes], *,
-                   connections: int, duration: float, max_requests: int = 10**9) -> LoadResult:
+async def run_load(
+    host: str,
+    port: int,
+    make_request: Callable[[int], bytes],
+    *,
+    connections: int,
+    duration: float,
+    max_requests: int = 10**9,
+) -> LoadResult:
     """Keep `connections` keep-alive connections busy, one request in flight on each, until
     `duration` seconds or `max_requests` requests have passed; returns every latency."""
     check_loopback(host)
@@ -252,8 +260,14 @@ class _DownloadProtocol(asyncio.BufferedProtocol):
     """Reads into one reusable buffer (no allocation per read), so that the client costs as
     little CPU per byte as it can: on two cores it shares the CPU with the servers."""
 
-    def __init__(self, request: bytes, done: asyncio.Future, rate: float | None, keep: bool,
-                 head_request: bool):
+    def __init__(
+        self,
+        request: bytes,
+        done: asyncio.Future,
+        rate: float | None,
+        keep: bool,
+        head_request: bool,
+    ):
         self.buffer = bytearray(READ_BUFFER)
         self.view = memoryview(self.buffer)
         self.request = request
@@ -319,9 +333,17 @@ class _DownloadProtocol(asyncio.BufferedProtocol):
             self.done.set_result(self.result)
 
 
-async def download(host: str, port: int, request: bytes, *, rate: float | None = None,
-                   max_seconds: float = 120.0, rcvbuf: int | None = None, keep: bool = False,
-                   head_request: bool = False) -> Download:
+async def download(
+    host: str,
+    port: int,
+    request: bytes,
+    *,
+    rate: float | None = None,
+    max_seconds: float = 120.0,
+    rcvbuf: int | None = None,
+    keep: bool = False,
+    head_request: bool = False,
+) -> Download:
     """Send one request on a fresh connection and read the whole response, at most
     `max_seconds` long; `rate` (bytes/s) paces the reading, `rcvbuf` shrinks the socket's
     receive buffer so that a slow reader really pushes back on the server."""
@@ -335,7 +357,8 @@ async def download(host: str, port: int, request: bytes, *, rate: float | None =
     sock.setblocking(False)
     await loop.sock_connect(sock, (host, port))
     transport, protocol = await loop.create_connection(
-        lambda: _DownloadProtocol(request, done, rate, keep, head_request), sock=sock)
+        lambda: _DownloadProtocol(request, done, rate, keep, head_request), sock=sock
+    )
     try:
         return await asyncio.wait_for(asyncio.shield(done), max_seconds)
     except TimeoutError:

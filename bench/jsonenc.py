@@ -41,6 +41,7 @@ def _default(stamp):
         if isinstance(value, dt.date):
             return value.isoformat()
         raise TypeError(type(value).__name__)
+
     return default
 
 
@@ -48,20 +49,25 @@ def candidates() -> dict:
     strftime_default, iso_default = _default(strftime_stamp), _default(iso_stamp)
     found = {
         "json + strftime (before)": lambda v: json.dumps(
-            v, default=strftime_default, ensure_ascii=False, separators=(",", ":")),
+            v, default=strftime_default, ensure_ascii=False, separators=(",", ":")
+        ),
         "json + isoformat": lambda v: json.dumps(
-            v, default=iso_default, ensure_ascii=False, separators=(",", ":")),
+            v, default=iso_default, ensure_ascii=False, separators=(",", ":")
+        ),
     }
     try:
         import orjson
     except ImportError:
         return found
     option = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
-    found["orjson + isoformat"] = lambda v: orjson.dumps(v, default=iso_default,
-                                                         option=option).decode()
+    found["orjson + isoformat"] = lambda v: orjson.dumps(
+        v, default=iso_default, option=option
+    ).decode()
     found["orjson, its own datetimes (not our format)"] = lambda v: orjson.dumps(
-        v, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z).decode()
+        v, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_NAIVE_UTC | orjson.OPT_UTC_Z
+    ).decode()
     from handlers import jsonio
+
     found["handlers.jsonio.dumps (now)"] = jsonio.dumps
     return found
 
@@ -77,8 +83,13 @@ async def pages() -> dict:
     wid = info["workspaceId"]
     result = {"users (25)": {"users": await store.users.list_active(wid)}}
     page = await store.calls.page(wid, Window(100))
-    result["calls page (100)"] = {"calls": page.items, "total": page.total, "page": 1,
-                                  "pageSize": 100, "hasMore": page.has_more}
+    result["calls page (100)"] = {
+        "calls": page.items,
+        "total": page.total,
+        "page": 1,
+        "pageSize": 100,
+        "hasMore": page.has_more,
+    }
     prospect_id = info["activitiesPath"].rsplit("=", 1)[1]
     async with aclosing(store.activities.timeline(wid, prospect_id, 500)) as batches:
         async for batch in batches:
@@ -115,8 +126,10 @@ def main(argv=None) -> None:
         cells = []
         for name in names:
             same = encoders[name](value) == expected
-            cells.append(f"{times[name] * 1e6:,.0f} us (x{times[names[0]] / times[name]:.1f})"
-                         + ("" if same else " WRONG"))
+            cells.append(
+                f"{times[name] * 1e6:,.0f} us (x{times[names[0]] / times[name]:.1f})"
+                + ("" if same else " WRONG")
+            )
         print(f"| {title}, {len(expected) // 1024} KiB | " + " | ".join(cells) + " |")
 
 

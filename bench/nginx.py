@@ -26,8 +26,10 @@ from bench.processes import stop_process
 
 CONFIGS = {
     "default": "",
-    "256k": ("proxy_buffer_size 256k;\n            proxy_buffers 4 256k;\n"
-             "            proxy_busy_buffers_size 256k;"),
+    "256k": (
+        "proxy_buffer_size 256k;\n            proxy_buffers 4 256k;\n"
+        "            proxy_busy_buffers_size 256k;"
+    ),
 }
 
 TEMPLATE = """\
@@ -63,7 +65,8 @@ http {{
 
 def find_nginx() -> str | None:
     return shutil.which("nginx") or next(
-        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None)
+        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None
+    )
 
 
 def ensure_nginx(install: bool) -> tuple[str | None, str]:
@@ -71,12 +74,18 @@ def ensure_nginx(install: bool) -> tuple[str | None, str]:
     found = find_nginx()
     if found or not install:
         return found, "" if found else "nginx is not installed"
-    if not Path("/etc/debian_version").exists() or os.geteuid() != 0 or not shutil.which(
-            "apt-get"):
+    if not Path("/etc/debian_version").exists() or os.geteuid() != 0 or not shutil.which("apt-get"):
         return None, "nginx is not installed (the bench installs it only as root on Debian)"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    command = ["apt-get", "install", "-y", "--no-install-recommends",
-               "-o", "DPkg::Lock::Timeout=300", "nginx"]
+    command = [
+        "apt-get",
+        "install",
+        "-y",
+        "--no-install-recommends",
+        "-o",
+        "DPkg::Lock::Timeout=300",
+        "nginx",
+    ]
     print("bench: installing nginx from Debian (apt-get install nginx)", flush=True)
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
@@ -103,11 +112,21 @@ class Nginx:
         self.prefix.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         conf = self.prefix / "nginx.conf"
-        conf.write_text(TEMPLATE.format(prefix=self.prefix, upstream=f"127.0.0.1:{upstream_port}",
-                                        port=self.port, buffers=CONFIGS[config]))
+        conf.write_text(
+            TEMPLATE.format(
+                prefix=self.prefix,
+                upstream=f"127.0.0.1:{upstream_port}",
+                port=self.port,
+                buffers=CONFIGS[config],
+            )
+        )
         self.log = open(self.prefix / "stderr.log", "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([binary, "-p", str(self.prefix), "-c", str(conf)],
-                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(
+            [binary, "-p", str(self.prefix), "-c", str(conf)],
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -118,8 +137,11 @@ class Nginx:
             except OSError:
                 time.sleep(0.05)
         self.stop()
-        tail = (self.prefix / "error.log").read_text(errors="replace")[-1000:] if (
-            self.prefix / "error.log").exists() else ""
+        tail = (
+            (self.prefix / "error.log").read_text(errors="replace")[-1000:]
+            if (self.prefix / "error.log").exists()
+            else ""
+        )
         raise RuntimeError(f"nginx ({config}) did not start: {tail}")
 
     def cpu_seconds(self) -> float:

@@ -6,8 +6,9 @@ import signal
 import subprocess
 
 
-def stop_process(proc: subprocess.Popen, timeout: float = 10.0,
-                 signum: int = signal.SIGTERM) -> None:
+def stop_process(
+    proc: subprocess.Popen, timeout: float = 10.0, signum: int = signal.SIGTERM
+) -> None:
     """Ask a still-running process to stop with `signum`; kill it if it has not after
     `timeout` seconds, and reap it."""
     if proc.poll() is not None:

@@ -60,13 +60,17 @@ async def drive(target: str, bench: Bench, server, seconds: float) -> str:
         return f"{result.rps:,.0f} req/s, statuses {dict(result.statuses)}"
     if target == "contacts":
         path = f"/v1/lists/{server.info['listId']}/contacts"
-        headers = {"Authorization": f"Bearer {server.info['key']}",
-                   "Content-Type": "application/json"}
+        headers = {
+            "Authorization": f"Bearer {server.info['key']}",
+            "Content-Type": "application/json",
+        }
         from bench.httpload import request_bytes
 
         def make(i: int) -> bytes:
-            return request_bytes("POST", path, HOST, port, headers, upload_body(i * 100, 100,
-                                                                                 "profile"))
+            return request_bytes(
+                "POST", path, HOST, port, headers, upload_body(i * 100, 100, "profile")
+            )
+
         result = await run_load(HOST, port, make, connections=1, duration=seconds)
         return f"{result.requests} uploads of 100 contacts, statuses {dict(result.statuses)}"
     if target == "activities":
@@ -94,18 +98,38 @@ async def main(args) -> int:
     settings = Settings()
     workdir = Path(tempfile.mkdtemp(prefix="wsapi-profile-"))
     bench = Bench(settings, workdir)
-    server_args = {"users": ["--users", "25"], "calls": ["--calls", str(settings.calls)],
-                   "contacts": [], "activities": ["--activities", str(settings.activities)],
-                   "recording": ["--recording", f"{bench.refs['p1']}={settings.p1_bytes}"]}
+    server_args = {
+        "users": ["--users", "25"],
+        "calls": ["--calls", str(settings.calls)],
+        "contacts": [],
+        "activities": ["--activities", str(settings.activities)],
+        "recording": ["--recording", f"{bench.refs['p1']}={settings.p1_bytes}"],
+    }
     raw = Path(args.raw) if args.raw else workdir / "profile.txt"
     try:
-        server = bench.start_server("server-profile", *server_args[args.target],
-                                    provider=args.target == "recording")
+        server = bench.start_server(
+            "server-profile", *server_args[args.target], provider=args.target == "recording"
+        )
         await drive(args.target, bench, server, 1.0)  # warm-up, not sampled
         recorder = subprocess.Popen(
-            [spy, "record", "--pid", str(server.pid), "--format", "raw", "--rate", "250",
-             "--duration", str(int(args.seconds) + 1), "--output", str(raw), "--nonblocking"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                spy,
+                "record",
+                "--pid",
+                str(server.pid),
+                "--format",
+                "raw",
+                "--rate",
+                "250",
+                "--duration",
+                str(int(args.seconds) + 1),
+                "--output",
+                str(raw),
+                "--nonblocking",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         await asyncio.sleep(0.5)
         print(await drive(args.target, bench, server, args.seconds))
         await asyncio.to_thread(recorder.wait, 60)

@@ -23,8 +23,13 @@ from telephony.simulated_provider import (
 async def main(args) -> None:
     sizes = {ref: int(size) for ref, size in (item.split("=", 1) for item in args.recordings)}
     base_clip()  # encode the audio before the first request, not during it
-    provider = await start_provider("127.0.0.1", 0, account_id=args.account,
-                                    auth_token=args.token, library=ProviderLibrary(sizes))
+    provider = await start_provider(
+        "127.0.0.1",
+        0,
+        account_id=args.account,
+        auth_token=args.token,
+        library=ProviderLibrary(sizes),
+    )
     print(json.dumps({"pid": os.getpid(), "port": provider.port}), flush=True)
     os.dup2(2, 1)  # nobody reads stdout after the ready line
     await serve_until_signalled(provider)

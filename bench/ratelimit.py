@@ -34,15 +34,18 @@ class SQLiteCounters:
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("CREATE TABLE rate_limits (workspace_id TEXT, window_start TEXT, "
-                        "count INTEGER, expire_at TEXT, PRIMARY KEY (workspace_id, "
-                        "window_start)) WITHOUT ROWID")
+        self.db.execute(
+            "CREATE TABLE rate_limits (workspace_id TEXT, window_start TEXT, "
+            "count INTEGER, expire_at TEXT, PRIMARY KEY (workspace_id, "
+            "window_start)) WITHOUT ROWID"
+        )
 
     async def hit(self, workspace_id, window_start, expire_at) -> int:
         return self.db.execute(
             "INSERT INTO rate_limits VALUES (?, ?, 1, ?) ON CONFLICT (workspace_id, "
             "window_start) DO UPDATE SET count = count + 1 RETURNING count",
-            (workspace_id, window_start.isoformat(), expire_at.isoformat())).fetchone()[0]
+            (workspace_id, window_start.isoformat(), expire_at.isoformat()),
+        ).fetchone()[0]
 
 
 class BlockCounters:
@@ -83,11 +86,9 @@ async def main(requests: int) -> None:
     limit = 10**9
     with tempfile.TemporaryDirectory() as tmp:
         schemes = {
-            "in-memory counters (LocalCounters, as shipped for MONGODB_URI=memory)":
-                LocalCounters(),
+            "in-memory counters (LocalCounters, MONGODB_URI=memory)": LocalCounters(),
             "SQLite upsert RETURNING (WAL)": SQLiteCounters(Path(tmp) / "rl.sqlite"),
-            "shared memory-mapped file + fcntl lock (the SQLite store's, as shipped)":
-                SharedCounters(Path(tmp) / "rl.map"),
+            "shared mapped file + flock (the SQLite store's)": SharedCounters(Path(tmp) / "rl.map"),
             "block reservation, embedded (NOT exact)": BlockCounters(store.ratelimits, limit),
         }
         results = {name: [] for name in schemes}

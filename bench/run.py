@@ -62,11 +62,25 @@ class Settings:
     p6_runs: int = 2
 
 
-QUICK = Settings(connections=2, rounds=2, round_seconds=0.3, warmup_seconds=0.2, users=5,
-                 calls=120, upload_rounds=1, upload_requests={1: 3, 10: 2, 100: 1},
-                 p1_bytes=4 * MB, p1_rounds=1, p1_seeks=2, install_nginx=False,
-                 p2_bytes=8 * MB, slow_rate=1 * MB,
-                 slow_seconds=2.0, activities=2000, p6_runs=1)
+QUICK = Settings(
+    connections=2,
+    rounds=2,
+    round_seconds=0.3,
+    warmup_seconds=0.2,
+    users=5,
+    calls=120,
+    upload_rounds=1,
+    upload_requests={1: 3, 10: 2, 100: 1},
+    p1_bytes=4 * MB,
+    p1_rounds=1,
+    p1_seeks=2,
+    install_nginx=False,
+    p2_bytes=8 * MB,
+    slow_rate=1 * MB,
+    slow_seconds=2.0,
+    activities=2000,
+    p6_runs=1,
+)
 
 
 @dataclasses.dataclass
@@ -100,9 +114,14 @@ class Process:
 
     def __init__(self, module: str, args: list[str], log_path: Path, timeout: float = 300):
         self.log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT,
-                                     stdout=subprocess.PIPE, stderr=self.log,
-                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
         self.info = self._ready(timeout, log_path)
 
     def _ready(self, timeout: float, log_path: Path) -> dict:
@@ -144,18 +163,32 @@ class Bench:
     def start_provider(self) -> Process:
         if self.provider is None:
             s = self.settings
-            self.provider = self.spawn("bench.provider_proc", [
-                "--account", self.account, "--token", self.token,
-                f"{self.refs['p1']}={s.p1_bytes}", f"{self.refs['p2']}={s.p2_bytes}"],
-                "provider")
+            self.provider = self.spawn(
+                "bench.provider_proc",
+                [
+                    "--account",
+                    self.account,
+                    "--token",
+                    self.token,
+                    f"{self.refs['p1']}={s.p1_bytes}",
+                    f"{self.refs['p2']}={s.p2_bytes}",
+                ],
+                "provider",
+            )
         return self.provider
 
     def start_server(self, name: str, *args: str, provider: bool = False) -> Process:
         extra = []
         if provider:
             port = self.start_provider().info["port"]
-            extra = ["--provider-url", f"http://{HOST}:{port}", "--provider-account",
-                     self.account, "--provider-token", self.token]
+            extra = [
+                "--provider-url",
+                f"http://{HOST}:{port}",
+                "--provider-account",
+                self.account,
+                "--provider-token",
+                self.token,
+            ]
         return self.spawn("bench.server", [*args, *extra], name)
 
     def spawn(self, module: str, args: list[str], name: str) -> Process:
@@ -177,8 +210,7 @@ def api_get(server: Process, path: str, extra: dict | None = None) -> bytes:
 
 async def dbops(server: Process) -> dict:
     port = server.info["bare_port"]
-    result = await download(HOST, port, request_bytes("GET", "/bench/dbops", HOST, port),
-                            keep=True)
+    result = await download(HOST, port, request_bytes("GET", "/bench/dbops", HOST, port), keep=True)
     return json.loads(result.body)
 
 
@@ -214,15 +246,21 @@ class Side:
         return statistics.median(self.rps)
 
     def describe(self) -> str:
-        return (f"{self.median_rps:,.0f} req/s, p50 {ms(percentile(self.latencies, 0.5))}, "
-                f"p99 {ms(percentile(self.latencies, 0.99))}")
+        return (
+            f"{self.median_rps:,.0f} req/s, p50 {ms(percentile(self.latencies, 0.5))}, "
+            f"p99 {ms(percentile(self.latencies, 0.99))}"
+        )
 
     def summary(self) -> dict:
-        return {"rps_rounds": [round(r, 1) for r in self.rps], "rps": round(self.median_rps, 1),
-                "cpu_ms_per_request": round(statistics.median(self.cpu_ms), 4),
-                "p50_ms": round(percentile(self.latencies, 0.5) * 1000, 3),
-                "p99_ms": round(percentile(self.latencies, 0.99) * 1000, 3),
-                "errors": self.errors, "statuses": self.statuses}
+        return {
+            "rps_rounds": [round(r, 1) for r in self.rps],
+            "rps": round(self.median_rps, 1),
+            "cpu_ms_per_request": round(statistics.median(self.cpu_ms), 4),
+            "p50_ms": round(percentile(self.latencies, 0.5) * 1000, 3),
+            "p99_ms": round(percentile(self.latencies, 0.99) * 1000, 3),
+            "errors": self.errors,
+            "statuses": self.statuses,
+        }
 
 
 def cpu_seconds(pid: int) -> float:
@@ -236,16 +274,18 @@ async def side_by_side(settings: Settings, pid: int, sides: dict) -> dict[str, S
     names = list(sides)
     for name in names:  # warm-up, not counted
         port, make = sides[name]
-        await run_load(HOST, port, make, connections=settings.connections,
-                       duration=settings.warmup_seconds)
+        await run_load(
+            HOST, port, make, connections=settings.connections, duration=settings.warmup_seconds
+        )
     results = {name: Side() for name in names}
     for round_index in range(settings.rounds):
         order = names if round_index % 2 == 0 else names[::-1]
         for name in order:
             port, make = sides[name]
             before = cpu_seconds(pid)
-            load = await run_load(HOST, port, make, connections=settings.connections,
-                                  duration=settings.round_seconds)
+            load = await run_load(
+                HOST, port, make, connections=settings.connections, duration=settings.round_seconds
+            )
             side = results[name]
             side.cpu_ms.append((cpu_seconds(pid) - before) * 1000 / max(1, load.requests))
             side.rps.append(load.rps)
@@ -263,46 +303,85 @@ def throughput_row(row_id: str, what: str, api: Side, bare: Side, target: float)
     cpu_ratio = statistics.median(bare.cpu_ms) / statistics.median(api.cpu_ms)
     errors = api.errors + bare.errors
     result = verdict(ratio >= target) if not errors else f"ERRORS ({errors})"
-    return Row(row_id, what, "API " + api.describe(), "bare " + bare.describe(),
-               f"{ratio:.2f}", f">= {target:g}", result,
-               {"api": api.summary(), "bare": bare.summary(), "ratio": round(ratio, 3),
-                "ratio_of_medians": round(api.median_rps / bare.median_rps, 3),
-                "cpu_ratio": round(cpu_ratio, 3)})
+    return Row(
+        row_id,
+        what,
+        "API " + api.describe(),
+        "bare " + bare.describe(),
+        f"{ratio:.2f}",
+        f">= {target:g}",
+        result,
+        {
+            "api": api.summary(),
+            "bare": bare.summary(),
+            "ratio": round(ratio, 3),
+            "ratio_of_medians": round(api.median_rps / bare.median_rps, 3),
+            "cpu_ratio": round(cpu_ratio, 3),
+        },
+    )
 
 
 # --- the benchmarks --------------------------------------------------------------------------
 
 
-async def api_against_bare(bench: Bench, server: Process, figure: str, what: str,
-                           api_path: str, bare_path: str, target: float) -> list[Row]:
+async def api_against_bare(
+    bench: Bench,
+    server: Process,
+    figure: str,
+    what: str,
+    api_path: str,
+    bare_path: str,
+    target: float,
+) -> list[Row]:
     """One GET through the API and the same work in a bare handler, side by side."""
     api_port, bare_port = server.info["api_port"], server.info["bare_port"]
     api = api_get(server, api_path)
     bare = request_bytes("GET", bare_path, HOST, bare_port)
-    results = await side_by_side(bench.settings, server.pid, {"api": (api_port, lambda i: api),
-                                                  "bare": (bare_port, lambda i: bare)})
+    results = await side_by_side(
+        bench.settings,
+        server.pid,
+        {"api": (api_port, lambda i: api), "bare": (bare_port, lambda i: bare)},
+    )
     return [throughput_row(figure, what, results["api"], results["bare"], target)]
 
 
 async def bench_p4(bench: Bench, server: Process) -> list[Row]:
-    return await api_against_bare(bench, server, "P4",
-                                  f"GET /users ({bench.settings.users} users) req/s",
-                                  "/v1/users", "/bare/users", 0.75)
+    return await api_against_bare(
+        bench,
+        server,
+        "P4",
+        f"GET /users ({bench.settings.users} users) req/s",
+        "/v1/users",
+        "/bare/users",
+        0.75,
+    )
 
 
 async def bench_p3(bench: Bench, server: Process) -> list[Row]:
-    return await api_against_bare(bench, server, "P3",
-                                  f"GET /calls?pageSize=100 ({bench.settings.calls} calls) req/s",
-                                  "/v1/calls?pageSize=100", "/bare/calls", 0.8)
+    return await api_against_bare(
+        bench,
+        server,
+        "P3",
+        f"GET /calls?pageSize=100 ({bench.settings.calls} calls) req/s",
+        "/v1/calls?pageSize=100",
+        "/bare/calls",
+        0.8,
+    )
 
 
 def upload_body(start: int, count: int, run: str) -> bytes:
     contacts = []
     for n in range(start, start + count):
-        contacts.append({"firstName": f"Bench{n}", "lastName": "Upload",
-                         "email": f"contact{n}@{run}.bench.example",
-                         "phoneNumber": f"+1212{n % 10_000_000:07d}",
-                         "companyName": "Bench Corp", "jobTitle": "Tester"})
+        contacts.append(
+            {
+                "firstName": f"Bench{n}",
+                "lastName": "Upload",
+                "email": f"contact{n}@{run}.bench.example",
+                "phoneNumber": f"+1212{n % 10_000_000:07d}",
+                "companyName": "Bench Corp",
+                "jobTitle": "Tester",
+            }
+        )
     return json.dumps({"contacts": contacts}).encode()
 
 
@@ -320,18 +399,27 @@ async def bench_p5(bench: Bench, server: Process) -> list[Row]:
             body = upload_body(counter[0], size, run)  # every contact is new
             counter[0] += size
             return request_bytes("POST", path, HOST, port, headers, body)
+
         return request
 
     # Warm-up: the first upload pays imports and caches.
     await run_load(HOST, port, make(10), connections=1, duration=30, max_requests=3)
-    stats = {size: {"latencies": [], "ops": 0, "requests": 0, "errors": 0, "by_op": {}}
-             for size in s.upload_sizes}
+    stats = {
+        size: {"latencies": [], "ops": 0, "requests": 0, "errors": 0, "by_op": {}}
+        for size in s.upload_sizes
+    }
     for round_index in range(s.upload_rounds):
         order = s.upload_sizes if round_index % 2 == 0 else s.upload_sizes[::-1]
         for size in order:
             before = await dbops(server)
-            load = await run_load(HOST, port, make(size), connections=1, duration=30,
-                                  max_requests=s.upload_requests[size])
+            load = await run_load(
+                HOST,
+                port,
+                make(size),
+                connections=1,
+                duration=30,
+                max_requests=s.upload_requests[size],
+            )
             after = await dbops(server)
             entry = stats[size]
             for op, count in after.items():
@@ -355,15 +443,28 @@ async def bench_p5(bench: Bench, server: Process) -> list[Row]:
         rt, p50 = figures(size)
         errors = stats[size]["errors"] + stats[base_size]["errors"]
         ok = rt <= base_rt + 0.01
-        rows.append(Row(
-            "P5", f"POST /lists/{{id}}/contacts, {size} contacts: round trips, latency",
-            f"{rt:.2f} round trips/req, p50 {ms(p50)}",
-            f"{base_size} contact: {base_rt:.2f} round trips/req, p50 {ms(base_p50)}",
-            f"round trips x{rt / base_rt:.2f}, latency x{p50 / base_p50:.1f}" if base_rt else "-",
-            "round trips do not grow", verdict(ok) if not errors else f"ERRORS ({errors})",
-            {"size": size, "round_trips": rt, "p50_ms": p50 * 1000, "base_round_trips": base_rt,
-             "base_p50_ms": base_p50 * 1000, "by_op": stats[size]["by_op"],
-             "base_by_op": stats[base_size]["by_op"]}))
+        rows.append(
+            Row(
+                "P5",
+                f"POST /lists/{{id}}/contacts, {size} contacts: round trips, latency",
+                f"{rt:.2f} round trips/req, p50 {ms(p50)}",
+                f"{base_size} contact: {base_rt:.2f} round trips/req, p50 {ms(base_p50)}",
+                f"round trips x{rt / base_rt:.2f}, latency x{p50 / base_p50:.1f}"
+                if base_rt
+                else "-",
+                "round trips do not grow",
+                verdict(ok) if not errors else f"ERRORS ({errors})",
+                {
+                    "size": size,
+                    "round_trips": rt,
+                    "p50_ms": p50 * 1000,
+                    "base_round_trips": base_rt,
+                    "base_p50_ms": base_p50 * 1000,
+                    "by_op": stats[size]["by_op"],
+                    "base_by_op": stats[base_size]["by_op"],
+                },
+            )
+        )
     return rows
 
 
@@ -383,19 +484,27 @@ async def bench_p1(bench: Bench, server: Process) -> list[Row]:
     call_id = server.info["recordingCalls"][ref]
     offset = s.p1_bytes // 2
     seek = {"Range": f"bytes={offset}-{offset + SEEK - 1}"}
-    processes = {"api": psutil.Process(server.pid), "provider": psutil.Process(bench.provider.pid),
-                 "client": psutil.Process()}
+    processes = {
+        "api": psutil.Process(server.pid),
+        "provider": psutil.Process(bench.provider.pid),
+        "client": psutil.Process(),
+    }
     # Each path: (port, whole-file request, seek request, CPU seconds of its relay).
     paths: dict[str, tuple] = {
-        "direct": (provider_port,
-                   request_bytes("GET", media, HOST, provider_port, {"Authorization":
-                                                                     f"Basic {basic}"}),
-                   request_bytes("GET", media, HOST, provider_port,
-                                 {"Authorization": f"Basic {basic}", **seek}),
-                   None),
-        "api": (server.info["api_port"], api_get(server, f"/v1/calls/{call_id}/recording"),
-                api_get(server, f"/v1/calls/{call_id}/recording", seek),
-                lambda: sum(processes["api"].cpu_times()[:2])),
+        "direct": (
+            provider_port,
+            request_bytes("GET", media, HOST, provider_port, {"Authorization": f"Basic {basic}"}),
+            request_bytes(
+                "GET", media, HOST, provider_port, {"Authorization": f"Basic {basic}", **seek}
+            ),
+            None,
+        ),
+        "api": (
+            server.info["api_port"],
+            api_get(server, f"/v1/calls/{call_id}/recording"),
+            api_get(server, f"/v1/calls/{call_id}/recording", seek),
+            lambda: sum(processes["api"].cpu_times()[:2]),
+        ),
     }
     binary, why = nginx.ensure_nginx(s.install_nginx)
     proxies = []
@@ -407,17 +516,20 @@ async def bench_p1(bench: Bench, server: Process) -> list[Row]:
             proxies.append(proxy)
             headers = {"Authorization": f"Basic {basic}"}
             paths[f"nginx-{config}"] = (
-                proxy.port, request_bytes("GET", media, HOST, proxy.port, headers),
+                proxy.port,
+                request_bytes("GET", media, HOST, proxy.port, headers),
                 request_bytes("GET", media, HOST, proxy.port, {**headers, **seek}),
-                proxy.cpu_seconds)
+                proxy.cpu_seconds,
+            )
         return await _p1_measure(bench, server, paths, processes, why)
     finally:
         for proxy in proxies:
             proxy.stop()
 
 
-async def _p1_measure(bench: Bench, server: Process, paths: dict, processes: dict,
-                      why: str) -> list[Row]:
+async def _p1_measure(
+    bench: Bench, server: Process, paths: dict, processes: dict, why: str
+) -> list[Row]:
     s = bench.settings
     names = [name for name in P1_PATHS if name in paths]
     for port, whole, part, _ in paths.values():  # warm-up: connections, caches
@@ -464,17 +576,28 @@ async def _p1_measure(bench: Bench, server: Process, paths: dict, processes: dic
     def med(values):
         return statistics.median(values) if values else float("nan")
 
-    figures = {name: {"mb_s": med(rates[name]), "ratio_to_direct":
-                      med(rates[name]) / med(rates["direct"]),
-                      # All rounds together: CPU times tick in 10 ms, coarse for one round.
-                      "relay_cpu_s_per_gib": (sum(relay_cpu[name]) / len(relay_cpu[name])
-                                              if relay_cpu[name] else None),
-                      "seek_ttfb_ms": med(ttfb[name]) * 1000} for name in names}
-    data = {"paths": figures, "mb_s": rates, "relay_cpu_s_per_gib_rounds": relay_cpu,
-            "cpu_s_per_gib_by_process": {n: {k: round(v, 3) for k, v in c.items()}
-                                         for n, c in cpu.items()},
-            "seek_ttfb_ms": {n: [round(t * 1000, 3) for t in v] for n, v in ttfb.items()},
-            "lookup_ttfb_ms": [round(t * 1000, 3) for t in lookup]}
+    figures = {
+        name: {
+            "mb_s": med(rates[name]),
+            "ratio_to_direct": med(rates[name]) / med(rates["direct"]),
+            # All rounds together: CPU times tick in 10 ms, coarse for one round.
+            "relay_cpu_s_per_gib": (
+                sum(relay_cpu[name]) / len(relay_cpu[name]) if relay_cpu[name] else None
+            ),
+            "seek_ttfb_ms": med(ttfb[name]) * 1000,
+        }
+        for name in names
+    }
+    data = {
+        "paths": figures,
+        "mb_s": rates,
+        "relay_cpu_s_per_gib_rounds": relay_cpu,
+        "cpu_s_per_gib_by_process": {
+            n: {k: round(v, 3) for k, v in c.items()} for n, c in cpu.items()
+        },
+        "seek_ttfb_ms": {n: [round(t * 1000, 3) for t in v] for n, v in ttfb.items()},
+        "lookup_ttfb_ms": [round(t * 1000, 3) for t in lookup],
+    }
     bench.p1_detail = figures
     api, direct = figures["api"], figures["direct"]
     errors = "ERRORS: " + "; ".join(problems) if problems else None
@@ -482,46 +605,80 @@ async def _p1_measure(bench: Bench, server: Process, paths: dict, processes: dic
     peer = figures.get("nginx-256k")
     what = f"recording relay, {s.p1_bytes // MB} MB"
     if peer is None:
-        rows.append(not_run("P1", what + ": throughput vs nginx 256 KiB", ">= 1.0",
-                            f"NOT RUN: {why}"))
-        rows.append(not_run("P1", what + ": relay CPU vs nginx 256 KiB", "<= 1.2",
-                            f"NOT RUN: {why}"))
+        rows.append(
+            not_run("P1", what + ": throughput vs nginx 256 KiB", ">= 1.0", f"NOT RUN: {why}")
+        )
+        rows.append(
+            not_run("P1", what + ": relay CPU vs nginx 256 KiB", "<= 1.2", f"NOT RUN: {why}")
+        )
     else:
         # The median of the per-round ratios (each pair ran back to back), as P3 and P4 do:
         # it resists the load of the rest of the machine better than a ratio of medians.
-        ratio = statistics.median(a / b for a, b in zip(rates["api"], rates["nginx-256k"],
-                                                         strict=True))
-        data.update(ratio_to_nginx_256k=round(ratio, 3),
-                    ratio_of_medians=round(api["mb_s"] / peer["mb_s"], 3))
-        rows.append(Row("P1", what + ": throughput",
-                        f"API {api['mb_s']:,.0f} MB/s ({api['ratio_to_direct']:.2f} of direct "
-                        f"{direct['mb_s']:,.0f})",
-                        f"nginx 256 KiB {peer['mb_s']:,.0f} MB/s", f"{ratio:.2f}", ">= 1.0",
-                        errors or verdict(ratio >= 1.0), data))
+        ratio = statistics.median(
+            a / b for a, b in zip(rates["api"], rates["nginx-256k"], strict=True)
+        )
+        data.update(
+            ratio_to_nginx_256k=round(ratio, 3),
+            ratio_of_medians=round(api["mb_s"] / peer["mb_s"], 3),
+        )
+        rows.append(
+            Row(
+                "P1",
+                what + ": throughput",
+                f"API {api['mb_s']:,.0f} MB/s ({api['ratio_to_direct']:.2f} of direct "
+                f"{direct['mb_s']:,.0f})",
+                f"nginx 256 KiB {peer['mb_s']:,.0f} MB/s",
+                f"{ratio:.2f}",
+                ">= 1.0",
+                errors or verdict(ratio >= 1.0),
+                data,
+            )
+        )
         # (psutil's CPU times tick in 10 ms: a --quick transfer can measure 0)
-        cpu_ratio = (api["relay_cpu_s_per_gib"] / peer["relay_cpu_s_per_gib"]
-                     if peer["relay_cpu_s_per_gib"] else float("nan"))
-        rows.append(Row("P1", what + ": relay CPU per GiB",
-                        f"API {api['relay_cpu_s_per_gib']:.2f} s/GiB",
-                        f"nginx 256 KiB {peer['relay_cpu_s_per_gib']:.2f} s/GiB",
-                        f"{cpu_ratio:.2f}", "<= 1.2", errors or verdict(cpu_ratio <= 1.2),
-                        {"cpu_ratio": round(cpu_ratio, 3)}))
+        cpu_ratio = (
+            api["relay_cpu_s_per_gib"] / peer["relay_cpu_s_per_gib"]
+            if peer["relay_cpu_s_per_gib"]
+            else float("nan")
+        )
+        rows.append(
+            Row(
+                "P1",
+                what + ": relay CPU per GiB",
+                f"API {api['relay_cpu_s_per_gib']:.2f} s/GiB",
+                f"nginx 256 KiB {peer['relay_cpu_s_per_gib']:.2f} s/GiB",
+                f"{cpu_ratio:.2f}",
+                "<= 1.2",
+                errors or verdict(cpu_ratio <= 1.2),
+                {"cpu_ratio": round(cpu_ratio, 3)},
+            )
+        )
     extra = api["seek_ttfb_ms"] - direct["seek_ttfb_ms"]
-    rows.append(Row("P1", "1 MiB seek: time to first byte",
-                    f"API {api['seek_ttfb_ms']:.2f} ms (store lookup alone "
-                    f"{med(lookup) * 1000:.2f} ms)",
-                    f"direct {direct['seek_ttfb_ms']:.2f} ms", f"+{extra:.2f} ms", "<= +2 ms",
-                    errors or verdict(extra <= 2.0), {"extra_ms": round(extra, 3)}))
+    rows.append(
+        Row(
+            "P1",
+            "1 MiB seek: time to first byte",
+            f"API {api['seek_ttfb_ms']:.2f} ms (store lookup alone {med(lookup) * 1000:.2f} ms)",
+            f"direct {direct['seek_ttfb_ms']:.2f} ms",
+            f"+{extra:.2f} ms",
+            "<= +2 ms",
+            errors or verdict(extra <= 2.0),
+            {"extra_ms": round(extra, 3)},
+        )
+    )
     return rows
 
 
 def p1_table(figures: dict) -> str:
-    lines = ["| path | MB/s | / direct | relay CPU s/GiB | 1 MiB seek TTFB |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| path | MB/s | / direct | relay CPU s/GiB | 1 MiB seek TTFB |",
+        "|---|---|---|---|---|",
+    ]
     for name, f in figures.items():
         cpu = "-" if f["relay_cpu_s_per_gib"] is None else f"{f['relay_cpu_s_per_gib']:.2f}"
-        lines.append(f"| {name} | {f['mb_s']:,.0f} | {f['ratio_to_direct']:.2f} | {cpu} | "
-                     f"{f['seek_ttfb_ms']:.2f} ms |")
+        lines.append(
+            f"| {name} | {f['mb_s']:,.0f} | {f['ratio_to_direct']:.2f} | {cpu} | "
+            f"{f['seek_ttfb_ms']:.2f} ms |"
+        )
     return "\n".join(lines)
 
 
@@ -537,8 +694,11 @@ async def bench_p2(bench: Bench, server: Process) -> list[Row]:
     sampler = RSSSampler(server.pid)
     rest = await asyncio.to_thread(sampler.at_rest, 1.0)
     sampler.start()
-    slow_task = asyncio.ensure_future(download(HOST, port, request, rate=s.slow_rate,
-                                               max_seconds=s.slow_seconds, rcvbuf=64 * 1024))
+    slow_task = asyncio.ensure_future(
+        download(
+            HOST, port, request, rate=s.slow_rate, max_seconds=s.slow_seconds, rcvbuf=64 * 1024
+        )
+    )
     await asyncio.sleep(min(2.0, s.slow_seconds / 4))  # the slow reader is well under way
     fast = await download(HOST, port, request, max_seconds=120)
     fast_peak = max(sampler.samples)
@@ -550,16 +710,31 @@ async def bench_p2(bench: Bench, server: Process) -> list[Row]:
         problems.append(f"fast: {fast.status}, {fast.body_bytes} bytes")
     if slow.status != 200:
         problems.append(f"slow: {slow.status}")
-    measured = (f"peak +{growth:.1f} MB (fast {fast.body_bytes / MB:.0f} MB at "
-                f"{fast.body_bytes / fast.total / MB:.0f} MB/s; slow {slow.body_bytes / MB:.1f} MB "
-                f"in {slow.total:.0f} s)")
-    return [Row("P2", f"API peak RSS, {s.p2_bytes // MB} MB recording, slow + fast client",
-                measured, f"at rest {rest / MB:.0f} MB", f"+{growth:.1f} MB", "< 64 MB",
-                verdict(growth < 64) if not problems else "ERRORS: " + "; ".join(problems),
-                {"rest_mb": rest / MB, "peak_mb": peak / MB, "growth_mb": growth,
-                 "peak_during_fast_mb": (fast_peak - rest) / MB,
-                 "fast_mb_s": fast.body_bytes / fast.total / MB,
-                 "slow_bytes": slow.body_bytes, "slow_seconds": slow.total})]
+    measured = (
+        f"peak +{growth:.1f} MB (fast {fast.body_bytes / MB:.0f} MB at "
+        f"{fast.body_bytes / fast.total / MB:.0f} MB/s; slow {slow.body_bytes / MB:.1f} MB "
+        f"in {slow.total:.0f} s)"
+    )
+    return [
+        Row(
+            "P2",
+            f"API peak RSS, {s.p2_bytes // MB} MB recording, slow + fast client",
+            measured,
+            f"at rest {rest / MB:.0f} MB",
+            f"+{growth:.1f} MB",
+            "< 64 MB",
+            verdict(growth < 64) if not problems else "ERRORS: " + "; ".join(problems),
+            {
+                "rest_mb": rest / MB,
+                "peak_mb": peak / MB,
+                "growth_mb": growth,
+                "peak_during_fast_mb": (fast_peak - rest) / MB,
+                "fast_mb_s": fast.body_bytes / fast.total / MB,
+                "slow_bytes": slow.body_bytes,
+                "slow_seconds": slow.total,
+            },
+        )
+    ]
 
 
 async def bench_p6(bench: Bench, server: Process) -> list[Row]:
@@ -583,13 +758,25 @@ async def bench_p6(bench: Bench, server: Process) -> list[Row]:
     ttfb = statistics.median(r.ttfb for r in runs)
     total = statistics.median(r.total for r in runs)
     size = runs[0].body_bytes / MB
-    return [Row("P6", f"GET /prospect-activities, {s.activities:,} activities",
-                f"TTFB {ms(ttfb)}, total {ms(total)} ({size:.0f} MB), peak +{growth:.1f} MB",
-                f"at rest {rest / MB:.0f} MB", f"+{growth:.1f} MB", "< 100 MB",
-                verdict(growth < 100) if not problems else "ERRORS: " + "; ".join(problems),
-                {"ttfb_s": [r.ttfb for r in runs], "total_s": [r.total for r in runs],
-                 "body_mb": size, "rest_mb": rest / MB, "peak_mb": peak / MB,
-                 "growth_mb": growth})]
+    return [
+        Row(
+            "P6",
+            f"GET /prospect-activities, {s.activities:,} activities",
+            f"TTFB {ms(ttfb)}, total {ms(total)} ({size:.0f} MB), peak +{growth:.1f} MB",
+            f"at rest {rest / MB:.0f} MB",
+            f"+{growth:.1f} MB",
+            "< 100 MB",
+            verdict(growth < 100) if not problems else "ERRORS: " + "; ".join(problems),
+            {
+                "ttfb_s": [r.ttfb for r in runs],
+                "total_s": [r.total for r in runs],
+                "body_mb": size,
+                "rest_mb": rest / MB,
+                "peak_mb": peak / MB,
+                "growth_mb": growth,
+            },
+        )
+    ]
 
 
 def count_activities(body: bytes) -> int | None:
@@ -616,8 +803,9 @@ def not_run(row_id: str, what: str, target: str, why: str) -> Row:
     return Row(row_id, what, "-", "-", "-", target, why)
 
 
-async def run_all(settings: Settings, only: set[str], workdir: Path,
-                  details: dict | None = None) -> list[Row]:
+async def run_all(
+    settings: Settings, only: set[str], workdir: Path, details: dict | None = None
+) -> list[Row]:
     """Every figure in `only`; `details` (when given) receives P1's per-path table."""
     bench = Bench(settings, workdir)
     rows: list[Row] = []
@@ -635,36 +823,69 @@ async def run_all(settings: Settings, only: set[str], workdir: Path,
             if "P4" in only:
                 rows += await bench_p4(bench, main)
             if "P3" in only:
-                rows += (await bench_p3(bench, main) if features["calls"] else
-                         [not_run("P3", "GET /calls?pageSize=100 req/s", ">= 0.8",
-                                  "NOT RUN: no GET /v1/calls yet")])
+                rows += (
+                    await bench_p3(bench, main)
+                    if features["calls"]
+                    else [
+                        not_run(
+                            "P3",
+                            "GET /calls?pageSize=100 req/s",
+                            ">= 0.8",
+                            "NOT RUN: no GET /v1/calls yet",
+                        )
+                    ]
+                )
             if "P5" in only:
                 rows += await bench_p5(bench, main)
             if "P1" in only:
-                rows += (await bench_p1(bench, main) if features["recording"] else
-                         [not_run("P1", "recording relay", ">= 1.0",
-                                  "NOT RUN: no recording endpoint yet")])
+                rows += (
+                    await bench_p1(bench, main)
+                    if features["recording"]
+                    else [
+                        not_run(
+                            "P1", "recording relay", ">= 1.0", "NOT RUN: no recording endpoint yet"
+                        )
+                    ]
+                )
             main.stop()
         # 2. Memory, each on a fresh server so that earlier peaks do not hide later growth.
         if "P2" in only:
             if available["recording"]:
-                server = bench.start_server("server-p2", "--users", "2", "--recording",
-                                            f"{bench.refs['p2']}={settings.p2_bytes}",
-                                            provider=True)
+                server = bench.start_server(
+                    "server-p2",
+                    "--users",
+                    "2",
+                    "--recording",
+                    f"{bench.refs['p2']}={settings.p2_bytes}",
+                    provider=True,
+                )
                 rows += await bench_p2(bench, server)
                 server.stop()
             else:
-                rows.append(not_run("P2", "API peak RSS while a recording streams", "< 64 MB",
-                                    "NOT RUN: no recording endpoint yet"))
+                rows.append(
+                    not_run(
+                        "P2",
+                        "API peak RSS while a recording streams",
+                        "< 64 MB",
+                        "NOT RUN: no recording endpoint yet",
+                    )
+                )
         if "P6" in only:
             if available["activities"]:
-                server = bench.start_server("server-p6", "--users", "2", "--activities",
-                                            str(settings.activities))
+                server = bench.start_server(
+                    "server-p6", "--users", "2", "--activities", str(settings.activities)
+                )
                 rows += await bench_p6(bench, server)
                 server.stop()
             else:
-                rows.append(not_run("P6", "GET /prospect-activities", "< 100 MB",
-                                    "NOT RUN: no GET /v1/prospect-activities yet"))
+                rows.append(
+                    not_run(
+                        "P6",
+                        "GET /prospect-activities",
+                        "< 100 MB",
+                        "NOT RUN: no GET /v1/prospect-activities yet",
+                    )
+                )
         if only & {"S1", "S2", "S3"}:  # stalled readers, long timelines (bench/streams.py)
             from bench import streams
 
@@ -684,20 +905,24 @@ def probe_features() -> dict:
     """Which endpoints the service has, asked of the code once (imports only, no server)."""
     global _FEATURES
     if _FEATURES is None:
-        code = ("import json; from bench.server import route_exists; print(json.dumps({"
-                "'calls': route_exists('/v1/calls'), "
-                "'recording': route_exists('/v1/calls/x/recording'), "
-                "'activities': route_exists('/v1/prospect-activities')}))")
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout
+        code = (
+            "import json; from bench.server import route_exists; print(json.dumps({"
+            "'calls': route_exists('/v1/calls'), "
+            "'recording': route_exists('/v1/calls/x/recording'), "
+            "'activities': route_exists('/v1/prospect-activities')}))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout
         _FEATURES = json.loads(out)
     return _FEATURES
 
 
 def table(rows: list[Row]) -> str:
     head = ("id", "what", "measured", "baseline (same run)", "ratio / growth", "target", "result")
-    cells = [head] + [(r.id, r.what, r.measured, r.baseline, r.ratio, r.target, r.result)
-                      for r in rows]
+    cells = [head] + [
+        (r.id, r.what, r.measured, r.baseline, r.ratio, r.target, r.result) for r in rows
+    ]
     lines = ["| " + " | ".join(row) + " |" for row in cells]
     lines.insert(1, "|" + "|".join("---" for _ in head) + "|")
     return "\n".join(lines)
@@ -731,11 +956,23 @@ def main(argv: list[str] | None = None) -> int:
     if "P1" in details:
         print("\nP1, every path side by side (medians):\n" + p1_table(details["P1"]))
     load = f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after"
-    print(f"\n{len(rows)} figures in {elapsed:.0f} s on {os.cpu_count()} CPUs ({load})"
-          f"{' (quick mode: sizes too small to mean anything)' if args.quick else ''}")
+    print(
+        f"\n{len(rows)} figures in {elapsed:.0f} s on {os.cpu_count()} CPUs ({load})"
+        f"{' (quick mode: sizes too small to mean anything)' if args.quick else ''}"
+    )
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"elapsed_s": elapsed, "quick": args.quick, "loadavg_before": load_before,
-             "loadavg_after": os.getloadavg(), "details": details,
-             "rows": [dataclasses.asdict(r) for r in rows]}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "elapsed_s": elapsed,
+                    "quick": args.quick,
+                    "loadavg_before": load_before,
+                    "loadavg_after": os.getloadavg(),
+                    "details": details,
+                    "rows": [dataclasses.asdict(r) for r in rows],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0

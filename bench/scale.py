@@ -96,19 +96,30 @@ class Api:
         self.port = free_port()
         self.key = marker["workspaces"][0]["apiKey"]
         env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
-        env.update(WSAPI_SQLITE_PATH=str(path), WSAPI_PORT=str(self.port), WSAPI_HOST=HOST,
-                   WSAPI_RATE_LIMIT_PER_MINUTE=str(10**9), WSAPI_LOG_LEVEL="warning",
-                   WSAPI_PROCESSES="1")
+        env.update(
+            WSAPI_SQLITE_PATH=str(path),
+            WSAPI_PORT=str(self.port),
+            WSAPI_HOST=HOST,
+            WSAPI_RATE_LIMIT_PER_MINUTE=str(10**9),
+            WSAPI_LOG_LEVEL="warning",
+            WSAPI_PROCESSES="1",
+        )
         self.log = open(log, "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "server.cli", "serve"], env=env,
-                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=REPO)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve"],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
         self.pid = self.proc.pid
 
     def headers(self) -> dict:
         return {"Authorization": f"Bearer {self.key}"}
 
-    def request(self, path: str, method: str = "GET", body: bytes = b"",
-                extra: dict | None = None) -> bytes:
+    def request(
+        self, path: str, method: str = "GET", body: bytes = b"", extra: dict | None = None
+    ) -> bytes:
         headers = self.headers()
         if body:
             headers["Content-Type"] = "application/json"
@@ -121,8 +132,9 @@ class Api:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the API on {self.path.name} exited ({self.proc.returncode})")
             try:
-                answer = await download(HOST, self.port, request_bytes(
-                    "GET", "/readyz", HOST, self.port), max_seconds=5)
+                answer = await download(
+                    HOST, self.port, request_bytes("GET", "/readyz", HOST, self.port), max_seconds=5
+                )
                 if answer.status == 200:
                     return
             except OSError:
@@ -131,8 +143,9 @@ class Api:
         raise RuntimeError(f"the API on {self.path.name} did not get ready")
 
     async def get(self, path: str, **kwargs):
-        return await download(HOST, self.port, self.request(path, **kwargs), keep=True,
-                              max_seconds=120)
+        return await download(
+            HOST, self.port, self.request(path, **kwargs), keep=True, max_seconds=120
+        )
 
     def rss(self) -> int:
         return psutil.Process(self.pid).memory_info().rss
@@ -148,8 +161,11 @@ class Bare:
     def __init__(self, body: bytes, workdir: Path):
         body_file = workdir / "bare-body.json"
         body_file.write_bytes(body)
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.scale_bare", "0",
-                                      str(body_file)], stdout=subprocess.PIPE, cwd=REPO)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.scale_bare", "0", str(body_file)],
+            stdout=subprocess.PIPE,
+            cwd=REPO,
+        )
         self.port = int(self.proc.stdout.readline())
         self.pid = self.proc.pid
 
@@ -184,8 +200,7 @@ async def bench_throughput(args, big: Api, workdir: Path) -> list[Row]:
         bare_request = request_bytes("GET", path, HOST, bare.port)
         sides = {"api": (big.port, api_request), "bare": (bare.port, bare_request)}
         for port, request in sides.values():  # warm-up, not counted
-            await run_load(HOST, port, lambda i, r=request: r, connections=16,
-                           duration=args.warmup)
+            await run_load(HOST, port, lambda i, r=request: r, connections=16, duration=args.warmup)
         rps: dict[str, list[float]] = {"api": [], "bare": []}
         latencies: dict[str, list[float]] = {"api": [], "bare": []}
         errors = 0
@@ -193,8 +208,9 @@ async def bench_throughput(args, big: Api, workdir: Path) -> list[Row]:
             order = ["api", "bare"] if round_index % 2 == 0 else ["bare", "api"]
             for name in order:
                 port, request = sides[name]
-                load = await run_load(HOST, port, lambda i, r=request: r, connections=16,
-                                      duration=args.round_seconds)
+                load = await run_load(
+                    HOST, port, lambda i, r=request: r, connections=16, duration=args.round_seconds
+                )
                 rps[name].append(load.rps)
                 latencies[name].extend(load.latencies)
                 errors += load.errors
@@ -202,15 +218,26 @@ async def bench_throughput(args, big: Api, workdir: Path) -> list[Row]:
         bare.stop()
     ratio = statistics.median(a / b for a, b in zip(rps["api"], rps["bare"], strict=True))
     p99 = percentile(latencies["api"], 0.99)
-    api_text = (f"API {statistics.median(rps['api']):.0f} req/s vs bare "
-                f"{statistics.median(rps['bare']):.0f} req/s: ratio {ratio:.3f}")
+    api_text = (
+        f"API {statistics.median(rps['api']):.0f} req/s vs bare "
+        f"{statistics.median(rps['bare']):.0f} req/s: ratio {ratio:.3f}"
+    )
     return [
-        Row("S1", f"GET /calls?pageSize=100, 16 clients ({args.calls:,} calls)", api_text,
-            ">= 0.2", verdict(ratio >= 0.2) if not errors else f"ERRORS ({errors})"),
-        Row("S2", "  API latency in those rounds",
+        Row(
+            "S1",
+            f"GET /calls?pageSize=100, 16 clients ({args.calls:,} calls)",
+            api_text,
+            ">= 0.2",
+            verdict(ratio >= 0.2) if not errors else f"ERRORS ({errors})",
+        ),
+        Row(
+            "S2",
+            "  API latency in those rounds",
             f"p50 {ms(percentile(latencies['api'], 0.5))}, p99 {ms(p99)} "
-            f"(bare p99 {ms(percentile(latencies['bare'], 0.99))})", "p99 < 25 ms",
-            verdict(p99 < 0.025)),
+            f"(bare p99 {ms(percentile(latencies['bare'], 0.99))})",
+            "p99 < 25 ms",
+            verdict(p99 < 0.025),
+        ),
     ]
 
 
@@ -228,11 +255,21 @@ async def bench_page_one(args, big: Api, small: Api) -> list[Row]:
     big_p50, small_p50 = statistics.median(times_big), statistics.median(times_small)
     ratio = big_p50 / small_p50
     return [
-        Row("S3", f"page 1 at {args.calls:,} calls / page 1 at {SMALL_CALLS:,}",
-            f"{ms(big_p50)} / {ms(small_p50)} = {ratio:.2f}", "<= 2", verdict(ratio <= 2)),
-        Row("S4", f"  (info) filtered page 1 ?direction=inbound (counts; {args.calls:,})",
+        Row(
+            "S3",
+            f"page 1 at {args.calls:,} calls / page 1 at {SMALL_CALLS:,}",
+            f"{ms(big_p50)} / {ms(small_p50)} = {ratio:.2f}",
+            "<= 2",
+            verdict(ratio <= 2),
+        ),
+        Row(
+            "S4",
+            f"  (info) filtered page 1 ?direction=inbound (counts; {args.calls:,})",
             f"p50 {ms(statistics.median(times_filtered))}, "
-            f"p99 {ms(percentile(times_filtered, 0.99))}", "reported", "INFO"),
+            f"p99 {ms(percentile(times_filtered, 0.99))}",
+            "reported",
+            "INFO",
+        ),
     ]
 
 
@@ -267,13 +304,22 @@ async def bench_metrics(args, big: Api) -> list[Row]:
     p50 = statistics.median(durations)
     failed = f"; {', '.join(statuses)}" if statuses else ""
     return [
-        Row("S5", "GET /reporting/dialer-metrics, 90 days",
-            f"p50 {ms(p50)} (runs: {', '.join(f'{d * 1000:.0f}' for d in durations)} ms"
-            f"{failed})", "< 1 s", verdict(p50 < 1 and not statuses)),
-        Row("S6", "  /healthz while that query runs",
+        Row(
+            "S5",
+            "GET /reporting/dialer-metrics, 90 days",
+            f"p50 {ms(p50)} (runs: {', '.join(f'{d * 1000:.0f}' for d in durations)} ms{failed})",
+            "< 1 s",
+            verdict(p50 < 1 and not statuses),
+        ),
+        Row(
+            "S6",
+            "  /healthz while that query runs",
             f"max {ms(worst)}, p50 {ms(statistics.median(health_times))} "
             f"({len(health_times)} probes; idle: max {ms(max(idle))}, p50 "
-            f"{ms(statistics.median(idle))})", "< 50 ms", verdict(worst < 0.05)),
+            f"{ms(statistics.median(idle))})",
+            "< 50 ms",
+            verdict(worst < 0.05),
+        ),
     ]
 
 
@@ -286,9 +332,14 @@ async def bench_recording(args, path: Path, marker: dict) -> list[Row]:
 
     wid = marker["workspaces"][0]["id"]
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-        ids = [row[0] for row in conn.execute(
-            'SELECT "_id" FROM calls WHERE workspaceId = ? AND hasRecording = 1 '
-            "ORDER BY random() LIMIT ?", (wid, args.samples * 10))]
+        ids = [
+            row[0]
+            for row in conn.execute(
+                'SELECT "_id" FROM calls WHERE workspaceId = ? AND hasRecording = 1 '
+                "ORDER BY random() LIMIT ?",
+                (wid, args.samples * 10),
+            )
+        ]
     store = open_store("", "x", sqlite_path=str(path))
     try:
         for call_id in ids[:20]:  # warm-up
@@ -303,17 +354,30 @@ async def bench_recording(args, path: Path, marker: dict) -> list[Row]:
     finally:
         store.close()
     p50, p99 = percentile(times, 0.5), percentile(times, 0.99)
-    return [Row("S7", f"recording lookup before the first byte ({len(times)} random calls)",
-                f"p50 {ms(p50)}, p99 {ms(p99)}", "< 2 ms", verdict(p50 < 0.002))]
+    return [
+        Row(
+            "S7",
+            f"recording lookup before the first byte ({len(times)} random calls)",
+            f"p50 {ms(p50)}, p99 {ms(p99)}",
+            "< 2 ms",
+            verdict(p50 < 0.002),
+        )
+    ]
 
 
 def upload_body(start: int, count: int, run: str) -> bytes:
     contacts = []
     for n in range(start, start + count):
-        contacts.append({"firstName": f"Scale{n}", "lastName": "Upload",
-                         "email": f"contact{n}@{run}.scale.example",
-                         "phoneNumber": f"+1646{n % 10_000_000:07d}",
-                         "companyName": "Scale Corp", "jobTitle": "Tester"})
+        contacts.append(
+            {
+                "firstName": f"Scale{n}",
+                "lastName": "Upload",
+                "email": f"contact{n}@{run}.scale.example",
+                "phoneNumber": f"+1646{n % 10_000_000:07d}",
+                "companyName": "Scale Corp",
+                "jobTitle": "Tester",
+            }
+        )
     return json.dumps({"contacts": contacts}).encode()
 
 
@@ -336,11 +400,20 @@ async def bench_uploads(args, small: Api) -> list[Row]:
     head, tail = statistics.median(times[:5]), statistics.median(times[-5:])
     growth = tail / head
     return [
-        Row("S8", f"POST /lists/{{id}}/contacts, 100 new ({args.prospects:,} prospects)",
+        Row(
+            "S8",
+            f"POST /lists/{{id}}/contacts, 100 new ({args.prospects:,} prospects)",
             f"p50 {ms(p50)}, p99 {ms(percentile(times, 0.99))} ({len(times)} uploads)",
-            "p50 < 100 ms", verdict(p50 < 0.1)),
-        Row("S9", f"  last 5 / first 5 of {len(times)} uploads",
-            f"{ms(tail)} / {ms(head)} = {growth:.2f}", "<= 1.5 (flat)", verdict(growth <= 1.5)),
+            "p50 < 100 ms",
+            verdict(p50 < 0.1),
+        ),
+        Row(
+            "S9",
+            f"  last 5 / first 5 of {len(times)} uploads",
+            f"{ms(tail)} / {ms(head)} = {growth:.2f}",
+            "<= 1.5 (flat)",
+            verdict(growth <= 1.5),
+        ),
     ]
 
 
@@ -355,10 +428,12 @@ async def bench_deep(args, big: Api) -> list[Row]:
             raise RuntimeError(f"page {number}: {answer.status} {answer.body[-300:]!r}")
         pages.append(body)
     cursor_shallow, cursor_deep = pages[0]["nextCursor"], pages[1]["nextCursor"]
-    paths = {"page 1": "/v1/calls?pageSize=100&page=1",
-             "page deep": f"/v1/calls?pageSize=100&page={depth_page}",
-             "cursor 2": f"/v1/calls?pageSize=100&cursor={cursor_shallow}",
-             "cursor deep": f"/v1/calls?pageSize=100&cursor={cursor_deep}"}
+    paths = {
+        "page 1": "/v1/calls?pageSize=100&page=1",
+        "page deep": f"/v1/calls?pageSize=100&page={depth_page}",
+        "cursor 2": f"/v1/calls?pageSize=100&cursor={cursor_shallow}",
+        "cursor deep": f"/v1/calls?pageSize=100&cursor={cursor_deep}",
+    }
     # Same records either way: the deep cursor page is the deep numbered page.
     by_cursor = json.loads((await big.get(paths["cursor deep"])).body)["calls"]
     by_number = json.loads((await big.get(paths["page deep"])).body)["calls"]
@@ -371,12 +446,20 @@ async def bench_deep(args, big: Api) -> list[Row]:
     page_ratio = p50["page deep"] / p50["page 1"]
     cursor_ratio = p50["cursor deep"] / p50["cursor 2"]
     return [
-        Row("S11", f"page number: page {depth_page} ({depth:,} deep) / page 1",
+        Row(
+            "S11",
+            f"page number: page {depth_page} ({depth:,} deep) / page 1",
             f"{ms(p50['page deep'])} / {ms(p50['page 1'])} = {page_ratio:.2f}",
-            "may grow", "INFO"),
-        Row("S12", f"cursor: {depth:,} deep / 100 deep",
+            "may grow",
+            "INFO",
+        ),
+        Row(
+            "S12",
+            f"cursor: {depth:,} deep / 100 deep",
             f"{ms(p50['cursor deep'])} / {ms(p50['cursor 2'])} = {cursor_ratio:.2f}",
-            "<= 1.5 (flat)", verdict(cursor_ratio <= 1.5)),
+            "<= 1.5 (flat)",
+            verdict(cursor_ratio <= 1.5),
+        ),
     ]
 
 
@@ -403,9 +486,11 @@ async def run(args) -> list[Row]:
     small_path, small_child = start_seeding(SMALL_CALLS, args.prospects)
     big_marker = wait_seeded(big_path, big_child)
     small_marker = wait_seeded(small_path, small_child)
-    print(f"data ready after {time.monotonic() - started:.0f} s "
-          f"(cached: {big_child is None and small_child is None}); {load_note()}",
-          file=sys.stderr)
+    print(
+        f"data ready after {time.monotonic() - started:.0f} s "
+        f"(cached: {big_child is None and small_child is None}); {load_note()}",
+        file=sys.stderr,
+    )
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         workdir = Path(tmp)
@@ -415,29 +500,43 @@ async def run(args) -> list[Row]:
         try:
             await big.ready()
             await small.ready()
-            steps = [("throughput", lambda: bench_throughput(args, big, workdir)),
-                     ("page 1", lambda: bench_page_one(args, big, small)),
-                     ("deep pages", lambda: bench_deep(args, big)),
-                     ("metrics", lambda: bench_metrics(args, big)),
-                     ("recording", lambda: bench_recording(args, big_path, big_marker)),
-                     ("uploads", lambda: bench_uploads(args, small))]
+            steps = [
+                ("throughput", lambda: bench_throughput(args, big, workdir)),
+                ("page 1", lambda: bench_page_one(args, big, small)),
+                ("deep pages", lambda: bench_deep(args, big)),
+                ("metrics", lambda: bench_metrics(args, big)),
+                ("recording", lambda: bench_recording(args, big_path, big_marker)),
+                ("uploads", lambda: bench_uploads(args, small)),
+            ]
             for name, step in steps:
                 if args.only and name.split()[0] not in args.only:
                     continue
                 print(f"... {name} ({load_note()})", file=sys.stderr)
                 for row in await step():
-                    print(f"    {row.figure} {row.what.strip()}: {row.value} "
-                          f"(target {row.target}: {row.result})", file=sys.stderr)
+                    print(
+                        f"    {row.figure} {row.what.strip()}: {row.value} "
+                        f"(target {row.target}: {row.result})",
+                        file=sys.stderr,
+                    )
                     rows.append(row)
             rss = big.rss()
-            rows.append(Row("S10", f"API process RSS after the runs ({args.calls:,} calls)",
-                            f"{rss / MB:.0f} MB", "< 200 MB", verdict(rss < 200 * MB)))
+            rows.append(
+                Row(
+                    "S10",
+                    f"API process RSS after the runs ({args.calls:,} calls)",
+                    f"{rss / MB:.0f} MB",
+                    "< 200 MB",
+                    verdict(rss < 200 * MB),
+                )
+            )
         except BaseException:
             for log in workdir.glob("api-*.log"):
                 text = log.read_text(errors="replace").strip()
                 if text:
-                    print(f"--- {log.name} (last lines)\n" + "\n".join(text.splitlines()[-10:]),
-                          file=sys.stderr)
+                    print(
+                        f"--- {log.name} (last lines)\n" + "\n".join(text.splitlines()[-10:]),
+                        file=sys.stderr,
+                    )
             raise
         finally:
             big.stop()
@@ -449,23 +548,38 @@ async def run(args) -> list[Row]:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split(
-        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=1_000_000,
-                        help="calls in the big workspace (default 1,000,000; seeded once, "
-                             "cached in bench/.data/)")
-    parser.add_argument("--prospects", type=int, default=SMALL_PROSPECTS,
-                        help="prospects in the workspace that takes the uploads (default "
-                             "100,000; its file also has the 10k calls of page 1's baseline)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scale",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=1_000_000,
+        help="calls in the big workspace (default 1,000,000; seeded once, cached in bench/.data/)",
+    )
+    parser.add_argument(
+        "--prospects",
+        type=int,
+        default=SMALL_PROSPECTS,
+        help="prospects in the workspace that takes the uploads (default "
+        "100,000; its file also has the 10k calls of page 1's baseline)",
+    )
     parser.add_argument("--rounds", type=int, default=4, help="throughput rounds per side")
     parser.add_argument("--round-seconds", type=float, default=4.0)
     parser.add_argument("--warmup", type=float, default=1.5)
-    parser.add_argument("--samples", type=int, default=40,
-                        help="sequential samples per latency figure")
+    parser.add_argument(
+        "--samples", type=int, default=40, help="sequential samples per latency figure"
+    )
     parser.add_argument("--metrics-runs", type=int, default=3)
     parser.add_argument("--uploads", type=int, default=40)
-    parser.add_argument("--only", nargs="*", default=None,
-                        help="steps to run: throughput page deep metrics recording uploads")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        help="steps to run: throughput page deep metrics recording uploads",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     return parser.parse_args(argv)
 

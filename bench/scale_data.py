@@ -55,8 +55,10 @@ def start_seeding(calls: int, prospects: int) -> tuple[Path, subprocess.Popen | 
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     for stale in (path, marker_of(path), Path(f"{path}-wal"), Path(f"{path}-shm")):
         stale.unlink(missing_ok=True)
-    child = subprocess.Popen([sys.executable, "-m", "bench.scale_data", str(path), str(calls),
-                              str(prospects)], env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.scale_data", str(path), str(calls), str(prospects)],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     return path, child
 
 
@@ -86,29 +88,36 @@ async def _seed(path: Path, calls: int, prospects: int) -> dict:
     config = load_config(None, {}).replace(mongodb_uri="", sqlite_path=str(path))
     store, auth = await open_services(config)
     scale = Scale(calls=calls, prospects=prospects, timeline=0)
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None, hour=0, minute=0, second=0,
-                                          microsecond=0)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
     started = time.monotonic()
     try:
-        workspaces = await seed(store, auth, now=now, scale=scale,
-                                progress=Progress(estimate(scale)))
+        workspaces = await seed(
+            store, auth, now=now, scale=scale, progress=Progress(estimate(scale))
+        )
     finally:
         store.close()
     seconds = time.monotonic() - started
     # Fold the WAL into the main file, so that the cache is one file that copies whole.
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return {"format": FORMAT, "calls": calls, "prospects": prospects,
-            "anchor": now.date().isoformat(), "seedSeconds": round(seconds, 1),
-            "workspaces": workspaces}
+    return {
+        "format": FORMAT,
+        "calls": calls,
+        "prospects": prospects,
+        "anchor": now.date().isoformat(),
+        "seedSeconds": round(seconds, 1),
+        "workspaces": workspaces,
+    }
 
 
 def main(argv: list[str]) -> int:
     path, calls, prospects = Path(argv[0]), int(argv[1]), int(argv[2])
     marker = asyncio.run(_seed(path, calls, prospects))
     marker_of(path).write_text(json.dumps(marker, indent=2) + "\n")
-    print(f"seeded {path.name}: {calls} calls, {prospects} prospects in "
-          f"{marker['seedSeconds']} s", file=sys.stderr)
+    print(
+        f"seeded {path.name}: {calls} calls, {prospects} prospects in {marker['seedSeconds']} s",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -8,31 +8,51 @@ import datetime as dt
 NOW = dt.datetime(2026, 11, 21, 9, 30)
 
 
-async def seed(store, auth, *, users: int = 25, calls: int = 0,
-               recordings: dict[str, int] | None = None, activities: int = 0) -> dict:
+async def seed(
+    store,
+    auth,
+    *,
+    users: int = 25,
+    calls: int = 0,
+    recordings: dict[str, int] | None = None,
+    activities: int = 0,
+) -> dict:
     """Create the bench workspace; returns the ids and the API key the benchmarks need."""
     workspace = await store.workspaces.create("Bench Workspace", created_at=NOW)
     wid = workspace["id"]
     people = []
     for i in range(users):
-        people.append(await store.users.create(
-            wid, f"agent{i}@bench.example", f"Agent{i}", f"Bench{i}",
-            NOW - dt.timedelta(days=300 - i)))
+        people.append(
+            await store.users.create(
+                wid,
+                f"agent{i}@bench.example",
+                f"Agent{i}",
+                f"Bench{i}",
+                NOW - dt.timedelta(days=300 - i),
+            )
+        )
     owner = people[0]["id"]
     target = await store.lists.create(wid, "Bench uploads", owner)
     _, key = await auth.create(wid, "bench key")
-    info = {"workspaceId": wid, "key": key, "ownerUserId": owner, "listId": target["id"],
-            "userIds": [p["id"] for p in people]}
+    info = {
+        "workspaceId": wid,
+        "key": key,
+        "ownerUserId": owner,
+        "listId": target["id"],
+        "userIds": [p["id"] for p in people],
+    }
     if calls or recordings:
-        info.update(await seed_calls(store, wid, [p["id"] for p in people], calls,
-                                     recordings or {}))
+        info.update(
+            await seed_calls(store, wid, [p["id"] for p in people], calls, recordings or {})
+        )
     if activities:
         info.update(await seed_activities(store, wid, owner, activities))
     return info
 
 
-async def seed_calls(store, wid: str, user_ids: list[str], calls: int,
-                     recordings: dict[str, int]) -> dict:
+async def seed_calls(
+    store, wid: str, user_ids: list[str], calls: int, recordings: dict[str, int]
+) -> dict:
     """`calls` finished calls spread over the last days (P3), plus one call per recording
     reference (P1, P2), whose recording the provider serves with the registered size."""
     from store.calls import DISPOSITIONS, call_document
@@ -42,25 +62,40 @@ async def seed_calls(store, wid: str, user_ids: list[str], calls: int,
     for i in range(calls):
         started = NOW - dt.timedelta(minutes=7 * i + 1)
         answered = i % 3 != 1
-        documents.append(call_document(
-            wid, user_id=user_ids[i % len(user_ids)], prospect_id=prospects[i % 20],
-            direction="outbound" if i % 4 else "inbound", disposition=DISPOSITIONS[i % 6]
-            if not answered else "connected", from_number="+14155550100",
-            to_number=f"+1212555{i % 10_000:04d}", started_at=started,
-            answered_at=started + dt.timedelta(seconds=9) if answered else None,
-            ended_at=started + dt.timedelta(seconds=9 + (i * 37) % 600),
-            notes="Follow up next week" if i % 5 == 0 else None,
-            recording_ref=f"RE{i:032x}" if answered else None,
-            recording_duration_seconds=(i * 37) % 600 if answered else None))
+        documents.append(
+            call_document(
+                wid,
+                user_id=user_ids[i % len(user_ids)],
+                prospect_id=prospects[i % 20],
+                direction="outbound" if i % 4 else "inbound",
+                disposition=DISPOSITIONS[i % 6] if not answered else "connected",
+                from_number="+14155550100",
+                to_number=f"+1212555{i % 10_000:04d}",
+                started_at=started,
+                answered_at=started + dt.timedelta(seconds=9) if answered else None,
+                ended_at=started + dt.timedelta(seconds=9 + (i * 37) % 600),
+                notes="Follow up next week" if i % 5 == 0 else None,
+                recording_ref=f"RE{i:032x}" if answered else None,
+                recording_duration_seconds=(i * 37) % 600 if answered else None,
+            )
+        )
     by_ref = {}
     for n, ref in enumerate(recordings):
         started = NOW - dt.timedelta(days=1, minutes=n)
         doc = call_document(
-            wid, user_id=user_ids[0], prospect_id=prospects[0], direction="outbound",
-            disposition="connected", from_number="+14155550100", to_number="+12125550199",
-            started_at=started, answered_at=started + dt.timedelta(seconds=5),
-            ended_at=started + dt.timedelta(seconds=3600), recording_ref=ref,
-            recording_duration_seconds=3600)
+            wid,
+            user_id=user_ids[0],
+            prospect_id=prospects[0],
+            direction="outbound",
+            disposition="connected",
+            from_number="+14155550100",
+            to_number="+12125550199",
+            started_at=started,
+            answered_at=started + dt.timedelta(seconds=5),
+            ended_at=started + dt.timedelta(seconds=3600),
+            recording_ref=ref,
+            recording_duration_seconds=3600,
+        )
         documents.append(doc)
         by_ref[ref] = doc["_id"]
     await store.calls.insert_documents(wid, documents)
@@ -73,23 +108,36 @@ async def seed_activities(store, wid: str, owner: str, activities: int) -> dict:
 
     long_id = await _prospect(store, wid, "long-timeline")
     short_id = await _prospect(store, wid, "short-timeline")
-    kinds = (("note", "Left a note: asked for pricing"), ("email", "Sent the follow-up email"),
-             ("status_change", "Status changed to interested"))
+    kinds = (
+        ("note", "Left a note: asked for pricing"),
+        ("email", "Sent the follow-up email"),
+        ("status_change", "Status changed to interested"),
+    )
     for prospect_id, count in ((short_id, 10), (long_id, activities)):
         batch = []
         for i in range(count):
             kind, summary = kinds[i % 3]
-            batch.append(activity_document(
-                wid, prospect_id, kind, NOW - dt.timedelta(minutes=i), summary,
-                {"channel": "bench", "sequence": i}, user_id=owner))
+            batch.append(
+                activity_document(
+                    wid,
+                    prospect_id,
+                    kind,
+                    NOW - dt.timedelta(minutes=i),
+                    summary,
+                    {"channel": "bench", "sequence": i},
+                    user_id=owner,
+                )
+            )
             if len(batch) == 10_000:
                 await store.activities.insert_documents(wid, batch)
                 batch = []
         if batch:
             await store.activities.insert_documents(wid, batch)
-    return {"activities": activities,
-            "activitiesPath": f"/v1/prospect-activities?prospectId={long_id}",
-            "smallActivitiesPath": f"/v1/prospect-activities?prospectId={short_id}"}
+    return {
+        "activities": activities,
+        "activitiesPath": f"/v1/prospect-activities?prospectId={long_id}",
+        "smallActivitiesPath": f"/v1/prospect-activities?prospectId={short_id}",
+    }
 
 
 async def _prospect(store, wid: str, name: str) -> str:
@@ -97,7 +145,8 @@ async def _prospect(store, wid: str, name: str) -> str:
     from store.prospects import prospect_document
 
     contact = store.prospects.parse_contact(
-        {"firstName": name, "email": f"{name}@prospects.bench.example"})
+        {"firstName": name, "email": f"{name}@prospects.bench.example"}
+    )
     doc = prospect_document(wid, contact, "e:" + contact.email, None, NOW)
     await store.prospects.insert_documents(wid, [doc])
     return doc["_id"]

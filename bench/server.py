@@ -59,9 +59,14 @@ async def main(args) -> None:
     store, auth = await open_services(config)
     counts = counting.install(store)
     recordings = dict(item.split("=", 1) for item in args.recording)
-    info = await seeding.seed(store, auth, users=args.users, calls=args.calls,
-                              recordings={ref: int(size) for ref, size in recordings.items()},
-                              activities=args.activities)
+    info = await seeding.seed(
+        store,
+        auth,
+        users=args.users,
+        calls=args.calls,
+        recordings={ref: int(size) for ref, size in recordings.items()},
+        activities=args.activities,
+    )
     app = build_app(config, store, auth)
     api_sockets = bind_sockets(0, "127.0.0.1")
     http_server(app, config).add_sockets(api_sockets)
@@ -94,10 +99,19 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench.server")
     parser.add_argument("--users", type=int, default=25)
     parser.add_argument("--calls", type=int, default=0)
-    parser.add_argument("--recording", action="append", default=[], metavar="REF=BYTES",
-                        help="a call whose recording is REF, which the provider serves")
-    parser.add_argument("--activities", type=int, default=0,
-                        help="activities of one prospect (for GET /prospect-activities)")
+    parser.add_argument(
+        "--recording",
+        action="append",
+        default=[],
+        metavar="REF=BYTES",
+        help="a call whose recording is REF, which the provider serves",
+    )
+    parser.add_argument(
+        "--activities",
+        type=int,
+        default=0,
+        help="activities of one prospect (for GET /prospect-activities)",
+    )
     parser.add_argument("--provider-url")
     parser.add_argument("--provider-account")
     parser.add_argument("--provider-token")

@@ -47,8 +47,14 @@ class StreamSettings:
     baseline_seconds: float = 2.0
 
 
-QUICK = StreamSettings(stalled=40, stalled_activities=20_000, stall_seconds=2.0, timelines=10,
-                       rounds=1, baseline_seconds=0.5)
+QUICK = StreamSettings(
+    stalled=40,
+    stalled_activities=20_000,
+    stall_seconds=2.0,
+    timelines=10,
+    rounds=1,
+    baseline_seconds=0.5,
+)
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -61,14 +67,19 @@ async def serve(args) -> None:
     from server.app import http_server, make_app, open_services
     from server.logs import setup_logging
 
-    config = bench_config(args).replace(stream_stall_seconds=args.stall,
-                                        max_streams_per_workspace=args.max_streams)
+    config = bench_config(args).replace(
+        stream_stall_seconds=args.stall, max_streams_per_workspace=args.max_streams
+    )
     setup_logging("warning")  # 200 refused streams are not worth a line each here
     store, auth = await open_services(config)
     recordings = dict(item.split("=", 1) for item in args.recording)
-    info = await seeding.seed(store, auth, users=5,
-                              recordings={ref: int(size) for ref, size in recordings.items()},
-                              activities=args.activities)
+    info = await seeding.seed(
+        store,
+        auth,
+        users=5,
+        recordings={ref: int(size) for ref, size in recordings.items()},
+        activities=args.activities,
+    )
     sockets = bind_sockets(0, HOST)
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
     info.update(pid=os.getpid(), api_port=sockets[0].getsockname()[1])
@@ -169,8 +180,11 @@ async def open_stalled(port: int, request: bytes) -> tuple[int, asyncio.Transpor
 
 def established(pid: int, port: int) -> int:
     """The server's open client connections on `port`."""
-    return sum(1 for c in psutil.Process(pid).net_connections("tcp")
-               if c.laddr and c.laddr.port == port and c.status == "ESTABLISHED")
+    return sum(
+        1
+        for c in psutil.Process(pid).net_connections("tcp")
+        if c.laddr and c.laddr.port == port and c.status == "ESTABLISHED"
+    )
 
 
 def p99(values: list[float]) -> float:
@@ -190,8 +204,14 @@ def start_server(bench, name: str, args: list[str], provider: bool = False):
     extra = []
     if provider:
         port = bench.start_provider().info["port"]
-        extra = ["--provider-url", f"http://{HOST}:{port}", "--provider-account", bench.account,
-                 "--provider-token", bench.token]
+        extra = [
+            "--provider-url",
+            f"http://{HOST}:{port}",
+            "--provider-account",
+            bench.account,
+            "--provider-token",
+            bench.token,
+        ]
     return bench.spawn("bench.streams", [*args, *extra], name)
 
 
@@ -224,13 +244,21 @@ async def stalled_phase(bench, server, s: StreamSettings, target: str) -> dict:
     await asyncio.to_thread(prober.join)
     for _, transport in opened:
         transport.abort()
-    return {"rest_mb": rest / MB, "peak_mb": peak / MB, "growth_mb": (peak - rest) / MB,
-            "p99_ms": p99(during) * 1000, "baseline_p99_ms": p99(baseline) * 1000,
-            "probes": len(during), "probe_errors": prober.errors,
-            "ok": statuses.count(200), "refused": statuses.count(429),
-            "other": [x for x in statuses if x not in (200, 429)],
-            "admitted_open": admitted, "open_after_stall": left,
-            "stall_seconds": s.stall_seconds}
+    return {
+        "rest_mb": rest / MB,
+        "peak_mb": peak / MB,
+        "growth_mb": (peak - rest) / MB,
+        "p99_ms": p99(during) * 1000,
+        "baseline_p99_ms": p99(baseline) * 1000,
+        "probes": len(during),
+        "probe_errors": prober.errors,
+        "ok": statuses.count(200),
+        "refused": statuses.count(429),
+        "other": [x for x in statuses if x not in (200, 429)],
+        "admitted_open": admitted,
+        "open_after_stall": left,
+        "stall_seconds": s.stall_seconds,
+    }
 
 
 def stalled_row(row, row_id: str, what: str, d: dict):
@@ -241,20 +269,34 @@ def stalled_row(row, row_id: str, what: str, d: dict):
         problems.append(f"{d['probe_errors']} ordinary requests failed")
     ok = d["growth_mb"] < 64 and d["p99_ms"] < 100 and d["open_after_stall"] <= 0
     return row(
-        row_id, what,
+        row_id,
+        what,
         f"peak +{d['growth_mb']:.1f} MB; GET /v1/users p99 {d['p99_ms']:.1f} ms; {d['ok']} "
         f"admitted, {d['refused']} got 429; admitted still open {d['stall_seconds']:g} s + 3 s "
         f"later: {max(d['open_after_stall'], 0)}",
         f"at rest {d['rest_mb']:.0f} MB; p99 {d['baseline_p99_ms']:.1f} ms without them",
-        f"+{d['growth_mb']:.1f} MB", "< 64 MB, p99 < 100 ms, all cut",
-        ("PASS" if ok else "MISS") if not problems else "ERRORS: " + "; ".join(problems), d)
+        f"+{d['growth_mb']:.1f} MB",
+        "< 64 MB, p99 < 100 ms, all cut",
+        ("PASS" if ok else "MISS") if not problems else "ERRORS: " + "; ".join(problems),
+        d,
+    )
 
 
 async def bench_s1(bench, s: StreamSettings, row) -> list:
     ref = bench.refs["p2"]  # the provider serves it (P2's recording: far more than buffers hold)
-    server = start_server(bench, "server-s1", [
-        "--stall", str(s.stall_seconds), "--recording", f"{ref}={bench.settings.p2_bytes}",
-        "--activities", "0"], provider=True)
+    server = start_server(
+        bench,
+        "server-s1",
+        [
+            "--stall",
+            str(s.stall_seconds),
+            "--recording",
+            f"{ref}={bench.settings.p2_bytes}",
+            "--activities",
+            "0",
+        ],
+        provider=True,
+    )
     path = f"/v1/calls/{server.info['recordingCalls'][ref]}/recording"
     d = await stalled_phase(bench, server, s, path)
     server.stop()
@@ -262,20 +304,31 @@ async def bench_s1(bench, s: StreamSettings, row) -> list:
 
 
 async def bench_s2(bench, s: StreamSettings, row) -> list:
-    server = start_server(bench, "server-s2", [
-        "--stall", str(s.stall_seconds), "--activities", str(s.stalled_activities)])
+    server = start_server(
+        bench,
+        "server-s2",
+        ["--stall", str(s.stall_seconds), "--activities", str(s.stalled_activities)],
+    )
     d = await stalled_phase(bench, server, s, server.info["activitiesPath"])
     server.stop()
-    return [stalled_row(row, "S2", f"{s.stalled} stalled timeline readers "
-                                   f"({s.stalled_activities:,} activities, one workspace)", d)]
+    return [
+        stalled_row(
+            row,
+            "S2",
+            f"{s.stalled} stalled timeline readers "
+            f"({s.stalled_activities:,} activities, one workspace)",
+            d,
+        )
+    ]
 
 
 async def bench_s3(bench, s: StreamSettings, row) -> list:
     """50 clients start reading the timeline at once (issue 14's scenario), each once."""
     server = start_server(bench, "server-s3", ["--max-streams", "64"])  # all 50 stream
     info, port = server.info, server.info["api_port"]
-    request = request_bytes("GET", info["activitiesPath"], HOST, port,
-                            {"Authorization": f"Bearer {info['key']}"})
+    request = request_bytes(
+        "GET", info["activitiesPath"], HOST, port, {"Authorization": f"Bearer {info['key']}"}
+    )
     first = await download(HOST, port, request, keep=True)
     whole = first.status == 200 and first.body.count(b'"occurredAt"') == TIMELINE
     prober = Prober(port, info["key"])
@@ -285,8 +338,9 @@ async def bench_s3(bench, s: StreamSettings, row) -> list:
     started = time.perf_counter()
     results = []
     for _ in range(s.rounds):
-        results += await asyncio.gather(*[download(HOST, port, request, max_seconds=120)
-                                          for _ in range(s.timelines)])
+        results += await asyncio.gather(
+            *[download(HOST, port, request, max_seconds=120) for _ in range(s.timelines)]
+        )
     elapsed = time.perf_counter() - started
     during = prober.latencies[start:]
     prober.stopping.set()
@@ -299,19 +353,30 @@ async def bench_s3(bench, s: StreamSettings, row) -> list:
     if prober.errors:
         problems.append(f"{prober.errors} ordinary requests failed")
     ttfb = statistics.median(r.ttfb for r in results)
-    return [row(
-        "S3", f"GET /v1/users while {s.timelines} clients read a {TIMELINE:,}-activity "
-              f"timeline at once (x{s.rounds})",
-        f"p99 {ms(p99(during))}, max {ms(max(during, default=0))} ({len(during)} requests "
-        f"in {elapsed:.1f} s; timeline TTFB median {ms(ttfb)})",
-        f"p99 {ms(p99(baseline))} alone", f"{p99(during) / max(p99(baseline), 1e-6):.1f}x",
-        "p99 < 200 ms",
-        ("PASS" if p99(during) < 0.2 else "MISS") if not problems else
-        "ERRORS: " + "; ".join(problems),
-        {"p99_ms": p99(during) * 1000, "max_ms": max(during, default=0) * 1000,
-         "baseline_p99_ms": p99(baseline) * 1000, "probes": len(during),
-         "timelines": len(results), "seconds": elapsed,
-         "ttfb_ms": sorted(r.ttfb * 1000 for r in results)})]
+    return [
+        row(
+            "S3",
+            f"GET /v1/users while {s.timelines} clients read a {TIMELINE:,}-activity "
+            f"timeline at once (x{s.rounds})",
+            f"p99 {ms(p99(during))}, max {ms(max(during, default=0))} ({len(during)} requests "
+            f"in {elapsed:.1f} s; timeline TTFB median {ms(ttfb)})",
+            f"p99 {ms(p99(baseline))} alone",
+            f"{p99(during) / max(p99(baseline), 1e-6):.1f}x",
+            "p99 < 200 ms",
+            ("PASS" if p99(during) < 0.2 else "MISS")
+            if not problems
+            else "ERRORS: " + "; ".join(problems),
+            {
+                "p99_ms": p99(during) * 1000,
+                "max_ms": max(during, default=0) * 1000,
+                "baseline_p99_ms": p99(baseline) * 1000,
+                "probes": len(during),
+                "timelines": len(results),
+                "seconds": elapsed,
+                "ttfb_ms": sorted(r.ttfb * 1000 for r in results),
+            },
+        )
+    ]
 
 
 async def run_rows(bench, only: set[str], row, quick: bool) -> list:

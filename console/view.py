@@ -227,7 +227,7 @@ class View:
         if isinstance(kind, list):
             kind = " or ".join(kind)
         if kind == "array":
-            return [{"text": "array of "}] + self.type_parts(schema.get("items"))
+            return [{"text": "array of "}, *self.type_parts(schema.get("items"))]
         if schema.get("format"):
             return [{"text": f"{kind} ({schema['format']})"}]
         return [{"text": kind}]

@@ -43,7 +43,8 @@ class ProspectActivitiesHandler(StreamingHandler):
             return self.finish()  # the length is unknown until streamed: no body, no cursor
         self.open_stream()
         timeline = self.settings["store"].activities.timeline(
-            self.workspace_id, prospect["id"], self.batch_size)
+            self.workspace_id, prospect["id"], self.batch_size
+        )
         self.write('{"prospect":' + jsonio.dumps(prospect) + ',"activities":[')
         flushed = False
         turns = stream_slots(self.settings).database_turns
@@ -56,7 +57,7 @@ class ProspectActivitiesHandler(StreamingHandler):
                     if batch is None:
                         break
                     for start in range(0, len(batch), self.slice_size):
-                        items = batch[start:start + self.slice_size]
+                        items = batch[start : start + self.slice_size]
                         self.write(separator + ",".join(jsonio.dumps(item) for item in items))
                         separator = ","
                         flushed = True
@@ -69,8 +70,9 @@ class ProspectActivitiesHandler(StreamingHandler):
             except Exception:
                 if not flushed:
                     raise  # nothing sent yet: an ordinary problem response
-                log.exception("timeline stream failed after the status was sent (request %s)",
-                              self.request_id)
+                log.exception(
+                    "timeline stream failed after the status was sent (request %s)", self.request_id
+                )
                 self.request.connection.stream.close()
                 return
         self.write("]}")
@@ -83,9 +85,12 @@ class ProspectActivitiesHandler(StreamingHandler):
     async def selected_prospect(self) -> dict:
         given = [name for name in SELECTORS if name in self.query]
         if len(given) != 1:
-            detail = ("is required (or email, or phoneNumber)" if not given else
-                      f"cannot be combined with {given[0]}: give exactly one of prospectId, "
-                      "email, phoneNumber")
+            detail = (
+                "is required (or email, or phoneNumber)"
+                if not given
+                else f"cannot be combined with {given[0]}: give exactly one of prospectId, "
+                "email, phoneNumber"
+            )
             raise problem(given[1] if given else "prospectId", detail)
         prospects = self.settings["store"].prospects
         found = await prospects.lookup(
@@ -96,14 +101,20 @@ class ProspectActivitiesHandler(StreamingHandler):
         )
         what = {"prospectId": "id", "email": "email", "phoneNumber": "phone number"}[given[0]]
         if not found:
-            raise APIError("not_found", f"there is no prospect with this {what} in your "
-                                        "workspace")
+            raise APIError("not_found", f"there is no prospect with this {what} in your workspace")
         if len(found) > 1:
-            raise APIError("invalid_reference",
-                           f"{given[0]} matches several prospects; select one by prospectId "
-                           f"(GET /prospects?{given[0]}=... lists them)",
-                           [{"parameter": given[0], "pointer": f"#/query/{given[0]}",
-                             "detail": "matches several prospects"}])
+            raise APIError(
+                "invalid_reference",
+                f"{given[0]} matches several prospects; select one by prospectId "
+                f"(GET /prospects?{given[0]}=... lists them)",
+                [
+                    {
+                        "parameter": given[0],
+                        "pointer": f"#/query/{given[0]}",
+                        "detail": "matches several prospects",
+                    }
+                ],
+            )
         return found[0]
 
 

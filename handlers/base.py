@@ -20,8 +20,7 @@ from handlers import jsonio
 from handlers.errors import UUID, APIError, invalid, not_found, path_uuid
 from schemas.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
 
-__all__ = ["UUID", "APIError", "APIHandler", "NotFoundHandler", "invalid", "not_found",
-           "path_uuid"]
+__all__ = ["UUID", "APIError", "APIHandler", "NotFoundHandler", "invalid", "not_found", "path_uuid"]
 
 log = logging.getLogger("workspace_api")
 
@@ -31,8 +30,12 @@ JSON_TYPE = re.compile(r"^application/json\s*(;\s*charset\s*=\s*\"?utf-8\"?\s*)?
 INTEGER = re.compile(r"-?[0-9]+")
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 NO_QUERY = "/schemas/queries/none.json"
-DB_DOWN = (pymongo.errors.ConnectionFailure, pymongo.errors.ServerSelectionTimeoutError,
-           pymongo.errors.ExecutionTimeout, TimeoutError)
+DB_DOWN = (
+    pymongo.errors.ConnectionFailure,
+    pymongo.errors.ServerSelectionTimeoutError,
+    pymongo.errors.ExecutionTimeout,
+    TimeoutError,
+)
 RETRY_AFTER_DB = "5"
 
 
@@ -75,8 +78,9 @@ class APIHandler(RequestHandler):
     def request_id(self) -> str:
         if not hasattr(self, "_request_id"):
             given = self.request.headers.get("X-Request-Id", "")
-            self._request_id = (given if REQUEST_ID.match(given) else
-                                f"{_ID_PREFIX}{next(_ID_NUMBERS):016x}")
+            self._request_id = (
+                given if REQUEST_ID.match(given) else f"{_ID_PREFIX}{next(_ID_NUMBERS):016x}"
+            )
         return self._request_id
 
     def set_default_headers(self) -> None:
@@ -93,8 +97,9 @@ class APIHandler(RequestHandler):
 
     @classmethod
     def allowed_methods(cls) -> list[str]:
-        methods = [m for m in METHODS
-                   if getattr(cls, m.lower()) is not getattr(RequestHandler, m.lower())]
+        methods = [
+            m for m in METHODS if getattr(cls, m.lower()) is not getattr(RequestHandler, m.lower())
+        ]
         return methods if "GET" in methods else [m for m in methods if m != "HEAD"]
 
     async def head(self, *args) -> None:
@@ -110,8 +115,11 @@ class APIHandler(RequestHandler):
             raise APIError("payload_too_large", f"the body must be at most {limit} bytes")
         if self.auth_required:
             if not getattr(self.settings.get("store"), "indexes_ready", True):
-                raise APIError("service_unavailable", "the database is not ready yet",
-                               headers={"Retry-After": RETRY_AFTER_DB})
+                raise APIError(
+                    "service_unavailable",
+                    "the database is not ready yet",
+                    headers={"Retry-After": RETRY_AFTER_DB},
+                )
             await self.authenticate()
             await self.check_rate_limit()
         self.query = self.validated_query()
@@ -122,14 +130,19 @@ class APIHandler(RequestHandler):
     async def authenticate(self) -> None:
         header = self.request.headers.get("Authorization")
         if header is None:
-            raise APIError("unauthorized", "send the API key as Authorization: Bearer <key>",
-                           headers={"WWW-Authenticate": 'Bearer realm="workspace-api"'})
+            raise APIError(
+                "unauthorized",
+                "send the API key as Authorization: Bearer <key>",
+                headers={"WWW-Authenticate": 'Bearer realm="workspace-api"'},
+            )
         match = BEARER.match(header)
         workspace = match and await self.settings["auth"].authenticate(match.group(1))
         if not workspace:
-            raise APIError("unauthorized", "the API key is malformed, unknown or revoked",
-                           headers={"WWW-Authenticate":
-                                    'Bearer realm="workspace-api", error="invalid_token"'})
+            raise APIError(
+                "unauthorized",
+                "the API key is malformed, unknown or revoked",
+                headers={"WWW-Authenticate": 'Bearer realm="workspace-api", error="invalid_token"'},
+            )
         self.workspace_id = workspace
 
     async def check_rate_limit(self) -> None:
@@ -141,9 +154,12 @@ class APIHandler(RequestHandler):
         for name, value in verdict.headers.items():
             self.set_header(name, value)
         if not verdict.allowed:
-            raise APIError("rate_limited", f"the workspace's rate limit ({limiter.limit} requests "
-                           f"per {limiter.window} s) is used up; retry in {verdict.reset} s",
-                           headers={"Retry-After": str(verdict.reset)})
+            raise APIError(
+                "rate_limited",
+                f"the workspace's rate limit ({limiter.limit} requests "
+                f"per {limiter.window} s) is used up; retry in {verdict.reset} s",
+                headers={"Retry-After": str(verdict.reset)},
+            )
 
     def validated_query(self) -> dict:
         schemas = self.settings["schemas"]
@@ -205,8 +221,9 @@ class APIHandler(RequestHandler):
             code, detail, errors = "service_unavailable", "the database is not reachable", None
             self.set_header("Retry-After", RETRY_AFTER_DB)
         else:
-            code = CODE_FOR_STATUS.get(status_code, "internal_error" if status_code >= 500
-                                       else "invalid_request")
+            code = CODE_FOR_STATUS.get(
+                status_code, "internal_error" if status_code >= 500 else "invalid_request"
+            )
             detail, errors = PROBLEMS[code][2], None
             if code == "method_not_allowed":
                 detail = f"{self.request.method} is not allowed here"
@@ -219,8 +236,13 @@ class APIHandler(RequestHandler):
     def problem_of(self, code: str, detail: str, errors: list | None = None) -> dict:
         """The problem details body (RFC 9457) of an error code."""
         status, title, _ = PROBLEMS[code]
-        problem = {"type": problem_type(code), "title": title, "status": status, "code": code,
-                   "detail": detail}
+        problem = {
+            "type": problem_type(code),
+            "title": title,
+            "status": status,
+            "code": code,
+            "detail": detail,
+        }
         if errors:
             problem["errors"] = errors
         problem["requestId"] = self.request_id

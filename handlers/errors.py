@@ -15,8 +15,9 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 class APIError(Exception):
     """An error response: a problem code, a detail, optional per-location errors and headers."""
 
-    def __init__(self, code: str, detail: str, errors: list[dict] | None = None,
-                 headers: dict | None = None):
+    def __init__(
+        self, code: str, detail: str, errors: list[dict] | None = None, headers: dict | None = None
+    ):
         super().__init__(detail)
         self.code, self.detail, self.errors, self.headers = code, detail, errors, headers or {}
         self.status = PROBLEMS[code][0]
@@ -47,6 +48,9 @@ def invalid(errors: list[dict], what: str = "request") -> APIError:
     first = errors[0]
     where = first.get("parameter") or location(first["pointer"]) or what
     if len(errors) > 1:
-        return APIError("invalid_request", f"{where} {first['detail']} (and {len(errors) - 1} "
-                        "more problem(s), see errors)", errors)
+        return APIError(
+            "invalid_request",
+            f"{where} {first['detail']} (and {len(errors) - 1} more problem(s), see errors)",
+            errors,
+        )
     return APIError("invalid_request", f"{where} {first['detail']}", errors)

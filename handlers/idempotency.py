@@ -74,20 +74,31 @@ def idempotent(method):
         if raw is None:
             return await method(self, *args)
         if not KEY.fullmatch(raw):
-            raise APIError("invalid_request", "Idempotency-Key must be 1 to 255 printable ASCII "
-                           "characters", [{"pointer": "#/headers/Idempotency-Key",
-                                           "detail": "must be 1 to 255 printable ASCII "
-                                                     "characters"}])
+            raise APIError(
+                "invalid_request",
+                "Idempotency-Key must be 1 to 255 printable ASCII characters",
+                [
+                    {
+                        "pointer": "#/headers/Idempotency-Key",
+                        "detail": "must be 1 to 255 printable ASCII characters",
+                    }
+                ],
+            )
         records, workspace = self.settings["store"].idempotency, self.workspace_id
         mark = fingerprint(self.request.method, self.request.path, self.body)
         found = await records.begin(workspace, raw, mark, utcnow(), LOCK, TTL)
         if found is not None:
             if found["fingerprint"] != mark:
-                raise APIError("idempotency_key_reused", "this Idempotency-Key was used for a "
-                               "request with another method, path or body")
+                raise APIError(
+                    "idempotency_key_reused",
+                    "this Idempotency-Key was used for a request with another method, path or body",
+                )
             if found["status"] is None:
-                raise APIError("idempotency_key_in_use", "a request with this Idempotency-Key "
-                               "is still being processed", headers={"Retry-After": "1"})
+                raise APIError(
+                    "idempotency_key_in_use",
+                    "a request with this Idempotency-Key is still being processed",
+                    headers={"Retry-After": "1"},
+                )
             return self.replay(found)
         self._holding = True
         try:
@@ -105,8 +116,15 @@ def idempotent(method):
         finally:
             self._holding = False
         value, status = self._held
-        await _complete(records, workspace, raw, status, jsonio.dumps(value), JSON_TYPE,
-                        self._headers.get("Location"))
+        await _complete(
+            records,
+            workspace,
+            raw,
+            status,
+            jsonio.dumps(value),
+            JSON_TYPE,
+            self._headers.get("Location"),
+        )
         self.send_json(value, status)
 
     return run

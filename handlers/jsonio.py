@@ -67,17 +67,26 @@ def _check(value, limit: int, path: str = "#") -> None:
     escapes), anywhere in the value; the error points at the place."""
     if limit < 0:
         raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels")
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
-        value, list) else ()
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, child in items:
         where = f"{path}/{key}"
         if isinstance(key, str) and SURROGATE.search(key):
-            raise JSONInputError("a key holds a lone surrogate (\\ud800 to \\udfff), which "
-                                 "is not text", path)
+            raise JSONInputError(
+                "a key holds a lone surrogate (\\ud800 to \\udfff), which is not text", path
+            )
         if isinstance(child, str):
             if SURROGATE.search(child):
-                raise JSONInputError("holds a lone surrogate (\\ud800 to \\udfff escape): not "
-                                     "text that can be stored; send it as UTF-8", where)
+                raise JSONInputError(
+                    "holds a lone surrogate (\\ud800 to \\udfff escape): not "
+                    "text that can be stored; send it as UTF-8",
+                    where,
+                )
         elif isinstance(child, dict | list):
             _check(child, limit - 1, where)
 
@@ -85,8 +94,13 @@ def _check(value, limit: int, path: str = "#") -> None:
 def parse(body: bytes):
     """Parse a request body strictly: no duplicate or $-keys, NaN, huge numbers, deep nesting."""
     try:
-        value = json.loads(body.decode("utf-8"), object_pairs_hook=_pairs, parse_int=_int,
-                           parse_float=_float, parse_constant=_constant)
+        value = json.loads(
+            body.decode("utf-8"),
+            object_pairs_hook=_pairs,
+            parse_int=_int,
+            parse_float=_float,
+            parse_constant=_constant,
+        )
     except JSONInputError:
         raise
     except UnicodeDecodeError as exc:
@@ -131,6 +145,7 @@ def dumps_bytes(value) -> bytes:
 def dumps(value, indent: int | None = None) -> str:
     """The value as compact JSON text (or indented, for people: the admin CLI)."""
     if indent:
-        return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ": "),
-                          indent=indent)
+        return json.dumps(
+            value, default=_default, ensure_ascii=False, separators=(",", ": "), indent=indent
+        )
     return orjson.dumps(value, default=_default, option=OPTIONS).decode()

@@ -22,10 +22,11 @@ class ListsHandler(IdempotentHandler):
         store = self.settings["store"]
         owner = self.body["ownerUserId"].lower()
         if not await store.users.is_active(self.workspace_id, owner):
-            raise APIError("invalid_reference",
-                           "ownerUserId must be an existing, non-deleted user of your workspace",
-                           [{"pointer": "#/ownerUserId", "detail": "is not an active user of "
-                             "your workspace"}])
+            raise APIError(
+                "invalid_reference",
+                "ownerUserId must be an existing, non-deleted user of your workspace",
+                [{"pointer": "#/ownerUserId", "detail": "is not an active user of your workspace"}],
+            )
         created = await store.lists.create(self.workspace_id, self.body["name"].strip(), owner)
         self.set_header("Location", f"/v1/lists/{created['id']}")
         self.send_json({"list": created}, status=201)
@@ -53,8 +54,14 @@ class ContactsHandler(IdempotentHandler):
         contacts = self.body["contacts"]
         upload = await store.prospects.add_to_list(self.workspace_id, target, contacts)
         updated = await store.lists.set_count(self.workspace_id, list_id, upload.members)
-        self.send_json({"listId": list_id, "acceptedContacts": len(contacts),
-                        "totalProspects": updated["prospectsCount"], "results": upload.results})
+        self.send_json(
+            {
+                "listId": list_id,
+                "acceptedContacts": len(contacts),
+                "totalProspects": updated["prospectsCount"],
+                "results": upload.results,
+            }
+        )
 
 
 default_handlers = [

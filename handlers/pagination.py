@@ -30,8 +30,11 @@ Fetch = Callable[[Window, dict], Awaitable[Page]]
 def link_header(path: str, query: dict, page: Page) -> str:
     """Relative first/prev/next/last links that keep every other query parameter (each link is
     `urlencode({**query, "page": n, "pageSize": size})`, with the other parameters encoded once)."""
-    encoded = {name: urlencode({name: value}) for name, value in query.items()
-               if name not in ("page", "pageSize")}
+    encoded = {
+        name: urlencode({name: value})
+        for name, value in query.items()
+        if name not in ("page", "pageSize")
+    }
     names = list({**query, "page": None, "pageSize": None})
 
     def url(number: int) -> str:
@@ -48,25 +51,31 @@ def link_header(path: str, query: dict, page: Page) -> str:
     return ", ".join(f'<{url(n)}>; rel="{rel}"' for n, rel in links)
 
 
-def _decode(handler, resource: str, token: str, sort: str | None,
-            filters: dict) -> tuple[str, dict, Position | None]:
+def _decode(
+    handler, resource: str, token: str, sort: str | None, filters: dict
+) -> tuple[str, dict, Position | None]:
     """The cursor's order, filters and position, after checking the request agrees with them."""
     if "page" in handler.query:
         raise problem("page", "cannot be combined with cursor (the cursor says where to go on)")
     try:
         made_sort, made_filters, position = handler.settings["cursors"].decode(
-            handler.workspace_id, resource, token)
+            handler.workspace_id, resource, token
+        )
     except InvalidCursor as exc:
-        raise APIError("invalid_cursor", f"cursor: {exc}; start again without a cursor",
-                       [{"parameter": "cursor", "pointer": "#/query/cursor",
-                         "detail": str(exc)}]) from None
+        raise APIError(
+            "invalid_cursor",
+            f"cursor: {exc}; start again without a cursor",
+            [{"parameter": "cursor", "pointer": "#/query/cursor", "detail": str(exc)}],
+        ) from None
     if sort is not None and sort != made_sort:
-        raise problem("sort", f"differs from the cursor's sort ({made_sort}); repeat it or "
-                              "leave it out")
+        raise problem(
+            "sort", f"differs from the cursor's sort ({made_sort}); repeat it or leave it out"
+        )
     for name, value in filters.items():
         if value is not None and made_filters.get(name) != value:
-            raise problem(name, "differs from the value the cursor was made with; repeat it or "
-                                "leave it out")
+            raise problem(
+                name, "differs from the value the cursor was made with; repeat it or leave it out"
+            )
     return made_sort, made_filters, position
 
 
@@ -83,14 +92,20 @@ async def serve_page(handler, resource: str, filters: dict, fetch: Fetch) -> Non
         sort, number = sort or DEFAULT_SORT, query.get("page", 1)
     syncing = sort == "updatedAt"
     settle = handler.settings["config"].sync_settle_seconds
-    window = Window(query.get("pageSize", 50), number, sort, position,
-                    utcnow() - dt.timedelta(seconds=settle) if syncing else None)
+    window = Window(
+        query.get("pageSize", 50),
+        number,
+        sort,
+        position,
+        utcnow() - dt.timedelta(seconds=settle) if syncing else None,
+    )
     page = await fetch(window, filters)
     resume = page.last or (position if number is None else None)
     next_cursor = None
     if page.has_more or syncing:  # the sync order always says where to resume
-        next_cursor = handler.settings["cursors"].encode(handler.workspace_id, resource, sort,
-                                                         filters, resume)
+        next_cursor = handler.settings["cursors"].encode(
+            handler.workspace_id, resource, sort, filters, resume
+        )
     body = {resource: page.items}
     if number is None:
         if next_cursor:

@@ -16,12 +16,16 @@ from handlers.base import APIError, invalid
 # A date alone (midnight UTC), or a date-time with seconds, an optional fraction of up to six
 # digits and an optional Z or offset (none: UTC). Matched whole (fullmatch: no trailing newline),
 # ASCII digits only, before fromisoformat, which would also take other ISO 8601 forms.
-INSTANT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
-                     r"(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+ -][0-9]{2}:[0-9]{2})?)?")
+INSTANT = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+ -][0-9]{2}:[0-9]{2})?)?"
+)
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-INSTANT_FORM = ("must be an ISO 8601 date YYYY-MM-DD (midnight UTC) or date-time "
-                "YYYY-MM-DDThh:mm:ss with an optional fraction and an optional Z or UTC offset "
-                "(none: UTC), such as 2026-11-21, 2026-11-21T09:30:00 or 2026-11-21T09:30:00Z")
+INSTANT_FORM = (
+    "must be an ISO 8601 date YYYY-MM-DD (midnight UTC) or date-time "
+    "YYYY-MM-DDThh:mm:ss with an optional fraction and an optional Z or UTC offset "
+    "(none: UTC), such as 2026-11-21, 2026-11-21T09:30:00 or 2026-11-21T09:30:00Z"
+)
 
 
 def problem(name: str, detail: str) -> APIError:
@@ -69,8 +73,9 @@ def date(query: dict, name: str) -> dt.date | None:
         if not 1900 <= value.year <= 9998:
             raise ValueError(raw)
     except ValueError:
-        raise problem(name, "must be a date as YYYY-MM-DD in the years 1900 to 9998, "
-                            "such as 2026-11-21") from None
+        raise problem(
+            name, "must be a date as YYYY-MM-DD in the years 1900 to 9998, such as 2026-11-21"
+        ) from None
     return value
 
 
@@ -97,6 +102,7 @@ def phone(query: dict, name: str, normalize) -> str | None:
         raw = "+" + raw.strip()  # a leading + that arrived unencoded
     value = normalize(raw)
     if value is None:
-        raise problem(name, "is not a phone number that can be read; send it in E.164, "
-                            "such as +14155550101")
+        raise problem(
+            name, "is not a phone number that can be read; send it in E.164, such as +14155550101"
+        )
     return value

@@ -6,8 +6,12 @@ from handlers.pagination import serve_page
 from handlers.params import instant, phone, uuid_param
 from store.identity import normalize_email
 
-STORE_ARGS = {"listId": "list_id", "email": "email", "phoneNumber": "phone",
-              "updatedSince": "updated_since"}
+STORE_ARGS = {
+    "listId": "list_id",
+    "email": "email",
+    "phoneNumber": "phone",
+    "updatedSince": "updated_since",
+}
 
 
 class ProspectsHandler(APIHandler):
@@ -16,14 +20,20 @@ class ProspectsHandler(APIHandler):
     async def get(self) -> None:
         prospects = self.settings["store"].prospects
         query = self.query
-        filters = {"listId": uuid_param(query, "listId"),
-                   "email": normalize_email(query.get("email")),
-                   "phoneNumber": phone(query, "phoneNumber", prospects.normalize_phone),
-                   "updatedSince": instant(query, "updatedSince")}
+        filters = {
+            "listId": uuid_param(query, "listId"),
+            "email": normalize_email(query.get("email")),
+            "phoneNumber": phone(query, "phoneNumber", prospects.normalize_phone),
+            "updatedSince": instant(query, "updatedSince"),
+        }
 
         async def fetch(window, filters):
-            return await prospects.page(self.workspace_id, window, encoded=True, **{
-                STORE_ARGS[name]: value for name, value in filters.items()})
+            return await prospects.page(
+                self.workspace_id,
+                window,
+                encoded=True,
+                **{STORE_ARGS[name]: value for name, value in filters.items()},
+            )
 
         await serve_page(self, "prospects", filters, fetch)
 

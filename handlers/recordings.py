@@ -42,7 +42,9 @@ def upstream_failed() -> APIError:
 def unsatisfiable(length: int | None) -> APIError:
     headers = {"Content-Range": f"bytes */{length}"} if length is not None else {}
     return APIError(
-        "range_not_satisfiable", "the Range header is invalid or outside the recording", None,
+        "range_not_satisfiable",
+        "the Range header is invalid or outside the recording",
+        None,
         headers,
     )
 

@@ -14,10 +14,12 @@ class DialerMetricsHandler(APIHandler):
         if last < first:
             raise problem("to", "must not be before from")
         if (last - first).days + 1 > MAX_DAYS:
-            raise problem("to", f"must leave a range of at most {MAX_DAYS} days (from and to "
-                                "both count)")
+            raise problem(
+                "to", f"must leave a range of at most {MAX_DAYS} days (from and to both count)"
+            )
         report = await self.settings["store"].metrics.report(
-            self.workspace_id, first, last, zone, uuid_param(self.query, "userId"))
+            self.workspace_id, first, last, zone, uuid_param(self.query, "userId")
+        )
         self.send_json(report)
 
 

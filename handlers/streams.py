@@ -88,9 +88,12 @@ class StreamingHandler(APIHandler):
     def open_stream(self) -> None:
         if not stream_slots(self.settings).take(self.workspace_id):
             limit = self.settings["config"].max_streams_per_workspace
-            raise APIError("too_many_streams", f"the workspace already has {limit} streamed "
-                           "responses open (recordings and timelines); retry when one ends",
-                           headers={"Retry-After": RETRY_AFTER})
+            raise APIError(
+                "too_many_streams",
+                f"the workspace already has {limit} streamed "
+                "responses open (recordings and timelines); retry when one ends",
+                headers={"Retry-After": RETRY_AFTER},
+            )
         self._slot_held = True
         self._stall_seconds = self.settings["config"].stream_stall_seconds
         self._progress = (_delivered(self.request.connection.stream)[0], time.monotonic())
@@ -98,7 +101,8 @@ class StreamingHandler(APIHandler):
 
     def _arm(self) -> None:
         self._watchdog = IOLoop.current().call_later(
-            self._stall_seconds / CHECKS_PER_STALL, self._check)
+            self._stall_seconds / CHECKS_PER_STALL, self._check
+        )
 
     def _check(self) -> None:
         """Cut the connection when bytes have waited for the client, untaken, long enough."""
@@ -110,8 +114,11 @@ class StreamingHandler(APIHandler):
             self._progress = (delivered, now)
         elif now - self._progress[1] >= self._stall_seconds:
             self.cut_for_stalling = True
-            log.info("stream cut: the client took nothing for %s s (request %s)",
-                     self._stall_seconds, self.request_id)
+            log.info(
+                "stream cut: the client took nothing for %s s (request %s)",
+                self._stall_seconds,
+                self.request_id,
+            )
             stream.close()  # -> on_connection_close: the feeding side closes at once
             return
         self._arm()

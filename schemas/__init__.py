@@ -26,8 +26,10 @@ MAX_ERRORS = 20
 # str.strip(), which trims contacts in store.identity) knows it. The schema files spell it as
 # this class rather than \S, whose meaning differs between ECMA-262 (the document's regex
 # dialect: it counts U+FEFF as a space and U+001C-U+001F as not) and Python.
-NON_BLANK = ("[^\\t\\n\\u000b\\f\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a"
-             "\\u2028\\u2029\\u202f\\u205f\\u3000]")
+NON_BLANK = (
+    "[^\\t\\n\\u000b\\f\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a"
+    "\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
 
 
 def load_all() -> dict[str, dict]:
@@ -68,10 +70,10 @@ def _message(error: ValidationError) -> tuple[list, str]:
     kind, value = error.validator, error.validator_value
     if kind == "required":
         missing = next(name for name in value if name not in error.instance)
-        return path + [missing], "is required"
+        return [*path, missing], "is required"
     if kind == "additionalProperties":
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        return path + [extra[0]], "is not a supported field"
+        return [*path, extra[0]], "is not a supported field"
     if kind == AT_LEAST_ONE_NON_BLANK:
         return path, NON_BLANK_MESSAGE
     if kind == "type":
@@ -95,8 +97,17 @@ def _message(error: ValidationError) -> tuple[list, str]:
     return path, error.message
 
 
-FLAT_KEYWORDS = {"$id", "$schema", "$comment", "title", "description", "examples", "type",
-                 "additionalProperties", "properties"}
+FLAT_KEYWORDS = {
+    "$id",
+    "$schema",
+    "$comment",
+    "title",
+    "description",
+    "examples",
+    "type",
+    "additionalProperties",
+    "properties",
+}
 MAX_REMEMBERED = 10_000  # parameter values remembered as valid (then forgotten all at once)
 MAX_REMEMBERED_LENGTH = 200
 
@@ -106,17 +117,21 @@ class Schemas:
 
     def __init__(self):
         self.documents = load_all()
-        resources = [(sid, Resource.from_contents(doc, default_specification=DRAFT202012))
-                     for sid, doc in self.documents.items()]
+        resources = [
+            (sid, Resource.from_contents(doc, default_specification=DRAFT202012))
+            for sid, doc in self.documents.items()
+        ]
         self.registry = Registry().with_resources(resources)
         self._validators = {
-            sid: Validator(doc, registry=self.registry)
-            for sid, doc in self.documents.items()
+            sid: Validator(doc, registry=self.registry) for sid, doc in self.documents.items()
         }
         # Query schemas whose parameters are checked each on its own (nothing relates two of
         # them, and none is required): a parameter value valid once is valid in every query.
-        self._flat = {sid for sid, doc in self.documents.items()
-                      if sid.startswith("/schemas/queries/") and set(doc) <= FLAT_KEYWORDS}
+        self._flat = {
+            sid
+            for sid, doc in self.documents.items()
+            if sid.startswith("/schemas/queries/") and set(doc) <= FLAT_KEYWORDS
+        }
         self._valid_parameters: set[tuple[str, str, object]] = set()
 
     def errors(self, schema_id: str, instance) -> list[dict]:
@@ -140,16 +155,20 @@ class Schemas:
         if schema_id not in self._flat:
             return self.errors(schema_id, values)
         known = self._valid_parameters
-        fresh = {name: value for name, value in values.items()
-                 if (schema_id, name, value) not in known}
+        fresh = {
+            name: value for name, value in values.items() if (schema_id, name, value) not in known
+        }
         if not fresh:
             return []
         if self.errors(schema_id, fresh):
             return self.errors(schema_id, values)  # the whole query's errors, as always
         if len(known) > MAX_REMEMBERED:
             known.clear()
-        known.update((schema_id, name, value) for name, value in fresh.items()
-                     if not isinstance(value, str) or len(value) <= MAX_REMEMBERED_LENGTH)
+        known.update(
+            (schema_id, name, value)
+            for name, value in fresh.items()
+            if not isinstance(value, str) or len(value) <= MAX_REMEMBERED_LENGTH
+        )
         return []
 
     def resolve(self, schema: dict) -> dict:

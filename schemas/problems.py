@@ -6,54 +6,98 @@ The one table behind the `type`/`title` of problem bodies and the console's prob
 from __future__ import annotations
 
 PROBLEMS: dict[str, tuple[int, str, str]] = {
-    "invalid_request": (400, "Invalid request",
-                        "The request is malformed: bad JSON, a body or query parameter that "
-                        "breaks the schema, or an unknown field or parameter. `errors` points "
-                        "at each offending location."),
-    "invalid_cursor": (400, "Invalid cursor",
-                       "The `cursor` parameter is not a cursor this API gave your workspace: it "
-                       "was altered or truncated, is malformed, or was made with another "
-                       "workspace's key. Start the walk again without a cursor."),
-    "unauthorized": (401, "Unauthorized",
-                     "The Authorization header is missing or is not `Bearer <API key>`, or the "
-                     "key is unknown or revoked."),
-    "not_found": (404, "Not found",
-                  "The resource does not exist in your workspace (ids of other workspaces "
-                  "behave exactly like ids that do not exist), or there is no such route."),
-    "method_not_allowed": (405, "Method not allowed",
-                           "The route exists but not with this method; see the Allow header."),
+    "invalid_request": (
+        400,
+        "Invalid request",
+        "The request is malformed: bad JSON, a body or query parameter that "
+        "breaks the schema, or an unknown field or parameter. `errors` points "
+        "at each offending location.",
+    ),
+    "invalid_cursor": (
+        400,
+        "Invalid cursor",
+        "The `cursor` parameter is not a cursor this API gave your workspace: it "
+        "was altered or truncated, is malformed, or was made with another "
+        "workspace's key. Start the walk again without a cursor.",
+    ),
+    "unauthorized": (
+        401,
+        "Unauthorized",
+        "The Authorization header is missing or is not `Bearer <API key>`, or the "
+        "key is unknown or revoked.",
+    ),
+    "not_found": (
+        404,
+        "Not found",
+        "The resource does not exist in your workspace (ids of other workspaces "
+        "behave exactly like ids that do not exist), or there is no such route.",
+    ),
+    "method_not_allowed": (
+        405,
+        "Method not allowed",
+        "The route exists but not with this method; see the Allow header.",
+    ),
     "payload_too_large": (413, "Payload too large", "The request body exceeds the size limit."),
-    "unsupported_media_type": (415, "Unsupported media type",
-                               "A request body must be sent as Content-Type: application/json."),
-    "range_not_satisfiable": (416, "Range not satisfiable",
-                              "The Range header is invalid or outside the recording; "
-                              "Content-Range gives the length when it is known."),
-    "invalid_reference": (422, "Invalid reference",
-                          "A body field or query parameter is well-formed but refers to "
-                          "something that cannot be used: an ownerUserId that is unknown, "
-                          "deleted, or of another workspace, or an email or phoneNumber "
-                          "selector that matches several prospects (select by prospectId "
-                          "instead). `errors` points at the offending field or parameter."),
-    "idempotency_key_in_use": (409, "Idempotency key in use",
-                              "A request with this Idempotency-Key is still being processed; "
-                              "retry after Retry-After seconds to get its response."),
-    "idempotency_key_reused": (422, "Idempotency key reused",
-                               "This Idempotency-Key was used in the last 24 hours for a "
-                               "request with another method, path or body; use a new key for "
-                               "a new request."),
-    "rate_limited": (429, "Too many requests",
-                     "The workspace's rate limit is used up; retry after Retry-After seconds."),
-    "too_many_streams": (429, "Too many streams",
-                         "The workspace already has as many streamed responses (recordings and "
-                         "activity timelines) open as it may; retry after Retry-After seconds, "
-                         "or when one of them ends."),
-    "internal_error": (500, "Internal error",
-                       "An unexpected error on our side. Quote the requestId when reporting it."),
-    "upstream_error": (502, "Upstream provider failure",
-                       "The telephony provider failed to deliver the recording."),
-    "service_unavailable": (503, "Service unavailable",
-                            "The database is not reachable right now; retry after Retry-After "
-                            "seconds."),
+    "unsupported_media_type": (
+        415,
+        "Unsupported media type",
+        "A request body must be sent as Content-Type: application/json.",
+    ),
+    "range_not_satisfiable": (
+        416,
+        "Range not satisfiable",
+        "The Range header is invalid or outside the recording; "
+        "Content-Range gives the length when it is known.",
+    ),
+    "invalid_reference": (
+        422,
+        "Invalid reference",
+        "A body field or query parameter is well-formed but refers to "
+        "something that cannot be used: an ownerUserId that is unknown, "
+        "deleted, or of another workspace, or an email or phoneNumber "
+        "selector that matches several prospects (select by prospectId "
+        "instead). `errors` points at the offending field or parameter.",
+    ),
+    "idempotency_key_in_use": (
+        409,
+        "Idempotency key in use",
+        "A request with this Idempotency-Key is still being processed; "
+        "retry after Retry-After seconds to get its response.",
+    ),
+    "idempotency_key_reused": (
+        422,
+        "Idempotency key reused",
+        "This Idempotency-Key was used in the last 24 hours for a "
+        "request with another method, path or body; use a new key for "
+        "a new request.",
+    ),
+    "rate_limited": (
+        429,
+        "Too many requests",
+        "The workspace's rate limit is used up; retry after Retry-After seconds.",
+    ),
+    "too_many_streams": (
+        429,
+        "Too many streams",
+        "The workspace already has as many streamed responses (recordings and "
+        "activity timelines) open as it may; retry after Retry-After seconds, "
+        "or when one of them ends.",
+    ),
+    "internal_error": (
+        500,
+        "Internal error",
+        "An unexpected error on our side. Quote the requestId when reporting it.",
+    ),
+    "upstream_error": (
+        502,
+        "Upstream provider failure",
+        "The telephony provider failed to deliver the recording.",
+    ),
+    "service_unavailable": (
+        503,
+        "Service unavailable",
+        "The database is not reachable right now; retry after Retry-After seconds.",
+    ),
 }
 
 # The generic code of each status (the first listed), for errors raised without one.

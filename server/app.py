@@ -45,8 +45,9 @@ def collect_handlers() -> list:
 def make_app(config: Config, store, auth: KeyService, **services) -> tornado.web.Application:
     """The Tornado application; `services` (provider client, rate limiter...) join settings."""
     services.setdefault("upstream", UpstreamClient.from_config(config))
-    services.setdefault("rate_limiter", RateLimiter(counters_for(store, config),
-                                                    config.rate_limit_per_minute))
+    services.setdefault(
+        "rate_limiter", RateLimiter(counters_for(store, config), config.rate_limit_per_minute)
+    )
     services.setdefault("cursors", Cursors(auth.subkey("cursors")))
     settings = dict(
         config=config,
@@ -62,13 +63,19 @@ def make_app(config: Config, store, auth: KeyService, **services) -> tornado.web
     return tornado.web.Application(collect_handlers(), **settings)
 
 
-async def open_services(config: Config, clock=time.monotonic,
-                        wait_for_indexes: bool = True) -> tuple:
+async def open_services(
+    config: Config, clock=time.monotonic, wait_for_indexes: bool = True
+) -> tuple:
     """Connect the store (creating indexes idempotently) and the key service. Without
     `wait_for_indexes` the caller ensures indexes itself (serve retries them in the background)."""
     secret = resolve_secret(config)
-    store = open_store(config.mongodb_uri, config.database, config.db_timeout_seconds,
-                       config.default_region, config.sqlite_path)
+    store = open_store(
+        config.mongodb_uri,
+        config.database,
+        config.db_timeout_seconds,
+        config.default_region,
+        config.sqlite_path,
+    )
     try:
         if wait_for_indexes or store.embedded:
             await store.ensure_indexes()

@@ -59,8 +59,9 @@ class KeyService:
     def subkey(self, purpose: str) -> bytes:
         """A key for another signature of the service (cursors), derived from the secret so
         that it is as persistent as the keys and no second secret needs configuring."""
-        return hmac.new(self._secret.encode(), b"workspace-api:" + purpose.encode(),
-                        hashlib.sha256).digest()
+        return hmac.new(
+            self._secret.encode(), b"workspace-api:" + purpose.encode(), hashlib.sha256
+        ).digest()
 
     def sign(self, key_id: str, workspace_id: str) -> str:
         claims = {"kid": key_id, "wid": workspace_id, "iat": int(time.time())}

@@ -53,9 +53,13 @@ def mongodb_hosts(uri: str) -> str:
     hosts = parts.netloc.rpartition("@")[2]
     if parts.scheme == "mongodb+srv":
         return f"the hosts of the DNS SRV record of {hosts}"
-    named = [h if h.rpartition(":")[2].isdigit() and "]" not in h.rpartition(":")[2]
-             else f"{h}:27017" for h in hosts.split(",") if h]
+    named = [
+        h if h.rpartition(":")[2].isdigit() and "]" not in h.rpartition(":")[2] else f"{h}:27017"
+        for h in hosts.split(",")
+        if h
+    ]
     return ", ".join(named) or "the configured MONGODB_URI"
+
 
 def _count(low: int, high: int):
     """An argparse type: an integer from low to high."""
@@ -84,69 +88,125 @@ def _seconds(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="workspace-api", description="Workspace Data API server and admin tool"
+    parser = Parser(prog="workspace-api", description="Workspace Data API server and admin tool")
+    parser.add_argument(
+        "--config", help="configuration file (default: $WSAPI_CONFIG if set, else config.yaml)"
     )
-    parser.add_argument("--config", help="configuration file (default: $WSAPI_CONFIG if set, "
-                                          "else config.yaml)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the API (MONGODB_URI decides the store)",
-                           description="Run the API against the store MONGODB_URI names.")
-    serve.add_argument("--host", help="listen address (default: host of the configuration, "
-                                      "$WSAPI_HOST, 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="listen port (default: port of the "
-                                                "configuration, $WSAPI_PORT, 8888)")
-    serve.add_argument("--processes", type=int,
-                       help="worker processes sharing the port (default: processes of the "
-                            "configuration, $WSAPI_PROCESSES, 1)")
+    serve = sub.add_parser(
+        "serve",
+        help="run the API (MONGODB_URI decides the store)",
+        description="Run the API against the store MONGODB_URI names.",
+    )
+    serve.add_argument(
+        "--host", help="listen address (default: host of the configuration, $WSAPI_HOST, 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        help="listen port (default: port of the configuration, $WSAPI_PORT, 8888)",
+    )
+    serve.add_argument(
+        "--processes",
+        type=int,
+        help="worker processes sharing the port (default: processes of the "
+        "configuration, $WSAPI_PROCESSES, 1)",
+    )
 
-    demo = sub.add_parser("demo", help="run the API on the embedded store with demo data",
-                          description="Run the API on the embedded store, seeded with two demo "
-                                      "workspaces and their API keys.")
-    demo.add_argument("--host", help="listen address (default: host of the configuration, "
-                                     "$WSAPI_HOST, 127.0.0.1)")
-    demo.add_argument("--port", type=int, help="listen port, 0 for any free one (default: port "
-                                               "of the configuration, $WSAPI_PORT, 8888)")
+    demo = sub.add_parser(
+        "demo",
+        help="run the API on the embedded store with demo data",
+        description="Run the API on the embedded store, seeded with two demo "
+        "workspaces and their API keys.",
+    )
+    demo.add_argument(
+        "--host", help="listen address (default: host of the configuration, $WSAPI_HOST, 127.0.0.1)"
+    )
+    demo.add_argument(
+        "--port",
+        type=int,
+        help="listen port, 0 for any free one (default: port "
+        "of the configuration, $WSAPI_PORT, 8888)",
+    )
     demo.add_argument(
         "--keys-file",
         default="demo-keys.json",
         help="where to write the demo workspaces and their API keys as JSON",
     )
-    demo.add_argument("--data", metavar="PATH", default=None,
-                      help="keep the demo's data in this SQLite file (default: a throwaway file, "
-                           "gone when the demo ends); an existing file keeps its data, is not "
-                           "seeded again, and gets fresh demo keys")
+    demo.add_argument(
+        "--data",
+        metavar="PATH",
+        default=None,
+        help="keep the demo's data in this SQLite file (default: a throwaway file, "
+        "gone when the demo ends); an existing file keeps its data, is not "
+        "seeded again, and gets fresh demo keys",
+    )
     demo.add_argument("--seed", type=int, default=42, help="same seed, same demo data")
-    demo.add_argument("--rate-limit", type=_count(1, 10**9), default=None,
-                      help="requests per minute per workspace (default: "
-                           "$WSAPI_RATE_LIMIT_PER_MINUTE if set, else 60000)")
-    demo.add_argument("--calls", type=_count(0, 2_000_000), default=5000,
-                      help="calls over the last 90 days in the first workspace (the second "
-                           "workspace gets a tenth)")
-    demo.add_argument("--prospects", type=_count(20, 150_000), default=500,
-                      help="prospects in the first workspace")
-    demo.add_argument("--timeline", type=_count(0, 2_000_000), default=5000,
-                      help="extra activities of the one prospect with a very long timeline")
-    demo.add_argument("--live-calls-per-minute", type=_count(0, 600_000), default=0,
-                      metavar="N",
-                      help="keep writing N new calls a minute to every demo workspace while "
-                           "the demo runs (some recorded, some booking meetings; now and then "
-                           "a call's notes change); 0 writes none")
-    demo.add_argument("--sync-settle-seconds", type=_seconds, default=None, metavar="N",
-                      help="how old a change must be before sort=updatedAt shows it (default: "
-                           "sync_settle_seconds of the configuration, "
-                           "$WSAPI_SYNC_SETTLE_SECONDS, 5)")
+    demo.add_argument(
+        "--rate-limit",
+        type=_count(1, 10**9),
+        default=None,
+        help="requests per minute per workspace (default: "
+        "$WSAPI_RATE_LIMIT_PER_MINUTE if set, else 60000)",
+    )
+    demo.add_argument(
+        "--calls",
+        type=_count(0, 2_000_000),
+        default=5000,
+        help="calls over the last 90 days in the first workspace (the second "
+        "workspace gets a tenth)",
+    )
+    demo.add_argument(
+        "--prospects",
+        type=_count(20, 150_000),
+        default=500,
+        help="prospects in the first workspace",
+    )
+    demo.add_argument(
+        "--timeline",
+        type=_count(0, 2_000_000),
+        default=5000,
+        help="extra activities of the one prospect with a very long timeline",
+    )
+    demo.add_argument(
+        "--live-calls-per-minute",
+        type=_count(0, 600_000),
+        default=0,
+        metavar="N",
+        help="keep writing N new calls a minute to every demo workspace while "
+        "the demo runs (some recorded, some booking meetings; now and then "
+        "a call's notes change); 0 writes none",
+    )
+    demo.add_argument(
+        "--sync-settle-seconds",
+        type=_seconds,
+        default=None,
+        metavar="N",
+        help="how old a change must be before sort=updatedAt shows it (default: "
+        "sync_settle_seconds of the configuration, "
+        "$WSAPI_SYNC_SETTLE_SECONDS, 5)",
+    )
 
     provider = sub.add_parser("provider", help="run the simulated telephony provider")
     provider.add_argument("--host", default="127.0.0.1", help="listen address")
     provider.add_argument("--port", type=int, default=8899, help="listen port")
     provider.add_argument("--account-id", help="default: $WSAPI_PROVIDER_ACCOUNT_ID")
     provider.add_argument("--auth-token", help="default: $WSAPI_PROVIDER_AUTH_TOKEN")
-    provider.add_argument("--size", action="append", default=[], metavar="REF=BYTES",
-                          help="serve recording REF with exactly BYTES bytes (repeatable)")
-    provider.add_argument("--missing", action="append", default=[], metavar="REF",
-                          help="answer 404 for recording REF (repeatable)")
+    provider.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="REF=BYTES",
+        help="serve recording REF with exactly BYTES bytes (repeatable)",
+    )
+    provider.add_argument(
+        "--missing",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="answer 404 for recording REF (repeatable)",
+    )
 
     add_admin_commands(sub)
     return parser
@@ -192,12 +252,15 @@ def main(argv: list[str] | None = None) -> int:
         # Never echo the URI or the driver's message: they may carry credentials.
         hosts = mongodb_hosts(config.mongodb_uri)
         if isinstance(exc, ConnectionFailure):
-            why = (f"no answer from {hosts} within {config.db_timeout_seconds:g} s "
-                   "(db_timeout_seconds, WSAPI_DB_TIMEOUT_SECONDS)")
+            why = (
+                f"no answer from {hosts} within {config.db_timeout_seconds:g} s "
+                "(db_timeout_seconds, WSAPI_DB_TIMEOUT_SECONDS)"
+            )
         else:
             why = f"{hosts} refused the operation"
-        print(f"workspace-api: MongoDB is not usable ({type(exc).__name__}): {why}",
-              file=sys.stderr)
+        print(
+            f"workspace-api: MongoDB is not usable ({type(exc).__name__}): {why}", file=sys.stderr
+        )
         return 3
 
 
@@ -212,7 +275,6 @@ def run_simulated_provider(args) -> int:
         sizes[ref] = int(size)
     run_provider(args.host, args.port, args.account_id, args.auth_token, sizes, args.missing)
     return 0
-
 
 
 if __name__ == "__main__":

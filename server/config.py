@@ -93,8 +93,10 @@ def load_config(path: str | os.PathLike | None = None, environ: dict | None = No
 
 def validate(config: Config) -> None:
     if config.embedded and config.mongodb_uri not in ("", "memory"):
-        raise ConfigError("MONGODB_URI must be empty (the SQLite file at sqlite_path), 'memory' "
-                          "(a throwaway SQLite file) or a mongodb:// or mongodb+srv:// URI")
+        raise ConfigError(
+            "MONGODB_URI must be empty (the SQLite file at sqlite_path), 'memory' "
+            "(a throwaway SQLite file) or a mongodb:// or mongodb+srv:// URI"
+        )
     if config.embedded and not config.throwaway and not config.sqlite_path:
         raise ConfigError("sqlite_path (WSAPI_SQLITE_PATH) must name the database file")
     if not 0 < config.port < 65536:
@@ -107,7 +109,15 @@ def validate(config: Config) -> None:
         raise ConfigError("rate_limit_per_minute must be at least 1")
     if config.max_streams_per_workspace < 1:
         raise ConfigError("max_streams_per_workspace must be at least 1")
-    if min(config.db_timeout_seconds, config.idle_timeout_seconds, config.body_timeout_seconds,
-           config.stream_stall_seconds) <= 0 or config.shutdown_timeout_seconds < 0 \
-            or config.sync_settle_seconds < 0:
+    if (
+        min(
+            config.db_timeout_seconds,
+            config.idle_timeout_seconds,
+            config.body_timeout_seconds,
+            config.stream_stall_seconds,
+        )
+        <= 0
+        or config.shutdown_timeout_seconds < 0
+        or config.sync_settle_seconds < 0
+    ):
         raise ConfigError("timeouts must be positive")

@@ -48,18 +48,65 @@ from store.identity import normalize_phone
 from store.paging import Window
 from telephony.simulated_provider import ProviderLibrary, start_provider
 
-__all__ = ["MISSING_RECORDING_REF", "LONG_TIMELINE_CONTACT", "LiveWriter", "Scale", "anchor",
-           "seed", "run_demo"]
+__all__ = [
+    "LONG_TIMELINE_CONTACT",
+    "MISSING_RECORDING_REF",
+    "LiveWriter",
+    "Scale",
+    "anchor",
+    "run_demo",
+    "seed",
+]
 
 log = logging.getLogger("workspace_api")
 
-FIRST = ["Ava", "Liam", "Mia", "Noah", "Zoe", "Ethan", "Lena", "Omar", "Iris", "Hugo", "Nora",
-         "Raj", "Sofia", "Tom", "Yara", "Felix", "Greta", "Ivan", "Julia", "Kenji"]
-LAST = ["Nguyen", "Schmidt", "Garcia", "Okafor", "Rossi", "Kowalski", "Haddad", "Silva",
-        "Andersen", "Tanaka", "Dubois", "Murphy", "Novak", "Costa", "Ahmed", "Larsen"]
+FIRST = [
+    "Ava",
+    "Liam",
+    "Mia",
+    "Noah",
+    "Zoe",
+    "Ethan",
+    "Lena",
+    "Omar",
+    "Iris",
+    "Hugo",
+    "Nora",
+    "Raj",
+    "Sofia",
+    "Tom",
+    "Yara",
+    "Felix",
+    "Greta",
+    "Ivan",
+    "Julia",
+    "Kenji",
+]
+LAST = [
+    "Nguyen",
+    "Schmidt",
+    "Garcia",
+    "Okafor",
+    "Rossi",
+    "Kowalski",
+    "Haddad",
+    "Silva",
+    "Andersen",
+    "Tanaka",
+    "Dubois",
+    "Murphy",
+    "Novak",
+    "Costa",
+    "Ahmed",
+    "Larsen",
+]
 WORKSPACES = [
-    {"name": "Acme Outbound", "users": 5, "lists": ["Q4 Enterprise", "SMB Re-engage",
-                                                     "Webinar Leads"], "share": 1.0},
+    {
+        "name": "Acme Outbound",
+        "users": 5,
+        "lists": ["Q4 Enterprise", "SMB Re-engage", "Webinar Leads"],
+        "share": 1.0,
+    },
     {"name": "Globex Sales", "users": 3, "lists": ["Inbound Trials"], "share": 0.1},
 ]
 WRITE_BATCH = 5000
@@ -75,8 +122,9 @@ def anchor(environ: dict | None = None) -> dt.datetime:
     environ = os.environ if environ is None else environ
     value = environ.get(ANCHOR_ENV, "").strip()
     if not value:
-        return dt.datetime.now(dt.UTC).replace(tzinfo=None, hour=0, minute=0, second=0,
-                                                microsecond=0)
+        return dt.datetime.now(dt.UTC).replace(
+            tzinfo=None, hour=0, minute=0, second=0, microsecond=0
+        )
     try:
         day = dt.date.fromisoformat(value)
     except ValueError:
@@ -89,8 +137,9 @@ class Progress:
     seconds: redrawn in place (at most 10 times a second) on a terminal, a line per tenth
     otherwise."""
 
-    def __init__(self, total: int, stream=None, delay: float = 1.0, clock=time.monotonic,
-                 width: int = 30):
+    def __init__(
+        self, total: int, stream=None, delay: float = 1.0, clock=time.monotonic, width: int = 30
+    ):
         self.total, self.done, self.width = max(total, 1), 0, width
         self.stream = stream if stream is not None else sys.stderr
         self.delay, self.clock = delay, clock
@@ -116,8 +165,10 @@ class Progress:
     def line(self, label: str) -> str:
         filled = self.done * self.width // self.total
         percent = self.done * 100 // self.total
-        return (f"Seeding demo data [{'#' * filled}{'.' * (self.width - filled)}] "
-                f"{percent:3d}% {label:<12}")
+        return (
+            f"Seeding demo data [{'#' * filled}{'.' * (self.width - filled)}] "
+            f"{percent:3d}% {label:<12}"
+        )
 
     def close(self) -> None:
         if self.tty and self.drawn_at is not None:
@@ -128,8 +179,9 @@ class Progress:
 def _scaled(scale: Scale, share: float) -> Scale:
     if share == 1.0:
         return scale
-    return Scale(calls=int(scale.calls * share), prospects=max(20, int(scale.prospects * share)),
-                 timeline=0)
+    return Scale(
+        calls=int(scale.calls * share), prospects=max(20, int(scale.prospects * share)), timeline=0
+    )
 
 
 def estimate(scale: Scale) -> int:
@@ -145,21 +197,29 @@ def estimate(scale: Scale) -> int:
 
 async def _write(progress: Progress, label: str, insert, workspace_id: str, docs: list) -> None:
     for start in range(0, len(docs), WRITE_BATCH):
-        batch = docs[start:start + WRITE_BATCH]
+        batch = docs[start : start + WRITE_BATCH]
         await insert(workspace_id, batch)
         progress.advance(len(batch) * (2 if label == "calls" else 1), label)
 
 
-async def _write_calls(progress: Progress, store, workspace_id: str, calls: list[dict],
-                       activities: list[dict]) -> None:
+async def _write_calls(
+    progress: Progress, store, workspace_id: str, calls: list[dict], activities: list[dict]
+) -> None:
     """Write calls and the meetings and status changes they caused."""
     await _write(progress, "calls", store.calls.insert_documents, workspace_id, calls)
-    await _write(progress, "activities", store.activities.insert_documents, workspace_id,
-                 activities)
+    await _write(
+        progress, "activities", store.activities.insert_documents, workspace_id, activities
+    )
 
 
-async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
-               scale: Scale | None = None, progress: Progress | None = None) -> list[dict]:
+async def seed(
+    store,
+    auth,
+    seed: int = 42,
+    now: dt.datetime | None = None,
+    scale: Scale | None = None,
+    progress: Progress | None = None,
+) -> list[dict]:
     """Create the demo workspaces; returns [{"id", "name", "apiKey"}]. Same seed, same data.
 
     The first workspace gets `scale`, the second about a tenth of it. In the first, the
@@ -172,8 +232,9 @@ async def seed(store, auth, seed: int = 42, now: dt.datetime | None = None,
         return await _seed(store, auth, seed, now, scale, progress)
 
 
-async def _seed(store, auth, seed: int, now: dt.datetime | None, scale: Scale,
-                progress: Progress | None) -> list[dict]:
+async def _seed(
+    store, auth, seed: int, now: dt.datetime | None, scale: Scale, progress: Progress | None
+) -> list[dict]:
     rng = random.Random(seed)
     # Anchored at today's UTC midnight (or WSAPI_DEMO_ANCHOR's): the last 90 days stay recent,
     # and two runs on the same day with the same seed give the same data.
@@ -183,26 +244,42 @@ async def _seed(store, auth, seed: int, now: dt.datetime | None, scale: Scale,
     for index, spec in enumerate(WORKSPACES):
         part = _scaled(scale, spec["share"])
         workspace = await store.workspaces.create(
-            spec["name"], demo_uuid(rng), now - dt.timedelta(days=400 - index))
+            spec["name"], demo_uuid(rng), now - dt.timedelta(days=400 - index)
+        )
         wid = workspace["id"]
         users = []
         for i in range(spec["users"] + 1):
             first, last = FIRST[(i * 7 + index) % len(FIRST)], LAST[i % len(LAST)]
-            users.append(await store.users.create(
-                wid, f"{first}.{last}@{spec['name'].split()[0].lower()}.example".lower(),
-                first, last, now - dt.timedelta(days=300 - i), demo_uuid(rng)))
+            users.append(
+                await store.users.create(
+                    wid,
+                    f"{first}.{last}@{spec['name'].split()[0].lower()}.example".lower(),
+                    first,
+                    last,
+                    now - dt.timedelta(days=300 - i),
+                    demo_uuid(rng),
+                )
+            )
         await store.users.delete(wid, users[-1]["id"])  # one deleted user per workspace
         active, deleted = users[:-1], users[-1]
         lists = []
         for number, name in enumerate(spec["lists"]):
             created = now - dt.timedelta(days=60 - 15 * number, hours=rng.randint(0, 23))
-            lists.append(await store.lists.create(wid, name, active[number % len(active)]["id"],
-                                                  created_at=created, list_id=demo_uuid(rng)))
+            lists.append(
+                await store.lists.create(
+                    wid,
+                    name,
+                    active[number % len(active)]["id"],
+                    created_at=created,
+                    list_id=demo_uuid(rng),
+                )
+            )
         prospects = build_prospects(rng, wid, part.prospects, lists, now, part.timeline > 0)
         await _write(progress, "prospects", store.prospects.insert_documents, wid, prospects)
         for listing in lists:
             await store.lists.set_count(
-                wid, listing["id"], await store.prospects.count_in_list(wid, listing["id"]))
+                wid, listing["id"], await store.prospects.count_in_list(wid, listing["id"])
+            )
         activities = build_timelines(rng, wid, active, prospects, lists, now)
         if part.timeline:
             activities += long_timeline(rng, wid, prospects[0], active, part.timeline, now)
@@ -218,8 +295,11 @@ async def _seed(store, auth, seed: int, now: dt.datetime | None, scale: Scale,
         while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
             if writing:
                 await writing
-            writing = asyncio.ensure_future(_write_calls(
-                progress, store, wid, pending, call_timeline(rng, wid, pending, status)))
+            writing = asyncio.ensure_future(
+                _write_calls(
+                    progress, store, wid, pending, call_timeline(rng, wid, pending, status)
+                )
+            )
             pending = chunk
         if writing:
             await writing
@@ -228,8 +308,7 @@ async def _seed(store, auth, seed: int, now: dt.datetime | None, scale: Scale,
             if recorded:
                 # The third-newest: the console pre-fills the newest call, which should play.
                 recorded[-min(3, len(recorded))]["recordingRef"] = MISSING_RECORDING_REF
-        await _write_calls(progress, store, wid, pending,
-                           call_timeline(rng, wid, pending, status))
+        await _write_calls(progress, store, wid, pending, call_timeline(rng, wid, pending, status))
         _, key = await auth.create(wid, "demo key")
         result.append({"id": wid, "name": spec["name"], "apiKey": key})
     progress.advance(progress.total, "done")
@@ -249,8 +328,15 @@ class LiveWriter:
     RECENT = 500  # newest calls whose notes may change
     REFRESH = 60  # seconds between re-reads of the workspaces' users and prospects
 
-    def __init__(self, store, workspace_ids: list[str], per_minute: int,
-                 rng: random.Random | None = None, clock=time.monotonic, region: str = "US"):
+    def __init__(
+        self,
+        store,
+        workspace_ids: list[str],
+        per_minute: int,
+        rng: random.Random | None = None,
+        clock=time.monotonic,
+        region: str = "US",
+    ):
         self.store, self.workspace_ids, self.per_minute = store, workspace_ids, per_minute
         self.region = region  # of phone numbers uploaded without +country
         self.rng = rng or random.Random()  # not the seed's stream: a kept file gets new ids
@@ -265,8 +351,11 @@ class LiveWriter:
         for wid in self.workspace_ids:
             users = await self.store.users.list_active(wid)
             page = await self.store.prospects.page(wid, Window(self.SAMPLE, page=None))
-            prospects = [{**p, "phoneNumber": phone} for p in page.items
-                         if (phone := normalize_phone(p["phoneNumber"], self.region))]
+            prospects = [
+                {**p, "phoneNumber": phone}
+                for p in page.items
+                if (phone := normalize_phone(p["phoneNumber"], self.region))
+            ]
             if users and prospects:
                 self.people[wid] = users, prospects
             else:
@@ -280,17 +369,17 @@ class LiveWriter:
         for wid, (users, prospects) in self.people.items():
             calls = [live_call(rng, wid, users, prospects, utcnow()) for _ in range(count)]
             await self.store.calls.insert_documents(wid, calls)
-            meetings = [meeting_activity(rng, wid, call) for call in calls
-                        if call["meetingBooked"]]
+            meetings = [meeting_activity(rng, wid, call) for call in calls if call["meetingBooked"]]
             if meetings:
                 await self.store.activities.insert_documents(wid, meetings)
             recent = self.recent[wid]
             recent.extend(call["_id"] for call in calls)
-            del recent[:-self.RECENT]
+            del recent[: -self.RECENT]
             for _ in range(count):
                 if rng.random() < LIVE_NOTES_SHARE and recent:
-                    await self.store.calls.update_notes(wid, rng.choice(recent),
-                                                        rng.choice(LIVE_NOTES))
+                    await self.store.calls.update_notes(
+                        wid, rng.choice(recent), rng.choice(LIVE_NOTES)
+                    )
 
     async def run(self) -> None:
         """Write until cancelled. A failed write is logged and the writer goes on."""
@@ -301,8 +390,11 @@ class LiveWriter:
             return
         if not self.people or self.per_minute <= 0:
             return
-        log.info("live demo writes: %d new calls a minute in each of %d workspaces",
-                 self.per_minute, len(self.people))
+        log.info(
+            "live demo writes: %d new calls a minute in each of %d workspaces",
+            self.per_minute,
+            len(self.people),
+        )
         interval = 60 / self.per_minute
         started = refreshed = self.clock()
         while True:
@@ -329,10 +421,8 @@ async def stop(task: asyncio.Task | None) -> None:
     if task is None:
         return
     task.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
 
 
 # The demo's per-workspace limit unless --rate-limit or WSAPI_RATE_LIMIT_PER_MINUTE says
@@ -341,16 +431,22 @@ DEMO_RATE_LIMIT = 60_000
 
 
 def run_demo(config: Config, args) -> int:
-    rate_limit = args.rate_limit or (config.rate_limit_per_minute
-                                     if env_name("rate_limit_per_minute") in os.environ
-                                     else DEMO_RATE_LIMIT)
-    store = ({"mongodb_uri": "", "sqlite_path": args.data} if args.data
-             else {"mongodb_uri": "memory"})
+    rate_limit = args.rate_limit or (
+        config.rate_limit_per_minute
+        if env_name("rate_limit_per_minute") in os.environ
+        else DEMO_RATE_LIMIT
+    )
+    store = (
+        {"mongodb_uri": "", "sqlite_path": args.data} if args.data else {"mongodb_uri": "memory"}
+    )
     settle = getattr(args, "sync_settle_seconds", None)
-    config = config.replace(**store, host=args.host, port=args.port,
-                            rate_limit_per_minute=rate_limit,
-                            sync_settle_seconds=config.sync_settle_seconds if settle is None
-                            else settle)
+    config = config.replace(
+        **store,
+        host=args.host,
+        port=args.port,
+        rate_limit_per_minute=rate_limit,
+        sync_settle_seconds=config.sync_settle_seconds if settle is None else settle,
+    )
     setup_logging(config.log_level)
     anchor()  # a malformed WSAPI_DEMO_ANCHOR is a configuration error before anything starts
     try:
@@ -365,8 +461,11 @@ async def _demo(config: Config, args) -> None:
     store, auth = await open_services(config)
     existing = await store.workspaces.list()
     if existing:  # a kept data file: nothing is seeded again; every workspace gets a new key
-        log.info("using the data in %s (%d workspaces); issuing fresh demo keys", args.data,
-                 len(existing))
+        log.info(
+            "using the data in %s (%d workspaces); issuing fresh demo keys",
+            args.data,
+            len(existing),
+        )
         workspaces = []
         for workspace in existing:
             _, key = await auth.create(workspace["id"], "demo key")
@@ -384,13 +483,18 @@ async def _demo(config: Config, args) -> None:
     host = f"[{config.host}]" if ":" in config.host else config.host
     # Listening on every address: name the loopback one, a URL that works from this machine.
     origin = reachable(f"http://{host}:{port}")
-    write_private(Path(args.keys_file),
-                  json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2))
+    write_private(
+        Path(args.keys_file),
+        json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2),
+    )
     live = getattr(args, "live_calls_per_minute", 0)
     writer = None
     if live:
-        writer = asyncio.ensure_future(LiveWriter(
-            store, [w["id"] for w in workspaces], live, region=config.default_region).run())
+        writer = asyncio.ensure_future(
+            LiveWriter(
+                store, [w["id"] for w in workspaces], live, region=config.default_region
+            ).run()
+        )
     print(banner(origin, workspaces, args.keys_file, args.data, live), flush=True)
     try:
         await admin_console(config, store, auth)
@@ -461,10 +565,18 @@ async def start_simulated_provider(config: Config) -> Config:
     recordings come from it (and MISSING_RECORDING_REF is missing there)."""
     account_id = "AC" + secrets.token_hex(16)
     auth_token = secrets.token_hex(16)
-    provider = await start_provider("127.0.0.1", 0, account_id=account_id, auth_token=auth_token,
-                                    library=ProviderLibrary(missing=[MISSING_RECORDING_REF]))
-    return config.replace(provider_url=provider.base_url, provider_account_id=account_id,
-                          provider_auth_token=auth_token)
+    provider = await start_provider(
+        "127.0.0.1",
+        0,
+        account_id=account_id,
+        auth_token=auth_token,
+        library=ProviderLibrary(missing=[MISSING_RECORDING_REF]),
+    )
+    return config.replace(
+        provider_url=provider.base_url,
+        provider_account_id=account_id,
+        provider_auth_token=auth_token,
+    )
 
 
 def reachable(origin: str) -> str:
@@ -472,12 +584,16 @@ def reachable(origin: str) -> str:
     return origin.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:")
 
 
-def banner(origin: str, workspaces: list[dict], keys_file: str, data: str | None = None,
-           live: int = 0) -> str:
+def banner(
+    origin: str, workspaces: list[dict], keys_file: str, data: str | None = None, live: int = 0
+) -> str:
     origin = reachable(origin)
     key = workspaces[0]["apiKey"]
-    kept = f"SQLite file {data}: the data is kept" if data else "throwaway SQLite file: " \
-        "nothing is kept; --data PATH keeps it"
+    kept = (
+        f"SQLite file {data}: the data is kept"
+        if data
+        else "throwaway SQLite file: nothing is kept; --data PATH keeps it"
+    )
     lines = [
         "",
         f"Workspace Data API demo ({kept})",

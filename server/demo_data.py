@@ -12,6 +12,7 @@ from __future__ import annotations
 import array
 import dataclasses
 import datetime as dt
+import itertools
 import math
 import random
 import uuid
@@ -28,42 +29,158 @@ MISSING_RECORDING_REF = "RE" + "0badc0de" * 4
 CALL_DAYS = 90
 TEAM_ZONE = ZoneInfo("America/New_York")
 LONG_TIMELINE_CONTACT = {
-    "firstName": "Dana", "lastName": "Whitfield", "email": "dana.whitfield@northwind.example",
-    "phoneNumber": "+14155550100", "companyName": "Northwind",
-    "companyDomain": "northwind.example", "jobTitle": "VP Sales",
+    "firstName": "Dana",
+    "lastName": "Whitfield",
+    "email": "dana.whitfield@northwind.example",
+    "phoneNumber": "+14155550100",
+    "companyName": "Northwind",
+    "companyDomain": "northwind.example",
+    "jobTitle": "VP Sales",
     "linkedinUrl": "https://www.linkedin.com/in/dana-whitfield",
 }
 
-FIRST = ["Ava", "Liam", "Mia", "Noah", "Zoe", "Ethan", "Lena", "Omar", "Iris", "Hugo", "Nora",
-         "Raj", "Sofia", "Tom", "Yara", "Felix", "Greta", "Ivan", "Julia", "Kenji", "Amara",
-         "Bruno", "Chloe", "Diego", "Elif", "Farah", "Gabriel", "Hana", "Isaac", "Jonas"]
-LAST = ["Nguyen", "Schmidt", "Garcia", "Okafor", "Rossi", "Kowalski", "Haddad", "Silva",
-        "Andersen", "Tanaka", "Dubois", "Murphy", "Novak", "Costa", "Ahmed", "Larsen", "Moreau",
-        "Fischer", "Patel", "Kim", "Jensen", "Horvat", "Ibrahim", "Lindqvist"]
-COMPANIES = [("Northwind", "northwind.example"), ("Contoso", "contoso.example"),
-             ("Fabrikam", "fabrikam.example"), ("Tailspin", "tailspin.example"),
-             ("Litware", "litware.example"), ("Proseware", "proseware.example"),
-             ("Adatum", "adatum.example"), ("Woodgrove", "woodgrove.example"),
-             ("Wingtip", "wingtip.example"), ("Lucerne", "lucerne.example"),
-             ("Relecloud", "relecloud.example"), ("Trey Research", "treyresearch.example")]
-TITLES = ["VP Sales", "Head of Operations", "CFO", "IT Manager", "Procurement Lead", "Founder",
-          "Office Manager", "Director of Marketing", "RevOps Manager", "Sales Director"]
-AREA_CODES = ["212", "213", "305", "312", "404", "415", "503", "512", "617", "646", "702", "720",
-              "206", "303", "602", "615", "704", "713", "801", "919"]
-CALL_NOTES = ["Interested, wants pricing for 20 seats.", "Using a competitor until Q3; call back.",
-              "Asked for a case study in their industry.", "Gatekeeper; got the direct line.",
-              "Budget approved next quarter.", "Not the decision maker; referred to the CFO.",
-              "Happy with the current vendor.", "Wants a demo with the IT team.",
-              "Call back after the holidays.", "Sent the one-pager during the call."]
-NOTES = ["Met at the SaaStr booth; follow up about integrations.",
-         "LinkedIn: promoted to VP last month.", "Champion left the company; find the new owner.",
-         "Prefers email over calls.", "Evaluating three vendors, decision in six weeks."]
-SUBJECTS = ["Quick question about your outbound team", "Following up on our call",
-            "Case study: 3x more conversations", "Pricing for your team",
-            "Time for a 20-minute demo?", "Checking in"]
+FIRST = [
+    "Ava",
+    "Liam",
+    "Mia",
+    "Noah",
+    "Zoe",
+    "Ethan",
+    "Lena",
+    "Omar",
+    "Iris",
+    "Hugo",
+    "Nora",
+    "Raj",
+    "Sofia",
+    "Tom",
+    "Yara",
+    "Felix",
+    "Greta",
+    "Ivan",
+    "Julia",
+    "Kenji",
+    "Amara",
+    "Bruno",
+    "Chloe",
+    "Diego",
+    "Elif",
+    "Farah",
+    "Gabriel",
+    "Hana",
+    "Isaac",
+    "Jonas",
+]
+LAST = [
+    "Nguyen",
+    "Schmidt",
+    "Garcia",
+    "Okafor",
+    "Rossi",
+    "Kowalski",
+    "Haddad",
+    "Silva",
+    "Andersen",
+    "Tanaka",
+    "Dubois",
+    "Murphy",
+    "Novak",
+    "Costa",
+    "Ahmed",
+    "Larsen",
+    "Moreau",
+    "Fischer",
+    "Patel",
+    "Kim",
+    "Jensen",
+    "Horvat",
+    "Ibrahim",
+    "Lindqvist",
+]
+COMPANIES = [
+    ("Northwind", "northwind.example"),
+    ("Contoso", "contoso.example"),
+    ("Fabrikam", "fabrikam.example"),
+    ("Tailspin", "tailspin.example"),
+    ("Litware", "litware.example"),
+    ("Proseware", "proseware.example"),
+    ("Adatum", "adatum.example"),
+    ("Woodgrove", "woodgrove.example"),
+    ("Wingtip", "wingtip.example"),
+    ("Lucerne", "lucerne.example"),
+    ("Relecloud", "relecloud.example"),
+    ("Trey Research", "treyresearch.example"),
+]
+TITLES = [
+    "VP Sales",
+    "Head of Operations",
+    "CFO",
+    "IT Manager",
+    "Procurement Lead",
+    "Founder",
+    "Office Manager",
+    "Director of Marketing",
+    "RevOps Manager",
+    "Sales Director",
+]
+AREA_CODES = [
+    "212",
+    "213",
+    "305",
+    "312",
+    "404",
+    "415",
+    "503",
+    "512",
+    "617",
+    "646",
+    "702",
+    "720",
+    "206",
+    "303",
+    "602",
+    "615",
+    "704",
+    "713",
+    "801",
+    "919",
+]
+CALL_NOTES = [
+    "Interested, wants pricing for 20 seats.",
+    "Using a competitor until Q3; call back.",
+    "Asked for a case study in their industry.",
+    "Gatekeeper; got the direct line.",
+    "Budget approved next quarter.",
+    "Not the decision maker; referred to the CFO.",
+    "Happy with the current vendor.",
+    "Wants a demo with the IT team.",
+    "Call back after the holidays.",
+    "Sent the one-pager during the call.",
+]
+NOTES = [
+    "Met at the SaaStr booth; follow up about integrations.",
+    "LinkedIn: promoted to VP last month.",
+    "Champion left the company; find the new owner.",
+    "Prefers email over calls.",
+    "Evaluating three vendors, decision in six weeks.",
+]
+SUBJECTS = [
+    "Quick question about your outbound team",
+    "Following up on our call",
+    "Case study: 3x more conversations",
+    "Pricing for your team",
+    "Time for a 20-minute demo?",
+    "Checking in",
+]
 REPLIES = ["Re: Following up on our call", "Re: Pricing for your team", "Re: Checking in"]
-OUTBOUND = [("connected", 16), ("no_answer", 42), ("voicemail", 24), ("busy", 6), ("failed", 4),
-            ("wrong_number", 8)]
+OUTBOUND = [
+    ("connected", 16),
+    ("no_answer", 42),
+    ("voicemail", 24),
+    ("busy", 6),
+    ("failed", 4),
+    ("wrong_number", 8),
+]
 INBOUND = [("connected", 80), ("no_answer", 12), ("voicemail", 8)]
 
 
@@ -102,15 +219,29 @@ def demo_contacts(rng: random.Random, count: int) -> list[dict]:
             continue
         emails.add(email)
         phones.add(phone)
-        contacts.append({"firstName": first, "lastName": last, "email": email,
-                         "phoneNumber": phone, "companyName": company, "companyDomain": domain,
-                         "jobTitle": rng.choice(TITLES),
-                         "linkedinUrl": f"https://www.linkedin.com/in/{handle.replace('.', '-')}"})
+        contacts.append(
+            {
+                "firstName": first,
+                "lastName": last,
+                "email": email,
+                "phoneNumber": phone,
+                "companyName": company,
+                "companyDomain": domain,
+                "jobTitle": rng.choice(TITLES),
+                "linkedinUrl": f"https://www.linkedin.com/in/{handle.replace('.', '-')}",
+            }
+        )
     return contacts
 
 
-def build_prospects(rng: random.Random, workspace_id: str, count: int, lists: list[dict],
-                    now: dt.datetime, long_timeline: bool) -> list[dict]:
+def build_prospects(
+    rng: random.Random,
+    workspace_id: str,
+    count: int,
+    lists: list[dict],
+    now: dt.datetime,
+    long_timeline: bool,
+) -> list[dict]:
     """Prospect documents, created over the last 150 days, each in zero to two lists."""
     contacts = demo_contacts(rng, count - 1 if long_timeline else count)
     if long_timeline:
@@ -118,16 +249,25 @@ def build_prospects(rng: random.Random, workspace_id: str, count: int, lists: li
     documents = []
     for index, raw in enumerate(contacts):
         contact = Contact.parse(raw, "US")
-        joined = [x for x in lists if rng.random() < 0.45] or ([] if rng.random() < 0.2 else
-                                                                [rng.choice(lists)])
+        joined = [x for x in lists if rng.random() < 0.45] or (
+            [] if rng.random() < 0.2 else [rng.choice(lists)]
+        )
         if index == 0 and long_timeline:
             joined = list(lists)
-        created = min([now - dt.timedelta(days=rng.uniform(95, 150))]
-                      + [x["createdAt"] - dt.timedelta(hours=1) for x in joined])
+        created = min(
+            [now - dt.timedelta(days=rng.uniform(95, 150))]
+            + [x["createdAt"] - dt.timedelta(hours=1) for x in joined]
+        )
         owner = joined[0]["ownerUserId"] if joined else None
-        doc = prospect_document(workspace_id, contact, dedupe_key(contact), owner,
-                                created.replace(microsecond=0), [x["id"] for x in joined],
-                                demo_uuid(rng))
+        doc = prospect_document(
+            workspace_id,
+            contact,
+            dedupe_key(contact),
+            owner,
+            created.replace(microsecond=0),
+            [x["id"] for x in joined],
+            demo_uuid(rng),
+        )
         documents.append(doc)
     return documents
 
@@ -143,7 +283,8 @@ def _call_start(rng: random.Random, now: dt.datetime) -> dt.datetime:
         if day.weekday() >= 5 and rng.random() < 0.95:
             continue
         local = dt.datetime(day.year, day.month, day.day, 9, tzinfo=TEAM_ZONE) + dt.timedelta(
-            seconds=rng.randint(0, int(8.5 * 3600)), milliseconds=rng.randint(0, 999))
+            seconds=rng.randint(0, int(8.5 * 3600)), milliseconds=rng.randint(0, 999)
+        )
         start = local.astimezone(dt.UTC).replace(tzinfo=None)
         if start < now - dt.timedelta(hours=1):
             return start
@@ -166,31 +307,50 @@ def call_starts(rng: random.Random, count: int, now: dt.datetime) -> array.array
     """The start instants of `count` calls (integer milliseconds since the epoch), oldest
     first: 8 bytes a call, so a million calls are planned in 8 MB."""
     epoch = dt.datetime(1970, 1, 1)
-    starts = array.array("q", (int((_call_start(rng, now) - epoch) / dt.timedelta(milliseconds=1))
-                               for _ in range(count)))
+    starts = array.array(
+        "q",
+        (int((_call_start(rng, now) - epoch) / dt.timedelta(milliseconds=1)) for _ in range(count)),
+    )
     return array.array("q", sorted(starts))
 
 
-def build_calls(rng: random.Random, workspace_id: str, users: list[dict],
-                deleted_user: dict, prospects: list[dict], count: int,
-                now: dt.datetime) -> Iterator[list[dict]]:
+def build_calls(
+    rng: random.Random,
+    workspace_id: str,
+    users: list[dict],
+    deleted_user: dict,
+    prospects: list[dict],
+    count: int,
+    now: dt.datetime,
+) -> Iterator[list[dict]]:
     """Call documents, oldest first, in chunks (the last one holds the newest CALL_CHUNK calls,
     or all of them). Busier reps dial more; the deleted user dialed
     early on; the long-timeline prospect (prospects[0]) is called more than anyone."""
-    weights = [4, 3, 3, 2, 1, 1][:len(users)] + [1] * max(0, len(users) - 6)
+    weights = [4, 3, 3, 2, 1, 1][: len(users)] + [1] * max(0, len(users) - 6)
     members = [p for p in prospects if p["listIds"]]
     starts = call_starts(rng, count, now)
     epoch = dt.datetime(1970, 1, 1)
     chunks = max(1, count // CALL_CHUNK)
     edges = [0, *(count - k * CALL_CHUNK for k in range(chunks - 1, 0, -1)), count]
-    for first, last in zip(edges, edges[1:], strict=False):
+    for first, last in itertools.pairwise(edges):
         if first == last:
             continue
         documents = []
         for index in range(first, last):
             started = epoch + dt.timedelta(milliseconds=starts[index])
-            documents.append(_call(rng, workspace_id, users, deleted_user, prospects, members,
-                                   weights, started, now))
+            documents.append(
+                _call(
+                    rng,
+                    workspace_id,
+                    users,
+                    deleted_user,
+                    prospects,
+                    members,
+                    weights,
+                    started,
+                    now,
+                )
+            )
         yield documents
 
 
@@ -206,8 +366,11 @@ def _call(rng, workspace_id, users, deleted_user, prospects, members, weights, s
         prospect = rng.choice(members)
     else:
         prospect = rng.choice(prospects)
-    list_id = (rng.choice(prospect["listIds"]) if direction == "outbound"
-               and prospect["listIds"] and rng.random() < 0.85 else None)
+    list_id = (
+        rng.choice(prospect["listIds"])
+        if direction == "outbound" and prospect["listIds"] and rng.random() < 0.85
+        else None
+    )
     disposition = _weighted(rng, OUTBOUND if direction == "outbound" else INBOUND)
     answered = ended = None
     if disposition in ("connected", "voicemail", "wrong_number"):
@@ -221,54 +384,103 @@ def _call(rng, workspace_id, users, deleted_user, prospects, members, weights, s
     ref = recording_ref(rng) if answered and rng.random() < 0.92 else None
     ours, theirs = caller_id(user_index), prospect["phoneE164"]
     return call_document(
-        workspace_id, user_id=user["id"], prospect_id=prospect["_id"], direction=direction,
-        disposition=disposition, from_number=ours if direction == "outbound" else theirs,
-        to_number=theirs if direction == "outbound" else ours, started_at=started,
-        answered_at=answered, ended_at=ended, list_id=list_id, meeting_booked=meeting,
-        notes=rng.choice(CALL_NOTES) if disposition == "connected" and rng.random() < 0.45
-        else None, recording_ref=ref, recording_duration_seconds=talk if ref else None,
+        workspace_id,
+        user_id=user["id"],
+        prospect_id=prospect["_id"],
+        direction=direction,
+        disposition=disposition,
+        from_number=ours if direction == "outbound" else theirs,
+        to_number=theirs if direction == "outbound" else ours,
+        started_at=started,
+        answered_at=answered,
+        ended_at=ended,
+        list_id=list_id,
+        meeting_booked=meeting,
+        notes=rng.choice(CALL_NOTES)
+        if disposition == "connected" and rng.random() < 0.45
+        else None,
+        recording_ref=ref,
+        recording_duration_seconds=talk if ref else None,
         updated_at=ended + dt.timedelta(seconds=rng.randint(2, 90)),
-        call_id=demo_uuid(rng))
+        call_id=demo_uuid(rng),
+    )
 
 
-def build_timelines(rng: random.Random, workspace_id: str, users: list[dict],
-                    prospects: list[dict], lists: list[dict], now: dt.datetime) -> list[dict]:
+def build_timelines(
+    rng: random.Random,
+    workspace_id: str,
+    users: list[dict],
+    prospects: list[dict],
+    lists: list[dict],
+    now: dt.datetime,
+) -> list[dict]:
     """The prospects' own timeline entries: list memberships, emails and notes (the calls'
     entries come from `call_timeline`)."""
     names = {x["id"]: x for x in lists}
     activities = []
 
     def add(prospect, kind, at, summary, details, user=None, call=None):
-        activities.append(activity_document(
-            workspace_id, prospect["_id"], kind, at, summary, details,
-            user_id=user, call_id=call, activity_id=demo_uuid(rng)))
+        activities.append(
+            activity_document(
+                workspace_id,
+                prospect["_id"],
+                kind,
+                at,
+                summary,
+                details,
+                user_id=user,
+                call_id=call,
+                activity_id=demo_uuid(rng),
+            )
+        )
 
     for prospect in prospects:
         for list_id in prospect["listIds"]:
             joined = names[list_id]["createdAt"] + dt.timedelta(minutes=rng.randint(1, 240))
-            activities.append(list_added_activity(workspace_id, prospect["_id"], list_id,
-                                                  names[list_id]["name"], joined))
+            activities.append(
+                list_added_activity(
+                    workspace_id, prospect["_id"], list_id, names[list_id]["name"], joined
+                )
+            )
     for prospect in prospects:
         if rng.random() < 0.3:
             user = prospect["ownerUserId"] or rng.choice(users)["id"]
             for _ in range(rng.randint(1, 3)):
                 sent = now - dt.timedelta(days=rng.uniform(1, 80))
                 subject = rng.choice(SUBJECTS)
-                add(prospect, "email", sent, f"Email sent: {subject}",
-                    {"direction": "outbound", "subject": subject}, user)
+                add(
+                    prospect,
+                    "email",
+                    sent,
+                    f"Email sent: {subject}",
+                    {"direction": "outbound", "subject": subject},
+                    user,
+                )
                 if rng.random() < 0.25:
                     reply = rng.choice(REPLIES)
-                    add(prospect, "email", sent + dt.timedelta(hours=rng.randint(1, 48)),
-                        f"Email received: {reply}", {"direction": "inbound", "subject": reply})
+                    add(
+                        prospect,
+                        "email",
+                        sent + dt.timedelta(hours=rng.randint(1, 48)),
+                        f"Email received: {reply}",
+                        {"direction": "inbound", "subject": reply},
+                    )
         if rng.random() < 0.1:
             text = rng.choice(NOTES)
-            add(prospect, "note", now - dt.timedelta(days=rng.uniform(1, 80)), text,
-                {"text": text}, rng.choice(users)["id"])
+            add(
+                prospect,
+                "note",
+                now - dt.timedelta(days=rng.uniform(1, 80)),
+                text,
+                {"text": text},
+                rng.choice(users)["id"],
+            )
     return activities
 
 
-def call_timeline(rng: random.Random, workspace_id: str, calls: list[dict],
-                  status: dict[str, str]) -> list[dict]:
+def call_timeline(
+    rng: random.Random, workspace_id: str, calls: list[dict], status: dict[str, str]
+) -> list[dict]:
     """Meetings and status changes that calls (oldest first) caused, besides the calls' own
     entries (the store writes those). `status` carries each prospect's status across chunks."""
     activities: list[dict] = []
@@ -291,29 +503,48 @@ def meeting_activity(rng: random.Random, workspace_id: str, call: dict) -> dict:
     """The `meeting_booked` entry of a call that booked a meeting (1 to 10 days later)."""
     meeting_at = call["endedAt"] + dt.timedelta(days=rng.randint(1, 10), hours=2)
     return activity_document(
-        workspace_id, call["prospectId"], "meeting_booked", call["endedAt"],
+        workspace_id,
+        call["prospectId"],
+        "meeting_booked",
+        call["endedAt"],
         "Meeting booked for " + meeting_at.strftime("%b %d"),
         {"scheduledFor": meeting_at.replace(minute=0, second=0, microsecond=0)},
-        user_id=call["userId"], call_id=call["_id"], activity_id=demo_uuid(rng))
+        user_id=call["userId"],
+        call_id=call["_id"],
+        activity_id=demo_uuid(rng),
+    )
 
 
 def _status(activities, rng, workspace_id, call, before, after):
-    activities.append(activity_document(
-        workspace_id, call["prospectId"], "status_change", call["endedAt"],
-        f"Status: {before} → {after}", {"from": before, "to": after},
-        user_id=call["userId"], activity_id=demo_uuid(rng)))
+    activities.append(
+        activity_document(
+            workspace_id,
+            call["prospectId"],
+            "status_change",
+            call["endedAt"],
+            f"Status: {before} → {after}",
+            {"from": before, "to": after},
+            user_id=call["userId"],
+            activity_id=demo_uuid(rng),
+        )
+    )
 
 
-def long_timeline(rng: random.Random, workspace_id: str, prospect: dict, users: list[dict],
-                  count: int, now: dt.datetime) -> list[dict]:
+def long_timeline(
+    rng: random.Random,
+    workspace_id: str,
+    prospect: dict,
+    users: list[dict],
+    count: int,
+    now: dt.datetime,
+) -> list[dict]:
     """`count` emails, notes and status changes over the last two years: one prospect with a
     very long timeline (to try GET /prospect-activities streaming)."""
     activities = []
     statuses = ["contacted", "qualified", "meeting_set", "unqualified", "customer"]
     current = None
     for i in range(count):
-        at = now - dt.timedelta(days=730 * (count - i) / max(count, 1),
-                                minutes=rng.randint(0, 600))
+        at = now - dt.timedelta(days=730 * (count - i) / max(count, 1), minutes=rng.randint(0, 600))
         user = rng.choice(users)["id"]
         roll = rng.random()
         if roll < 0.6:
@@ -329,9 +560,18 @@ def long_timeline(rng: random.Random, workspace_id: str, prospect: dict, users: 
             after = rng.choice([s for s in statuses if s != current])
             kind, summary = "status_change", f"Status: {current or 'none'} → {after}"
             details, current = {"from": current, "to": after}, after
-        activities.append(activity_document(workspace_id, prospect["_id"], kind, at, summary,
-                                            details, user_id=user,
-                                            activity_id=demo_uuid(rng)))
+        activities.append(
+            activity_document(
+                workspace_id,
+                prospect["_id"],
+                kind,
+                at,
+                summary,
+                details,
+                user_id=user,
+                activity_id=demo_uuid(rng),
+            )
+        )
     return activities
 
 
@@ -341,8 +581,13 @@ LIVE_NOTES_SHARE = 0.1  # after this share of live calls, an existing call's not
 LIVE_NOTES = ["Called back: " + note for note in CALL_NOTES]
 
 
-def live_call(rng: random.Random, workspace_id: str, users: list[dict], prospects: list[dict],
-              now: dt.datetime) -> dict:
+def live_call(
+    rng: random.Random,
+    workspace_id: str,
+    users: list[dict],
+    prospects: list[dict],
+    now: dt.datetime,
+) -> dict:
     """A call that ended a moment ago (`now`, the instant it is written), having started up to
     LIVE_CALL_WINDOW before: `createdAt` (= its start) lands behind the newest calls, while
     `updatedAt` is `now`. `users` are user records (`id`), `prospects` prospect records (`id`,
@@ -361,8 +606,7 @@ def live_call(rng: random.Random, workspace_id: str, users: list[dict], prospect
         ring = rng.randint(*{"no_answer": (25, 40), "busy": (2, 6), "failed": (0, 3)}[disposition])
         talk = 0
     ended = now - dt.timedelta(milliseconds=rng.randint(0, 999))
-    started = ended - dt.timedelta(seconds=ring + talk
-                                   + rng.uniform(0, window - ring - talk - 1))
+    started = ended - dt.timedelta(seconds=ring + talk + rng.uniform(0, window - ring - talk - 1))
     started = started.replace(microsecond=started.microsecond // 1000 * 1000)
     answered = started + dt.timedelta(seconds=ring) if talk else None
     if answered:
@@ -374,14 +618,29 @@ def live_call(rng: random.Random, workspace_id: str, users: list[dict], prospect
     if ref == MISSING_RECORDING_REF:  # never, but a live recording must always play
         ref = recording_ref(rng)
     ours, theirs = caller_id(user_index), prospect["phoneNumber"]
-    list_id = (rng.choice(prospect["listIds"]) if direction == "outbound"
-               and prospect["listIds"] and rng.random() < 0.85 else None)
+    list_id = (
+        rng.choice(prospect["listIds"])
+        if direction == "outbound" and prospect["listIds"] and rng.random() < 0.85
+        else None
+    )
     return call_document(
-        workspace_id, user_id=users[user_index]["id"], prospect_id=prospect["id"],
-        direction=direction, disposition=disposition,
+        workspace_id,
+        user_id=users[user_index]["id"],
+        prospect_id=prospect["id"],
+        direction=direction,
+        disposition=disposition,
         from_number=ours if direction == "outbound" else theirs,
-        to_number=theirs if direction == "outbound" else ours, started_at=started,
-        answered_at=answered, ended_at=ended, list_id=list_id, meeting_booked=meeting,
-        notes=rng.choice(CALL_NOTES) if disposition == "connected" and rng.random() < 0.45
-        else None, recording_ref=ref, recording_duration_seconds=talk if ref else None,
-        updated_at=now, call_id=demo_uuid(rng))
+        to_number=theirs if direction == "outbound" else ours,
+        started_at=started,
+        answered_at=answered,
+        ended_at=ended,
+        list_id=list_id,
+        meeting_booked=meeting,
+        notes=rng.choice(CALL_NOTES)
+        if disposition == "connected" and rng.random() < 0.45
+        else None,
+        recording_ref=ref,
+        recording_duration_seconds=talk if ref else None,
+        updated_at=now,
+        call_id=demo_uuid(rng),
+    )

@@ -54,6 +54,7 @@ class _Connection:
     def set_close_callback(self, callback) -> None:
         """A request whose connection closes (the client left, or a handler cut a stream short)
         is no longer in flight, whether or not its handler finishes it."""
+
         def closed() -> None:
             self._request.done()
             callback()

@@ -27,8 +27,10 @@ PATTERNS = [
     re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),  # user:password@ in a URL
     # A part of a key on its own, such as its signature in a client's X-Request-Id: a run of 40
     # or more base64url characters that mixes upper and lower case (hex ids and UUIDs do not).
-    re.compile(r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])"
-               r"[A-Za-z0-9_-]{40,}(?![A-Za-z0-9_-])"),
+    re.compile(
+        r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])"
+        r"[A-Za-z0-9_-]{40,}(?![A-Za-z0-9_-])"
+    ),
 ]
 
 
@@ -78,8 +80,12 @@ def secrets_of(config) -> list[str]:
     """The configured values that must never appear in a log line."""
     from urllib.parse import urlsplit
 
-    values = [config.secret, config.provider_auth_token, config.provider_account_id,
-              config.provider_url]
+    values = [
+        config.secret,
+        config.provider_auth_token,
+        config.provider_account_id,
+        config.provider_url,
+    ]
     if config.provider_url:
         values.append(urlsplit(config.provider_url).netloc)
     return [value for value in values if value]

@@ -38,8 +38,9 @@ class LocalCounters:
         self._counts: dict[tuple[str, dt.datetime], tuple[int, dt.datetime]] = {}
         self._prune_at = 1024
 
-    async def hit(self, workspace_id: str, window_start: dt.datetime,
-                  expire_at: dt.datetime) -> int:
+    async def hit(
+        self, workspace_id: str, window_start: dt.datetime, expire_at: dt.datetime
+    ) -> int:
         key = (workspace_id, window_start)
         entry = self._counts.get(key)
         count = entry[0] + 1 if entry else 1
@@ -89,12 +90,16 @@ class RateLimiter:
         now = self.clock()
         start, end = self.window_of(workspace_id, now)
         count = await self.counters.hit(
-            workspace_id, EPOCH + dt.timedelta(seconds=start),
+            workspace_id,
+            EPOCH + dt.timedelta(seconds=start),
             # Kept one window longer than needed, so hosts with slightly skewed clocks still
             # find the window's counter instead of starting it again.
-            EPOCH + dt.timedelta(seconds=end + self.window))
+            EPOCH + dt.timedelta(seconds=end + self.window),
+        )
         remaining = max(0, self.limit - count)
         reset = max(1, math.ceil(end - now))
-        headers = {"RateLimit-Policy": self.policy,
-                   "RateLimit": f'"{POLICY}";r={remaining};t={reset}'}
+        headers = {
+            "RateLimit-Policy": self.policy,
+            "RateLimit": f'"{POLICY}";r={remaining};t={reset}',
+        }
         return Verdict(count <= self.limit, remaining, reset, headers)

@@ -12,6 +12,7 @@ then exits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -42,7 +43,8 @@ def serve(config: Config, args) -> int:
     if config.processes > 1 and config.throwaway:
         raise ConfigError(
             "--processes > 1 needs a shared store: MONGODB_URI=memory is a throwaway file of one "
-            "process. Use the SQLite file (unset MONGODB_URI; WSAPI_SQLITE_PATH) or MongoDB")
+            "process. Use the SQLite file (unset MONGODB_URI; WSAPI_SQLITE_PATH) or MongoDB"
+        )
     resolve_secret(config)  # refuse a bad secret once, before any worker starts
     setup_logging(config.log_level, secrets_of(config))
     try:
@@ -70,7 +72,9 @@ async def run_worker(config: Config, sockets) -> int:
             "the SQLite file %s has no workspace yet, so every request gets 401. Create one and "
             "a key with the admin CLI on the same file: workspace-api workspaces create NAME; "
             "workspace-api keys create --workspace WORKSPACE_ID --name NAME (prints the key "
-            "once). Or explore with data: workspace-api demo", config.sqlite_path)
+            "once). Or explore with data: workspace-api demo",
+            config.sqlite_path,
+        )
     indexes = None
     if not store.indexes_ready:
         indexes = asyncio.create_task(ensure_indexes_when_reachable(store))
@@ -89,11 +93,14 @@ async def run_worker(config: Config, sockets) -> int:
     server.stop()  # no new connections; requests on open ones are still served
     gate = server.request_callback
     deadline = time.monotonic() + config.shutdown_timeout_seconds
-    while gate.inflight > 0 and time.monotonic() < deadline:
+    while gate.inflight > 0 and time.monotonic() < deadline:  # noqa: ASYNC110 - a counter, not an event
         await asyncio.sleep(0.05)
     if gate.inflight > 0:
-        log.warning("closing %d requests still running after %s s", gate.inflight,
-                    config.shutdown_timeout_seconds)
+        log.warning(
+            "closing %d requests still running after %s s",
+            gate.inflight,
+            config.shutdown_timeout_seconds,
+        )
     await server.close_all_connections()
     if indexes:
         indexes.cancel()
@@ -110,8 +117,9 @@ async def ensure_indexes_when_reachable(store, delay: float = 0.5) -> None:
             log.info("database ready")
             return
         except (ConnectionFailure, ExecutionTimeout) as exc:
-            log.warning("database not reachable (%s); retrying in %.1f s", type(exc).__name__,
-                        delay)
+            log.warning(
+                "database not reachable (%s); retrying in %.1f s", type(exc).__name__, delay
+            )
         except PyMongoError as exc:  # e.g. an index conflict: an operator has to look
             log.error("cannot create the indexes (%s); retrying in %.1f s", exc, delay)
         await asyncio.sleep(delay)
@@ -145,10 +153,8 @@ def supervise(count: int, work) -> int:
         nonlocal stopping
         stopping = True
         for pid in list(children):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, stop)

@@ -12,14 +12,27 @@ from store.clock import new_id
 
 TYPES = ("call", "note", "email", "list_added", "meeting_booked", "status_change")
 TIMELINE_ORDER = [("occurredAt", -1), ("_id", -1)]
-FIELDS = {"_id": 1, "type": 1, "occurredAt": 1, "userId": 1, "callId": 1, "summary": 1,
-          "details": 1}
+FIELDS = {
+    "_id": 1,
+    "type": 1,
+    "occurredAt": 1,
+    "userId": 1,
+    "callId": 1,
+    "summary": 1,
+    "details": 1,
+}
 INSERT_BATCH = 5000
 # Ids of derived activities (a call's entry, a list membership) are derived from what they
 # record, so writing them again is idempotent.
 DERIVED_IDS = uuid.UUID("6f1c0a3e-2b7d-4c59-9e8a-3d5b7f2a1c90")
-DISPOSITION_WORDS = {"connected": "connected", "no_answer": "no answer", "voicemail": "voicemail",
-                     "busy": "busy", "failed": "failed", "wrong_number": "wrong number"}
+DISPOSITION_WORDS = {
+    "connected": "connected",
+    "no_answer": "no answer",
+    "voicemail": "voicemail",
+    "busy": "busy",
+    "failed": "failed",
+    "wrong_number": "wrong number",
+}
 
 
 def to_ms(value: dt.datetime) -> dt.datetime:
@@ -31,15 +44,32 @@ def derived_id(*parts: str) -> str:
     return str(uuid.uuid5(DERIVED_IDS, "/".join(parts)))
 
 
-def activity_document(workspace_id: str, prospect_id: str, type: str, occurred_at: dt.datetime,
-                      summary: str, details: dict | None = None, *, user_id: str | None = None,
-                      call_id: str | None = None, activity_id: str | None = None) -> dict:
+def activity_document(
+    workspace_id: str,
+    prospect_id: str,
+    type: str,
+    occurred_at: dt.datetime,
+    summary: str,
+    details: dict | None = None,
+    *,
+    user_id: str | None = None,
+    call_id: str | None = None,
+    activity_id: str | None = None,
+) -> dict:
     """The stored form of one activity."""
     if type not in TYPES:
         raise ValueError(f"unknown activity type {type!r}")
-    return {"_id": activity_id or new_id(), "workspaceId": workspace_id,
-            "prospectId": prospect_id, "type": type, "occurredAt": to_ms(occurred_at),
-            "userId": user_id, "callId": call_id, "summary": summary, "details": details or {}}
+    return {
+        "_id": activity_id or new_id(),
+        "workspaceId": workspace_id,
+        "prospectId": prospect_id,
+        "type": type,
+        "occurredAt": to_ms(occurred_at),
+        "userId": user_id,
+        "callId": call_id,
+        "summary": summary,
+        "details": details or {},
+    }
 
 
 def _duration(seconds: int) -> str:
@@ -52,27 +82,48 @@ def call_activity(call: dict) -> dict:
     if call["durationSeconds"]:
         words += f" ({_duration(call['durationSeconds'])})"
     return activity_document(
-        call["workspaceId"], call["prospectId"], "call", call["startedAt"], words,
-        {"direction": call["direction"], "disposition": call["disposition"],
-         "durationSeconds": call["durationSeconds"]},
-        user_id=call["userId"], call_id=call["_id"],
-        activity_id=derived_id(call["workspaceId"], "call", call["_id"]))
+        call["workspaceId"],
+        call["prospectId"],
+        "call",
+        call["startedAt"],
+        words,
+        {
+            "direction": call["direction"],
+            "disposition": call["disposition"],
+            "durationSeconds": call["durationSeconds"],
+        },
+        user_id=call["userId"],
+        call_id=call["_id"],
+        activity_id=derived_id(call["workspaceId"], "call", call["_id"]),
+    )
 
 
-def list_added_activity(workspace_id: str, prospect_id: str, list_id: str,
-                        list_name: str | None, at: dt.datetime) -> dict:
+def list_added_activity(
+    workspace_id: str, prospect_id: str, list_id: str, list_name: str | None, at: dt.datetime
+) -> dict:
     """A prospect joined a dialer list; one per prospect and list (its id says which)."""
     summary = f"Added to list {list_name}" if list_name else "Added to a dialer list"
     return activity_document(
-        workspace_id, prospect_id, "list_added", at, summary,
+        workspace_id,
+        prospect_id,
+        "list_added",
+        at,
+        summary,
         {"listId": list_id, "listName": list_name},
-        activity_id=derived_id(workspace_id, "list_added", prospect_id, list_id))
+        activity_id=derived_id(workspace_id, "list_added", prospect_id, list_id),
+    )
 
 
 def record(doc: dict) -> dict:
-    return {"id": doc["_id"], "type": doc["type"], "occurredAt": doc["occurredAt"],
-            "userId": doc["userId"], "callId": doc["callId"], "summary": doc["summary"],
-            "details": doc["details"]}
+    return {
+        "id": doc["_id"],
+        "type": doc["type"],
+        "occurredAt": doc["occurredAt"],
+        "userId": doc["userId"],
+        "callId": doc["callId"],
+        "summary": doc["summary"],
+        "details": doc["details"],
+    }
 
 
 def check_scope(workspace_id: str, documents: list[dict]) -> None:

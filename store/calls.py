@@ -16,10 +16,25 @@ from store.clock import new_id, utcnow
 
 DIRECTIONS = ("outbound", "inbound")
 DISPOSITIONS = ("connected", "no_answer", "voicemail", "busy", "failed", "wrong_number")
-RECORD_FIELDS = ("direction", "disposition", "fromNumber", "toNumber", "userId", "prospectId",
-                 "listId", "startedAt", "answeredAt", "endedAt", "durationSeconds",
-                 "hasRecording", "recordingDurationSeconds", "meetingBooked", "notes",
-                 "createdAt", "updatedAt")
+RECORD_FIELDS = (
+    "direction",
+    "disposition",
+    "fromNumber",
+    "toNumber",
+    "userId",
+    "prospectId",
+    "listId",
+    "startedAt",
+    "answeredAt",
+    "endedAt",
+    "durationSeconds",
+    "hasRecording",
+    "recordingDurationSeconds",
+    "meetingBooked",
+    "notes",
+    "createdAt",
+    "updatedAt",
+)
 CALL_FIELDS = dict.fromkeys(("_id", *RECORD_FIELDS), 1)
 INSERT_BATCH = 5000
 
@@ -28,13 +43,26 @@ def record(doc: dict) -> dict:
     return {"id": doc["_id"], **{field: doc[field] for field in RECORD_FIELDS}}
 
 
-def call_document(workspace_id: str, *, user_id: str, prospect_id: str, direction: str,
-                  disposition: str, from_number: str, to_number: str, started_at: dt.datetime,
-                  ended_at: dt.datetime, answered_at: dt.datetime | None = None,
-                  list_id: str | None = None, meeting_booked: bool = False,
-                  notes: str | None = None, recording_ref: str | None = None,
-                  recording_duration_seconds: int | None = None,
-                  updated_at: dt.datetime | None = None, call_id: str | None = None) -> dict:
+def call_document(
+    workspace_id: str,
+    *,
+    user_id: str,
+    prospect_id: str,
+    direction: str,
+    disposition: str,
+    from_number: str,
+    to_number: str,
+    started_at: dt.datetime,
+    ended_at: dt.datetime,
+    answered_at: dt.datetime | None = None,
+    list_id: str | None = None,
+    meeting_booked: bool = False,
+    notes: str | None = None,
+    recording_ref: str | None = None,
+    recording_duration_seconds: int | None = None,
+    updated_at: dt.datetime | None = None,
+    call_id: str | None = None,
+) -> dict:
     """The stored form of a finished call. Talk time (durationSeconds) runs from answeredAt to
     endedAt, 0 for a call that was never answered."""
     if direction not in DIRECTIONS or disposition not in DISPOSITIONS:
@@ -45,12 +73,24 @@ def call_document(workspace_id: str, *, user_id: str, prospect_id: str, directio
         raise ValueError("a call must start, be answered and end in that order")
     talk = int((ended_at - answered_at).total_seconds()) if answered_at else 0
     return {
-        "_id": call_id or new_id(), "workspaceId": workspace_id, "direction": direction,
-        "disposition": disposition, "fromNumber": from_number, "toNumber": to_number,
-        "userId": user_id, "prospectId": prospect_id, "listId": list_id,
-        "startedAt": started_at, "answeredAt": answered_at, "endedAt": ended_at,
-        "durationSeconds": talk, "hasRecording": recording_ref is not None,
+        "_id": call_id or new_id(),
+        "workspaceId": workspace_id,
+        "direction": direction,
+        "disposition": disposition,
+        "fromNumber": from_number,
+        "toNumber": to_number,
+        "userId": user_id,
+        "prospectId": prospect_id,
+        "listId": list_id,
+        "startedAt": started_at,
+        "answeredAt": answered_at,
+        "endedAt": ended_at,
+        "durationSeconds": talk,
+        "hasRecording": recording_ref is not None,
         "recordingDurationSeconds": recording_duration_seconds if recording_ref else None,
-        "recordingRef": recording_ref, "meetingBooked": meeting_booked, "notes": notes,
-        "createdAt": started_at, "updatedAt": to_ms(updated_at or utcnow()),
+        "recordingRef": recording_ref,
+        "meetingBooked": meeting_booked,
+        "notes": notes,
+        "createdAt": started_at,
+        "updatedAt": to_ms(updated_at or utcnow()),
     }

@@ -60,17 +60,23 @@ class Cursors:
         message = workspace_id.encode() + b"\0" + payload
         return hmac.new(self._key, message, hashlib.sha256).digest()[:MAC_BYTES]
 
-    def encode(self, workspace_id: str, resource: str, sort: str, filters: dict,
-               position: Position | None) -> str:
-        body = {"r": resource, "s": sort,
-                "f": {name: _plain(value) for name, value in sorted(filters.items())
-                      if value is not None},
-                "p": [_ms(position.value), position.id] if position else None}
+    def encode(
+        self, workspace_id: str, resource: str, sort: str, filters: dict, position: Position | None
+    ) -> str:
+        body = {
+            "r": resource,
+            "s": sort,
+            "f": {
+                name: _plain(value) for name, value in sorted(filters.items()) if value is not None
+            },
+            "p": [_ms(position.value), position.id] if position else None,
+        }
         payload = json.dumps(body, separators=(",", ":")).encode()
         return _b64(payload) + "." + _b64(self._mac(workspace_id, payload))
 
-    def decode(self, workspace_id: str, resource: str,
-               token: str) -> tuple[str, dict, Position | None]:
+    def decode(
+        self, workspace_id: str, resource: str, token: str
+    ) -> tuple[str, dict, Position | None]:
         """(sort, filters, position) of a cursor made by `encode` for this workspace."""
         try:
             payload_text, mac_text = token.split(".")

@@ -17,13 +17,17 @@ def is_mongodb(uri: str) -> bool:
     return uri.startswith(("mongodb://", "mongodb+srv://"))
 
 
-def open_store(uri: str, database: str, timeout_seconds: float = 5.0,
-               default_region: str = "US", sqlite_path: str | None = None):
+def open_store(
+    uri: str,
+    database: str,
+    timeout_seconds: float = 5.0,
+    default_region: str = "US",
+    sqlite_path: str | None = None,
+):
     if is_mongodb(uri):
         from store.mongo import open_mongo
 
         return open_mongo(uri, database, timeout_seconds, default_region)
     from store.sqlite import open_sqlite
 
-    return open_sqlite(None if uri == "memory" else sqlite_path, timeout_seconds,
-                       default_region)
+    return open_sqlite(None if uri == "memory" else sqlite_path, timeout_seconds, default_region)

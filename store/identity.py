@@ -11,8 +11,16 @@ import re
 
 import phonenumbers
 
-CONTACT_FIELDS = ("firstName", "lastName", "phoneNumber", "email",
-                  "companyName", "companyDomain", "jobTitle", "linkedinUrl")
+CONTACT_FIELDS = (
+    "firstName",
+    "lastName",
+    "phoneNumber",
+    "email",
+    "companyName",
+    "companyDomain",
+    "jobTitle",
+    "linkedinUrl",
+)
 
 
 def normalize_email(value: str | None) -> str | None:

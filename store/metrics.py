@@ -20,11 +20,19 @@ from zoneinfo import ZoneInfo
 
 CONVERSATION_SECONDS = 60
 MAX_DAYS = 366
-COUNTS = ("dials", "connects", "conversations", "meetingsBooked", "voicemails",
-          "talkTimeSeconds")
-FIGURES = ("dials", "connects", "connectRate", "conversations", "conversationRate",
-           "meetingsBooked", "meetingRate", "voicemails", "talkTimeSeconds",
-           "averageTalkTimeSeconds")
+COUNTS = ("dials", "connects", "conversations", "meetingsBooked", "voicemails", "talkTimeSeconds")
+FIGURES = (
+    "dials",
+    "connects",
+    "connectRate",
+    "conversations",
+    "conversationRate",
+    "meetingsBooked",
+    "meetingRate",
+    "voicemails",
+    "talkTimeSeconds",
+    "averageTalkTimeSeconds",
+)
 
 
 def day_starts(first: dt.date, last: dt.date, zone: ZoneInfo) -> list[dt.datetime]:
@@ -49,28 +57,47 @@ def rates(counts: dict) -> dict:
     """The published figures of one row of counts (COUNTS): the counts and their ratios."""
     dials, connects = counts["dials"], counts["connects"]
     return {
-        "dials": dials, "connects": connects,
+        "dials": dials,
+        "connects": connects,
         "connectRate": connects / dials if dials else 0,
         "conversations": counts["conversations"],
         "conversationRate": counts["conversations"] / dials if dials else 0,
         "meetingsBooked": counts["meetingsBooked"],
         "meetingRate": counts["meetingsBooked"] / dials if dials else 0,
-        "voicemails": counts["voicemails"], "talkTimeSeconds": counts["talkTimeSeconds"],
+        "voicemails": counts["voicemails"],
+        "talkTimeSeconds": counts["talkTimeSeconds"],
         "averageTalkTimeSeconds": counts["talkTimeSeconds"] / connects if connects else 0,
     }
 
 
-def report(first: dt.date, last: dt.date, zone: ZoneInfo, user_id: str | None,
-           starts: list[dt.datetime], totals: dict | None, by_user: list[tuple[str, dict]],
-           by_day: dict[dt.datetime, dict]) -> dict:
+def report(
+    first: dt.date,
+    last: dt.date,
+    zone: ZoneInfo,
+    user_id: str | None,
+    starts: list[dt.datetime],
+    totals: dict | None,
+    by_user: list[tuple[str, dict]],
+    by_day: dict[dt.datetime, dict],
+) -> dict:
     """The dialer-metrics result from figures per user (sorted by id) and per day start."""
     days = []
     for index, start in enumerate(starts[:-1]):
-        days.append({"date": first + dt.timedelta(days=index), "startsAt": start,
-                     "endsAt": starts[index + 1], **by_day.get(start, EMPTY)})
+        days.append(
+            {
+                "date": first + dt.timedelta(days=index),
+                "startsAt": start,
+                "endsAt": starts[index + 1],
+                **by_day.get(start, EMPTY),
+            }
+        )
     return {
-        "from": first, "to": last, "timezone": zone.key, "userId": user_id,
-        "startsAt": starts[0], "endsAt": starts[-1],
+        "from": first,
+        "to": last,
+        "timezone": zone.key,
+        "userId": user_id,
+        "startsAt": starts[0],
+        "endsAt": starts[-1],
         "totals": totals or dict(EMPTY),
         "byUser": [{"userId": user, **figures} for user, figures in by_user],
         "byDay": days,

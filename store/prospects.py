@@ -34,16 +34,22 @@ from store.identity import (
 DERIVED = {"email": "emailNorm", "phoneNumber": "phoneE164", "linkedinUrl": "linkedinNorm"}
 MATCH_FIELDS = dict.fromkeys(("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values()), 1)
 DUPLICATE_KEY = 11000
-RECORD_FIELDS = dict.fromkeys(("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt",
-                               "updatedAt"), 1)
+RECORD_FIELDS = dict.fromkeys(
+    ("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt", "updatedAt"), 1
+)
 INSERT_BATCH = 5000
 
 
 def record(doc: dict) -> dict:
     """The API form of a prospect: all eight contact fields (null when unknown)."""
-    return {"id": doc["_id"], **{field: doc.get(field) for field in CONTACT_FIELDS},
-            "ownerUserId": doc.get("ownerUserId"), "listIds": doc.get("listIds", []),
-            "createdAt": doc["createdAt"], "updatedAt": doc["updatedAt"]}
+    return {
+        "id": doc["_id"],
+        **{field: doc.get(field) for field in CONTACT_FIELDS},
+        "ownerUserId": doc.get("ownerUserId"),
+        "listIds": doc.get("listIds", []),
+        "createdAt": doc["createdAt"],
+        "updatedAt": doc["updatedAt"],
+    }
 
 
 @dataclasses.dataclass
@@ -61,8 +67,12 @@ class Contact:
         phone = normalize_phone(fields.get("phoneNumber"), region)
         if phone:
             fields["phoneNumber"] = phone
-        return cls(fields, normalize_email(fields.get("email")), phone,
-                   normalize_linkedin(fields.get("linkedinUrl")))
+        return cls(
+            fields,
+            normalize_email(fields.get("email")),
+            phone,
+            normalize_linkedin(fields.get("linkedinUrl")),
+        )
 
     def derived(self) -> dict:
         return derived_fields(self.email, self.phone, self.linkedin)
@@ -91,12 +101,20 @@ class Candidate:
     @classmethod
     def from_doc(cls, doc: dict) -> Candidate:
         fields = {f: doc[f] for f in CONTACT_FIELDS if f in doc}
-        return cls(doc["dedupeKey"], fields, doc.get("emailNorm"), doc.get("phoneE164"),
-                   doc.get("linkedinNorm"), id=doc["_id"])
+        return cls(
+            doc["dedupeKey"],
+            fields,
+            doc.get("emailNorm"),
+            doc.get("phoneE164"),
+            doc.get("linkedinNorm"),
+            id=doc["_id"],
+        )
 
     def matches(self, contact: Contact) -> bool:
-        return bool((contact.email and contact.email == self.email)
-                    or (contact.phone and contact.phone == self.phone))
+        return bool(
+            (contact.email and contact.email == self.email)
+            or (contact.phone and contact.phone == self.phone)
+        )
 
     def fill_updates(self) -> dict[str, dict]:
         """Per blank field this upload fills (`fills`): the values to set, the field and the
@@ -181,8 +199,9 @@ class Upload:
     results: list[dict]
 
 
-def match_all(contacts: list[Contact], pool: list[Candidate]) -> tuple[list[Candidate],
-                                                                        list[Candidate]]:
+def match_all(
+    contacts: list[Contact], pool: list[Candidate]
+) -> tuple[list[Candidate], list[Candidate]]:
     """The distinct prospects an upload touches, and the one each contact lands on."""
     targets, chosen = [], []
     for contact in contacts:
@@ -210,10 +229,24 @@ def outcomes(chosen: list[Candidate]) -> list[dict]:
     return results
 
 
-def prospect_document(workspace_id: str, contact: Contact, key: str, owner_user_id: str | None,
-                      now, list_ids: list[str] | None = None,
-                      prospect_id: str | None = None) -> dict:
+def prospect_document(
+    workspace_id: str,
+    contact: Contact,
+    key: str,
+    owner_user_id: str | None,
+    now,
+    list_ids: list[str] | None = None,
+    prospect_id: str | None = None,
+) -> dict:
     """The stored form of a new prospect (also used by the demo seeder)."""
-    return {"_id": prospect_id or new_id(), "workspaceId": workspace_id, "dedupeKey": key,
-            **contact.fields, **contact.derived(), "ownerUserId": owner_user_id,
-            "listIds": list_ids or [], "createdAt": now, "updatedAt": now}
+    return {
+        "_id": prospect_id or new_id(),
+        "workspaceId": workspace_id,
+        "dedupeKey": key,
+        **contact.fields,
+        **contact.derived(),
+        "ownerUserId": owner_user_id,
+        "listIds": list_ids or [],
+        "createdAt": now,
+        "updatedAt": now,
+    }

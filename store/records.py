@@ -9,17 +9,33 @@ def workspace_record(doc: dict) -> dict:
 
 
 def user_record(doc: dict) -> dict:
-    return {"id": doc["_id"], "email": doc["email"], "firstName": doc["firstName"],
-            "lastName": doc["lastName"], "createdAt": doc["createdAt"]}
+    return {
+        "id": doc["_id"],
+        "email": doc["email"],
+        "firstName": doc["firstName"],
+        "lastName": doc["lastName"],
+        "createdAt": doc["createdAt"],
+    }
 
 
 def key_record(doc: dict) -> dict:
     """An API key's metadata; the plain key (a signed JWT) is never stored."""
-    return {"id": doc["_id"], "workspaceId": doc["workspaceId"], "name": doc["name"],
-            "createdAt": doc["createdAt"], "revokedAt": doc.get("revokedAt")}
+    return {
+        "id": doc["_id"],
+        "workspaceId": doc["workspaceId"],
+        "name": doc["name"],
+        "createdAt": doc["createdAt"],
+        "revokedAt": doc.get("revokedAt"),
+    }
 
 
 def list_record(doc: dict) -> dict:
-    return {"id": doc["_id"], "name": doc["name"], "source": doc["source"],
-            "ownerUserId": doc["ownerUserId"], "createdAt": doc["createdAt"],
-            "updatedAt": doc["updatedAt"], "prospectsCount": doc["prospectsCount"]}
+    return {
+        "id": doc["_id"],
+        "name": doc["name"],
+        "source": doc["source"],
+        "ownerUserId": doc["ownerUserId"],
+        "createdAt": doc["createdAt"],
+        "updatedAt": doc["updatedAt"],
+        "prospectsCount": doc["prospectsCount"],
+    }

@@ -16,6 +16,7 @@ import array
 import asyncio
 import base64
 import binascii
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -188,10 +189,8 @@ class ProviderFaults:
 
     async def stall(self, seconds: float) -> None:
         release = self._release
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(release.wait(), seconds)
-        except TimeoutError:
-            pass
 
 
 @dataclass

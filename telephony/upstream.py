@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import fcntl
 import os
 import re
@@ -215,8 +216,10 @@ class _Connection(asyncio.BufferedProtocol):
                 headers = httputil.HTTPHeaders.parse(rest)
                 if 100 <= start.code < 200:
                     continue  # an interim answer; the real one follows
-                x.reusable = start.version == "HTTP/1.1" and "close" not in headers.get(
-                    "Connection", "").lower()
+                x.reusable = (
+                    start.version == "HTTP/1.1"
+                    and "close" not in headers.get("Connection", "").lower()
+                )
                 if not x.head.done():
                     x.head.set_result((start.code, headers))
                 self._begin_body(start.code, headers)
@@ -367,8 +370,13 @@ class _Connection(asyncio.BufferedProtocol):
             if slot >= 0:
                 self._free.append(slot)
         x = self.x
-        if (self.paused and x is not None and x.outcome is None
-                and len(self._free) * 2 >= len(self._slots) and x.queued <= self.high_water // 2):
+        if (
+            self.paused
+            and x is not None
+            and x.outcome is None
+            and len(self._free) * 2 >= len(self._slots)
+            and x.queued <= self.high_water // 2
+        ):
             self._resume()
 
 
@@ -467,13 +475,21 @@ class UpstreamResponse:
         Content-Length body with at least SPLICE_MIN bytes still to come and nothing queued."""
         connection = self._connection
         x = self._exchange
-        return (SPLICE and not self._closed and x.outcome is None and not x.queue
-                and connection._mode == "length" and not connection._buffer
-                and connection._remaining >= SPLICE_MIN and connection.transport is not None
-                and connection.transport.get_extra_info("sslcontext") is None)
+        return (
+            SPLICE
+            and not self._closed
+            and x.outcome is None
+            and not x.queue
+            and connection._mode == "length"
+            and not connection._buffer
+            and connection._remaining >= SPLICE_MIN
+            and connection.transport is not None
+            and connection.transport.get_extra_info("sslcontext") is None
+        )
 
-    async def splice_to(self, sock: socket.socket, client_closed,
-                        client_timeout: float | None = None) -> int:
+    async def splice_to(
+        self, sock: socket.socket, client_closed, client_timeout: float | None = None
+    ) -> int:
         """Move the rest of the body from the provider's socket to `sock` (non-blocking) inside
         the kernel, through a pipe, with splice(2): no byte enters this process. Waits on the
         provider no longer than the idle timeout between bytes; waits on `sock` no longer
@@ -536,8 +552,14 @@ class _Splicer:
     readiness callbacks: fill the pipe from the provider, drain it to the client, repeat.
     The pipe holds at most PIPE_BYTES, so a slow client still slows the provider down."""
 
-    def __init__(self, connection: _Connection, sock: socket.socket, client_closed,
-                 idle_timeout: float, client_timeout: float | None = None):
+    def __init__(
+        self,
+        connection: _Connection,
+        sock: socket.socket,
+        client_closed,
+        idle_timeout: float,
+        client_timeout: float | None = None,
+    ):
         self.loop = connection.loop
         self.connection = connection
         self.sock = sock
@@ -554,10 +576,8 @@ class _Splicer:
         self.up = os.dup(upstream.fileno())
         self.down = sock.fileno()
         self.r, self.w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
+        with contextlib.suppress(OSError):  # a smaller pipe only means more turns
             fcntl.fcntl(self.w, F_SETPIPE_SZ, PIPE_BYTES)
-        except OSError:
-            pass  # a smaller pipe only means more turns
         self.capacity = fcntl.fcntl(self.w, F_GETPIPE_SZ)
         self.reading = self.writing = False
         self.complete = False
@@ -575,8 +595,9 @@ class _Splicer:
         while True:
             if self.in_pipe == 0:
                 try:
-                    n = os.splice(self.up, self.w, min(self.left, self.capacity),
-                                  flags=SPLICE_FLAGS)
+                    n = os.splice(
+                        self.up, self.w, min(self.left, self.capacity), flags=SPLICE_FLAGS
+                    )
                 except BlockingIOError:
                     self._wait(read=True)
                     return
@@ -866,5 +887,6 @@ class UpstreamClient:
                 raise UpstreamError("the provider sent an inconsistent partial answer")
         elif range_header is not None and if_range is None:
             raise UpstreamError("the provider ignored the requested range")
-        return UpstreamResponse(code, headers, content_range, expected, connection,
-                                self._idle_timeout, self._release)
+        return UpstreamResponse(
+            code, headers, content_range, expected, connection, self._idle_timeout, self._release
+        )

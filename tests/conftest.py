@@ -28,13 +28,15 @@ TIERS = ("embedded", "wire", "mongodb")
 
 def _tier() -> str:
     uri = os.environ.get("MONGODB_URI", "memory")
-    tier = os.environ.get("WSAPI_TEST_TIER") or ("mongodb" if uri.startswith("mongodb") else
-                                                  "embedded")
+    tier = os.environ.get("WSAPI_TEST_TIER") or (
+        "mongodb" if uri.startswith("mongodb") else "embedded"
+    )
     if tier not in TIERS:
         raise pytest.UsageError(f"WSAPI_TEST_TIER must be one of {', '.join(TIERS)}: {tier!r}")
     if tier == "embedded" and uri.startswith("mongodb"):
-        raise pytest.UsageError("WSAPI_TEST_TIER=embedded with a mongodb:// MONGODB_URI: "
-                                "unset one of them")
+        raise pytest.UsageError(
+            "WSAPI_TEST_TIER=embedded with a mongodb:// MONGODB_URI: unset one of them"
+        )
     if tier == "mongodb" and not uri.startswith("mongodb"):
         raise pytest.UsageError("WSAPI_TEST_TIER=mongodb needs MONGODB_URI=mongodb://...")
     return tier
@@ -45,20 +47,26 @@ BACKEND = "sqlite" if TIER == "embedded" else "mongodb"
 
 
 def pytest_report_header(config):
-    detail = {"embedded": "the in-process embedded store",
-              "wire": "mongo-java-server 1.47.0 over the MongoDB wire protocol, started by the "
-                      "suite (tests/mongo-server/)",
-              "mongodb": "MongoDB at MONGODB_URI"}[TIER]
+    detail = {
+        "embedded": "the in-process embedded store",
+        "wire": "mongo-java-server 1.47.0 over the MongoDB wire protocol, started by the "
+        "suite (tests/mongo-server/)",
+        "mongodb": "MongoDB at MONGODB_URI",
+    }[TIER]
     return f"test tier: {TIER} ({detail})"
 
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "wire: stops and starts a database server process of its own (mongo-java-"
-                   "server with the H2 backend); runs on the wire tier only")
+        "markers",
+        "wire: stops and starts a database server process of its own (mongo-java-"
+        "server with the H2 backend); runs on the wire tier only",
+    )
     config.addinivalue_line(
-        "markers", "server_db: needs a database server that several processes share; runs on "
-                   "the wire and mongodb tiers")
+        "markers",
+        "server_db: needs a database server that several processes share; runs on "
+        "the wire and mongodb tiers",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -68,6 +76,7 @@ def pytest_collection_modifyitems(config, items):
       shared by several processes (the SQLite twins are marked `sqlite`);
     - `sqlite`: the SQLite backend's own mechanics;
     - `wire`: stops and starts a mongo-java-server process of its own (wire tier only)."""
+
     def wanted(item) -> bool:
         if item.get_closest_marker("wire") and TIER != "wire":
             return False
@@ -191,7 +200,9 @@ def anon(origin):
 @pytest.fixture
 def new_list(api, ws_a):
     """Creates a list of workspace A through the API (owned by its first user); its record."""
+
     async def create(name="Leads"):
         response = await api.post("/v1/lists", {"name": name, "ownerUserId": ws_a.users[0]["id"]})
         return response.json()["list"]
+
     return create

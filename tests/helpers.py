@@ -36,9 +36,11 @@ def test_environ(**overrides) -> dict:
     """Configuration for an app under test: this tier's database (MONGODB_URI, set by the suite
     on the wire tier; on the embedded tier a throwaway SQLite file per store) and a fresh
     database name, so each test has its own data."""
-    environ = {"WSAPI_SECRET": TEST_SECRET,
-               "WSAPI_DATABASE": "wsapi_test_" + uuid.uuid4().hex[:12],
-               "MONGODB_URI": os.environ.get("MONGODB_URI", "memory")}
+    environ = {
+        "WSAPI_SECRET": TEST_SECRET,
+        "WSAPI_DATABASE": "wsapi_test_" + uuid.uuid4().hex[:12],
+        "MONGODB_URI": os.environ.get("MONGODB_URI", "memory"),
+    }
     environ.update(overrides)
     return environ
 
@@ -59,8 +61,10 @@ class Workspace:
 async def make_workspace(store, auth, name: str, users: int = 3) -> Workspace:
     workspace = await store.workspaces.create(name)
     wid = workspace["id"]
-    people = [await store.users.create(wid, f"user{i}@{name.lower()}.example", f"First{i}",
-                                       f"Last{i}") for i in range(users + 1)]
+    people = [
+        await store.users.create(wid, f"user{i}@{name.lower()}.example", f"First{i}", f"Last{i}")
+        for i in range(users + 1)
+    ]
     await store.users.delete(wid, people[-1]["id"])
     record, key = await auth.create(wid, "test key")
     return Workspace(wid, name, key, record["id"], people[:-1], people[-1])
@@ -70,11 +74,19 @@ async def add_call(store, workspace, ref: str | None) -> str:
     """A finished, connected call of the workspace with recording `ref` (or none); its id."""
     started = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)
     record = await store.calls.create(
-        workspace.id, user_id=workspace.users[0]["id"], prospect_id=str(uuid.uuid4()),
-        direction="outbound", disposition="connected", from_number="+15550100",
-        to_number="+15550199", started_at=started, answered_at=started,
-        ended_at=started + dt.timedelta(minutes=3), recording_ref=ref,
-        recording_duration_seconds=180 if ref else None)
+        workspace.id,
+        user_id=workspace.users[0]["id"],
+        prospect_id=str(uuid.uuid4()),
+        direction="outbound",
+        disposition="connected",
+        from_number="+15550100",
+        to_number="+15550199",
+        started_at=started,
+        answered_at=started,
+        ended_at=started + dt.timedelta(minutes=3),
+        recording_ref=ref,
+        recording_duration_seconds=180 if ref else None,
+    )
     return record["id"]
 
 
@@ -103,11 +115,23 @@ class Client:
         self.key = key
         # Tornado's shared client keeps at most 10 requests in flight; `connections` gives this
         # client its own pool of that many, for tests that need more requests at once.
-        self.http = (AsyncHTTPClient(force_instance=True, max_clients=connections)
-                     if connections else AsyncHTTPClient())
+        self.http = (
+            AsyncHTTPClient(force_instance=True, max_clients=connections)
+            if connections
+            else AsyncHTTPClient()
+        )
 
-    async def fetch(self, path: str, method: str = "GET", *, json_body=DEFAULT, body=None,
-                    headers: dict | None = None, key=DEFAULT, check: bool = True) -> Response:
+    async def fetch(
+        self,
+        path: str,
+        method: str = "GET",
+        *,
+        json_body=DEFAULT,
+        body=None,
+        headers: dict | None = None,
+        key=DEFAULT,
+        check: bool = True,
+    ) -> Response:
         headers = dict(headers or {})
         key = self.key if key is DEFAULT else key
         if key is not None:
@@ -117,9 +141,15 @@ class Client:
             headers.setdefault("Content-Type", "application/json")
         if body is None and method in ("POST", "PUT", "PATCH"):
             body = b""
-        request = HTTPRequest(self.origin + path, method=method, headers=headers, body=body,
-                              allow_nonstandard_methods=True, follow_redirects=False,
-                              request_timeout=60)
+        request = HTTPRequest(
+            self.origin + path,
+            method=method,
+            headers=headers,
+            body=body,
+            allow_nonstandard_methods=True,
+            follow_redirects=False,
+            request_timeout=60,
+        )
         response = Response(await self.http.fetch(request, raise_error=False))
         if check:
             check_invariants(response, method)
@@ -171,9 +201,23 @@ def running_demo(tmp_path, *args: str, stdin=subprocess.DEVNULL):
     keys_file, log = tmp_path / "keys.json", tmp_path / "demo.log"
     with open(log, "w") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "demo", "--port", "0", "--keys-file",
-             str(keys_file), *args], stdin=stdin, stdout=output, stderr=subprocess.STDOUT,
-            text=True, env={**os.environ, "MONGODB_URI": "memory"})
+            [
+                sys.executable,
+                "-m",
+                "server.cli",
+                "demo",
+                "--port",
+                "0",
+                "--keys-file",
+                str(keys_file),
+                *args,
+            ],
+            stdin=stdin,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "MONGODB_URI": "memory"},
+        )
     try:
         deadline = time.monotonic() + 60
         while not keys_file.exists():
@@ -205,8 +249,12 @@ def serving(tmp_path, *args: str, env: dict, ready_timeout: float = 60):
     with open(log, "w") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve", "--port", str(port), *args],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-            env={**os.environ, **env}, start_new_session=True)
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **env},
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + ready_timeout
         while True:

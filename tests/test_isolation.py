@@ -36,14 +36,16 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
         ("POST", "/v1/lists", {"name": "mine", "ownerUserId": "{user}"}),
         ("POST", "/v1/lists", {"name": "mine", "ownerUserId": "{deleted_user}"}),
     ],
-    r"/v1/lists/([^/]+)": [("GET", "/v1/lists/{list}", None),
-                           ("HEAD", "/v1/lists/{list}", None)],
+    r"/v1/lists/([^/]+)": [("GET", "/v1/lists/{list}", None), ("HEAD", "/v1/lists/{list}", None)],
     r"/v1/lists/([^/]+)/contacts": [
         ("POST", "/v1/lists/{list}/contacts", {"contacts": [{"email": "new@a.example"}]}),
         # B's prospect's email and phone uploaded into a fresh list of A: a new prospect of A,
         # never B's prospect reused.
-        ("POST", "/v1/lists/{a_list}/contacts",
-         {"contacts": [{"email": "{email}", "phoneNumber": "{phone}", "firstName": "Same"}]}),
+        (
+            "POST",
+            "/v1/lists/{a_list}/contacts",
+            {"contacts": [{"email": "{email}", "phoneNumber": "{phone}", "firstName": "Same"}]},
+        ),
     ],
     r"/v1/calls": [
         ("GET", "/v1/calls?pageSize=100", None),
@@ -119,8 +121,9 @@ async def snapshot(store, workspaces) -> dict:
 @pytest.fixture
 def demo(io_loop, store, auth) -> Demo:
     async def build():
-        workspaces = await seed(store, auth, seed=11,
-                                scale=Scale(calls=120, prospects=60, timeline=0))
+        workspaces = await seed(
+            store, auth, seed=11, scale=Scale(calls=120, prospects=60, timeline=0)
+        )
         return Demo(workspaces, await snapshot(store, workspaces))
 
     return io_loop.run_sync(build)
@@ -129,9 +132,14 @@ def demo(io_loop, store, auth) -> Demo:
 def b_values(demo: Demo) -> dict[str, str]:
     """One of B's values per placeholder, chosen among those A does not also have."""
     a_strings = demo.strings("a")
-    prospects = [p for p in demo.of("b", "prospects")
-                 if p.get("email") not in a_strings and p.get("phoneE164") not in a_strings
-                 and p.get("email") and p.get("phoneE164")]
+    prospects = [
+        p
+        for p in demo.of("b", "prospects")
+        if p.get("email") not in a_strings
+        and p.get("phoneE164") not in a_strings
+        and p.get("email")
+        and p.get("phoneE164")
+    ]
     users = demo.of("b", "users")
     return {
         "user": next(u["_id"] for u in users if not u.get("deletedAt")),
@@ -176,8 +184,11 @@ def normalised(response, values: dict[str, str]) -> tuple:
     text = response.body.decode("utf-8", "replace")
     text = re.sub(r'"requestId":"[^"]*"', '"requestId":"-"', text)
     # An upload's results name the prospect it created: a new random id each time.
-    text = re.sub(r'"prospectId":"[0-9a-f-]{36}","outcome":"created"',
-                  '"prospectId":"<new>","outcome":"created"', text)
+    text = re.sub(
+        r'"prospectId":"[0-9a-f-]{36}","outcome":"created"',
+        '"prospectId":"<new>","outcome":"created"',
+        text,
+    )
     link = response.headers.get("Link", "")
     for name, value in values.items():
         for form in (value, quote(value, safe="@"), quote(value, safe="")):
@@ -198,10 +209,12 @@ def placeholders(*templates) -> set[str]:
 CASE_LIST = [(pattern, *case) for pattern, cases in CASES.items() for case in cases]
 
 
-@pytest.mark.parametrize("pattern,method,path,body", CASE_LIST,
-                         ids=[f"{m} {p}" for _, m, p, _ in CASE_LIST])
+@pytest.mark.parametrize(
+    "pattern,method,path,body", CASE_LIST, ids=[f"{m} {p}" for _, m, p, _ in CASE_LIST]
+)
 async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
-        demo, store, origin, pattern, method, path, body):
+    demo, store, origin, pattern, method, path, body
+):
     client = Client(origin, demo.a["apiKey"])
     names = placeholders(path, body) - {"a_list"}
     given_b = {k: v for k, v in b_values(demo).items() if k in names}
@@ -213,8 +226,10 @@ async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
     for values in (given_b, given_random):
         if "a_list" in placeholders(path, body):
             owner = demo.of("a", "users")[0]["_id"]
-            values = {**values, "a_list": (await store.lists.create(demo.a["id"], "fresh",
-                                                                    owner))["id"]}
+            values = {
+                **values,
+                "a_list": (await store.lists.create(demo.a["id"], "fresh", owner))["id"],
+            }
         kwargs = {"json_body": fill(body, values)} if body is not None else {}
         response = await client.fetch(fill(path, values), method, **kwargs)
         assert response.code < 500, response

@@ -35,8 +35,9 @@ def test_remembered_values_give_the_same_errors_as_the_whole_query():
     for name, values in VALUES.items():
         for value in values:
             query = {name: value}
-            assert schemas.query_errors("/schemas/queries/calls.json", query) == \
-                fresh.errors("/schemas/queries/calls.json", query)
+            assert schemas.query_errors("/schemas/queries/calls.json", query) == fresh.errors(
+                "/schemas/queries/calls.json", query
+            )
 
 
 def test_a_schema_that_relates_parameters_is_always_validated_whole():

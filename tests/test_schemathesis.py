@@ -49,10 +49,28 @@ def demo(tmp_path):
     env = {**os.environ, "WSAPI_RATE_LIMIT_PER_MINUTE": "100000000", "MONGODB_URI": "memory"}
     with open(log, "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "demo", "--port", str(port), "--keys-file",
-             str(keys_file), "--calls", "400", "--prospects", "80", "--timeline", "300"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
-            start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "server.cli",
+                "demo",
+                "--port",
+                str(port),
+                "--keys-file",
+                str(keys_file),
+                "--calls",
+                "400",
+                "--prospects",
+                "80",
+                "--timeline",
+                "300",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+            start_new_session=True,
+        )
     origin = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -92,8 +110,10 @@ def dictionaries(origin: str, key: str) -> str:
         assert items, f"the demo has no {name}"
         lines += [f"[dictionaries.{name}]", f"values = {json.dumps(items)}", ""]
     lines.append("[parameters]")
-    lines += [f'"{where}" = {{ dictionary = "{name}", probability = 0.5 }}'
-              for where, name in bindings.items()]
+    lines += [
+        f'"{where}" = {{ dictionary = "{name}", probability = 0.5 }}'
+        for where, name in bindings.items()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -101,22 +121,58 @@ def test_schemathesis_finds_no_failure(demo, tmp_path):
     origin, keys, log = demo
     acme, globex = (w["apiKey"] for w in keys["workspaces"][:2])
     auth = tmp_path / "auth.json"
-    auth.write_text(json.dumps({"auth": [
-        {"name": "acme", "fixedHeaders": [{"name": "Authorization", "value": f"Bearer {acme}"}]},
-        {"name": "globex",
-         "fixedHeaders": [{"name": "Authorization", "value": f"Bearer {globex}"}]},
-    ]}))
+    auth.write_text(
+        json.dumps(
+            {
+                "auth": [
+                    {
+                        "name": "acme",
+                        "fixedHeaders": [{"name": "Authorization", "value": f"Bearer {acme}"}],
+                    },
+                    {
+                        "name": "globex",
+                        "fixedHeaders": [{"name": "Authorization", "value": f"Bearer {globex}"}],
+                    },
+                ]
+            }
+        )
+    )
     config = tmp_path / "schemathesis.toml"
-    config.write_text((HERE / "schemathesis.toml").read_text() + "\n" + dictionaries(origin, acme)
-                      + f'\n[auth.wfc]\npath = "{auth}"\nuser = "acme"\n'
-                        'peers = ["acme", "globex"]\n')
+    config.write_text(
+        (HERE / "schemathesis.toml").read_text()
+        + "\n"
+        + dictionaries(origin, acme)
+        + f'\n[auth.wfc]\npath = "{auth}"\nuser = "acme"\n'
+        'peers = ["acme", "globex"]\n'
+    )
     run = subprocess.run(
-        [str(SCHEMATHESIS), "--config-file", str(config), "run", f"{origin}/v1/openapi.json",
-         "--checks", "all", "--mode", "all", "--max-examples", str(MAX_EXAMPLES),
-         # One worker: with several, Schemathesis 4.32 on CPython 3.11 intermittently fails
-         # with its own "SystemError: AST constructor recursion depth mismatch".
-         "--seed", str(SEED), "--workers", "1", "--request-timeout", "30", "--no-color"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        [
+            str(SCHEMATHESIS),
+            "--config-file",
+            str(config),
+            "run",
+            f"{origin}/v1/openapi.json",
+            "--checks",
+            "all",
+            "--mode",
+            "all",
+            "--max-examples",
+            str(MAX_EXAMPLES),
+            # One worker: with several, Schemathesis 4.32 on CPython 3.11 intermittently fails
+            # with its own "SystemError: AST constructor recursion depth mismatch".
+            "--seed",
+            str(SEED),
+            "--workers",
+            "1",
+            "--request-timeout",
+            "30",
+            "--no-color",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     report = run.stdout[-30000:] + run.stderr[-5000:]
     assert run.returncode == 0, report
     summary = run.stdout.split("SUMMARY")[-1]

@@ -26,19 +26,38 @@ def classpath() -> str:
     """The server's Java classpath, built with Maven when missing or out of date."""
     compiled = TARGET / "classes" / "WireServer.class"
     newest = max(source.stat().st_mtime for source in SOURCES)
-    if not (CLASSPATH_FILE.exists() and compiled.exists()
-            and min(CLASSPATH_FILE.stat().st_mtime, compiled.stat().st_mtime) >= newest):
+    if not (
+        CLASSPATH_FILE.exists()
+        and compiled.exists()
+        and min(CLASSPATH_FILE.stat().st_mtime, compiled.stat().st_mtime) >= newest
+    ):
         mvn = shutil.which("mvn")
         if mvn is None or shutil.which("java") is None:
-            raise RuntimeError("the wire tier needs Java 17 and Maven "
-                               "(apt-get install openjdk-17-jdk-headless maven)")
+            raise RuntimeError(
+                "the wire tier needs Java 17 and Maven "
+                "(apt-get install openjdk-17-jdk-headless maven)"
+            )
         result = subprocess.run(
-            [mvn, "-q", "-B", "-f", str(PROJECT / "pom.xml"), "compile",
-             "dependency:build-classpath", f"-Dmdep.outputFile={CLASSPATH_FILE}"],
-            capture_output=True, text=True, timeout=600)
+            [
+                mvn,
+                "-q",
+                "-B",
+                "-f",
+                str(PROJECT / "pom.xml"),
+                "compile",
+                "dependency:build-classpath",
+                f"-Dmdep.outputFile={CLASSPATH_FILE}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if result.returncode != 0:
-            raise RuntimeError("building the wire tier's server failed:\n"
-                               + result.stdout[-4000:] + result.stderr[-4000:])
+            raise RuntimeError(
+                "building the wire tier's server failed:\n"
+                + result.stdout[-4000:]
+                + result.stderr[-4000:]
+            )
         CLASSPATH_FILE.touch()
     return f"{TARGET / 'classes'}{os.pathsep}{CLASSPATH_FILE.read_text().strip()}"
 
@@ -66,17 +85,27 @@ class WireServer:
     def start(self, timeout: float = 60) -> WireServer:
         java = shutil.which("java")
         if java is None:
-            raise RuntimeError("the wire tier needs Java 17 "
-                               "(apt-get install openjdk-17-jdk-headless)")
-        command = [java, "-Xss4m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                   "-cp", classpath(), "WireServer", str(self.port)]
+            raise RuntimeError(
+                "the wire tier needs Java 17 (apt-get install openjdk-17-jdk-headless)"
+            )
+        command = [
+            java,
+            "-Xss4m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            classpath(),
+            "WireServer",
+            str(self.port),
+        ]
         if self.h2_file is not None:
             command.append(str(self.h2_file))
         with open(self.log_path, "a") as log:
             # stdin is a pipe that only this process holds: if the test run dies, the pipe ends
             # and the server exits (WireServer.java), so no server outlives its run.
-            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log,
-                                            stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
@@ -87,8 +116,10 @@ class WireServer:
             except OSError:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError("mongo-java-server did not accept connections in "
-                                       f"{timeout} s:\n{self.log_path.read_text()}") from None
+                    raise RuntimeError(
+                        "mongo-java-server did not accept connections in "
+                        f"{timeout} s:\n{self.log_path.read_text()}"
+                    ) from None
                 time.sleep(0.05)
 
     def stop(self, timeout: float = 20) -> None:

@@ -78,8 +78,9 @@ class MongoStore:
         return await self.db[collection].find({}).sort("_id").to_list(None)
 
 
-def open_mongo(uri: str, database: str, timeout_seconds: float = 5.0,
-               default_region: str = "US") -> MongoStore:
+def open_mongo(
+    uri: str, database: str, timeout_seconds: float = 5.0, default_region: str = "US"
+) -> MongoStore:
     from motor.motor_asyncio import AsyncIOMotorClient
 
     ms = int(timeout_seconds * 1000)

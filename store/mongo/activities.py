@@ -31,29 +31,44 @@ class Activities:
         """Write prebuilt activity documents (`activity_document`) in bounded batches."""
         check_scope(workspace_id, documents)
         for start in range(0, len(documents), INSERT_BATCH):
-            await self.col.insert_many(documents[start:start + INSERT_BATCH], ordered=False)
+            await self.col.insert_many(documents[start : start + INSERT_BATCH], ordered=False)
 
-    async def record_list_added(self, workspace_id: str, list_id: str, list_name: str | None,
-                                prospect_ids: list[str], at: dt.datetime) -> None:
+    async def record_list_added(
+        self,
+        workspace_id: str,
+        list_id: str,
+        list_name: str | None,
+        prospect_ids: list[str],
+        at: dt.datetime,
+    ) -> None:
         """One `list_added` activity per prospect and list, in one round trip; idempotent."""
         writes = []
         for prospect_id in dict.fromkeys(prospect_ids):
             doc = list_added_activity(workspace_id, prospect_id, list_id, list_name, at)
-            writes.append(UpdateOne({"_id": doc["_id"], "workspaceId": workspace_id},
-                                    {"$setOnInsert": doc}, upsert=True))
+            writes.append(
+                UpdateOne(
+                    {"_id": doc["_id"], "workspaceId": workspace_id},
+                    {"$setOnInsert": doc},
+                    upsert=True,
+                )
+            )
         if writes:
             await self.col.bulk_write(writes, ordered=False)
 
-    async def timeline(self, workspace_id: str, prospect_id: str,
-                       batch_size: int = 500) -> AsyncIterator[list[dict]]:
+    async def timeline(
+        self, workspace_id: str, prospect_id: str, batch_size: int = 500
+    ) -> AsyncIterator[list[dict]]:
         """A prospect's activities, newest first, as API records in batches of `batch_size`.
 
         One cursor that fetches `batch_size` documents per round trip, so memory stays bounded
         whatever the timeline's length. Use it with `contextlib.aclosing`: closing the
         generator (a client that went away) closes the cursor on the server.
         """
-        cursor = self.col.find({"workspaceId": workspace_id, "prospectId": prospect_id},
-                               FIELDS).sort(TIMELINE_ORDER).batch_size(batch_size)
+        cursor = (
+            self.col.find({"workspaceId": workspace_id, "prospectId": prospect_id}, FIELDS)
+            .sort(TIMELINE_ORDER)
+            .batch_size(batch_size)
+        )
         try:
             batch: list[dict] = []
             async for doc in cursor:

@@ -13,13 +13,27 @@ from store.mongo.paging import page_query
 from store.paging import Page, Window
 
 
-def call_filters(workspace_id: str, *, user_id=None, prospect_id=None, list_id=None,
-                 direction=None, disposition=None, created_from=None, created_to=None,
-                 updated_since=None) -> dict:
+def call_filters(
+    workspace_id: str,
+    *,
+    user_id=None,
+    prospect_id=None,
+    list_id=None,
+    direction=None,
+    disposition=None,
+    created_from=None,
+    created_to=None,
+    updated_since=None,
+) -> dict:
     """The query of GET /calls: equality filters, createdAt in [from, to), updatedAt >= since."""
     query: dict = {"workspaceId": workspace_id}
-    for field, value in (("userId", user_id), ("prospectId", prospect_id), ("listId", list_id),
-                         ("direction", direction), ("disposition", disposition)):
+    for field, value in (
+        ("userId", user_id),
+        ("prospectId", prospect_id),
+        ("listId", list_id),
+        ("direction", direction),
+        ("disposition", disposition),
+    ):
         if value is not None:
             query[field] = value
     created = {}
@@ -51,30 +65,35 @@ class Calls:
         if any(doc["workspaceId"] != workspace_id for doc in documents):
             raise ValueError("every document must belong to the given workspace")
         for start in range(0, len(documents), INSERT_BATCH):
-            batch = documents[start:start + INSERT_BATCH]
+            batch = documents[start : start + INSERT_BATCH]
             await self.col.insert_many(batch, ordered=False)
-            await self.activities.insert_documents(workspace_id,
-                                                   [call_activity(doc) for doc in batch])
+            await self.activities.insert_documents(
+                workspace_id, [call_activity(doc) for doc in batch]
+            )
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False,
-                   **filters) -> Page:
+    async def page(
+        self, workspace_id: str, window: Window, *, encoded: bool = False, **filters
+    ) -> Page:
         """One window of calls in the window's order; `filters` as `call_filters`. The records
         are dicts even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""
-        return await page_query(self.col, call_filters(workspace_id, **filters), window,
-                                CALL_FIELDS, _record)
+        return await page_query(
+            self.col, call_filters(workspace_id, **filters), window, CALL_FIELDS, _record
+        )
 
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""
         doc = await self.col.find_one_and_update(
             {"_id": call_id, "workspaceId": workspace_id},
-            {"$set": {"notes": notes, "updatedAt": utcnow()}}, projection=CALL_FIELDS,
-            return_document=ReturnDocument.AFTER)
+            {"$set": {"notes": notes, "updatedAt": utcnow()}},
+            projection=CALL_FIELDS,
+            return_document=ReturnDocument.AFTER,
+        )
         return doc and _record(doc)
 
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this
         workspace or has no recording."""
         doc = await self.col.find_one(
-            {"_id": call_id, "workspaceId": workspace_id, "hasRecording": True},
-            {"recordingRef": 1})
+            {"_id": call_id, "workspaceId": workspace_id, "hasRecording": True}, {"recordingRef": 1}
+        )
         return doc and doc.get("recordingRef")

@@ -13,8 +13,10 @@ from pymongo import IndexModel
 
 INDEXES: dict[str, list[IndexModel]] = {
     "users": [
-        IndexModel([("workspaceId", ASC), ("deletedAt", ASC), ("createdAt", ASC), ("_id", ASC)],
-                   name="ws_active_created"),
+        IndexModel(
+            [("workspaceId", ASC), ("deletedAt", ASC), ("createdAt", ASC), ("_id", ASC)],
+            name="ws_active_created",
+        ),
     ],
     "api_keys": [
         IndexModel([("workspaceId", ASC), ("createdAt", ASC)], name="ws_created"),
@@ -28,29 +30,45 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("workspaceId", ASC), ("emailNorm", ASC)], name="ws_email"),
         IndexModel([("workspaceId", ASC), ("phoneE164", ASC)], name="ws_phone"),
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
-        IndexModel([("workspaceId", ASC), ("listIds", ASC), ("createdAt", DESC), ("_id", DESC)],
-                   name="ws_list_newest"),
-        IndexModel([("workspaceId", ASC), ("listIds", ASC), ("updatedAt", ASC), ("_id", ASC)],
-                   name="ws_list_updated_id"),
+        IndexModel(
+            [("workspaceId", ASC), ("listIds", ASC), ("createdAt", DESC), ("_id", DESC)],
+            name="ws_list_newest",
+        ),
+        IndexModel(
+            [("workspaceId", ASC), ("listIds", ASC), ("updatedAt", ASC), ("_id", ASC)],
+            name="ws_list_updated_id",
+        ),
         IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
     ],
     "calls": [
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
-        IndexModel([("workspaceId", ASC), ("userId", ASC), ("createdAt", DESC), ("_id", DESC)],
-                   name="ws_user_newest"),
-        IndexModel([("workspaceId", ASC), ("prospectId", ASC), ("createdAt", DESC),
-                    ("_id", DESC)], name="ws_prospect_newest"),
-        IndexModel([("workspaceId", ASC), ("listId", ASC), ("createdAt", DESC), ("_id", DESC)],
-                   name="ws_list_newest"),
-        IndexModel([("workspaceId", ASC), ("disposition", ASC), ("createdAt", DESC),
-                    ("_id", DESC)], name="ws_disposition_newest"),
-        IndexModel([("workspaceId", ASC), ("direction", ASC), ("createdAt", DESC),
-                    ("_id", DESC)], name="ws_direction_newest"),
+        IndexModel(
+            [("workspaceId", ASC), ("userId", ASC), ("createdAt", DESC), ("_id", DESC)],
+            name="ws_user_newest",
+        ),
+        IndexModel(
+            [("workspaceId", ASC), ("prospectId", ASC), ("createdAt", DESC), ("_id", DESC)],
+            name="ws_prospect_newest",
+        ),
+        IndexModel(
+            [("workspaceId", ASC), ("listId", ASC), ("createdAt", DESC), ("_id", DESC)],
+            name="ws_list_newest",
+        ),
+        IndexModel(
+            [("workspaceId", ASC), ("disposition", ASC), ("createdAt", DESC), ("_id", DESC)],
+            name="ws_disposition_newest",
+        ),
+        IndexModel(
+            [("workspaceId", ASC), ("direction", ASC), ("createdAt", DESC), ("_id", DESC)],
+            name="ws_direction_newest",
+        ),
         IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
     ],
     "activities": [
-        IndexModel([("workspaceId", ASC), ("prospectId", ASC), ("occurredAt", DESC),
-                    ("_id", DESC)], name="ws_prospect_timeline"),
+        IndexModel(
+            [("workspaceId", ASC), ("prospectId", ASC), ("occurredAt", DESC), ("_id", DESC)],
+            name="ws_prospect_timeline",
+        ),
     ],
     "idempotency": [
         IndexModel([("expiresAt", ASC)], name="ttl", expireAfterSeconds=0),

@@ -11,8 +11,13 @@ class Keys:
         self.col = db["api_keys"]
 
     async def create(self, workspace_id: str, name: str) -> dict:
-        doc = {"_id": new_id(), "workspaceId": workspace_id, "name": name,
-               "createdAt": utcnow(), "revokedAt": None}
+        doc = {
+            "_id": new_id(),
+            "workspaceId": workspace_id,
+            "name": name,
+            "createdAt": utcnow(),
+            "revokedAt": None,
+        }
         await self.col.insert_one(doc)
         return _record(doc)
 
@@ -29,7 +34,8 @@ class Keys:
 
     async def revoke(self, key_id: str) -> dict | None:
         """Operator scope (admin CLI only): revoke a key by id. Returns the record, or None."""
-        await self.col.update_one({"_id": key_id, "revokedAt": None},
-                                  {"$set": {"revokedAt": utcnow()}})
+        await self.col.update_one(
+            {"_id": key_id, "revokedAt": None}, {"$set": {"revokedAt": utcnow()}}
+        )
         doc = await self.col.find_one({"_id": key_id})
         return doc and _record(doc)

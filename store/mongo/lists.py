@@ -9,20 +9,41 @@ from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.records import list_record as _record
 
-LIST_FIELDS = {"_id": 1, "name": 1, "source": 1, "ownerUserId": 1, "createdAt": 1,
-               "updatedAt": 1, "prospectsCount": 1}
+LIST_FIELDS = {
+    "_id": 1,
+    "name": 1,
+    "source": 1,
+    "ownerUserId": 1,
+    "createdAt": 1,
+    "updatedAt": 1,
+    "prospectsCount": 1,
+}
 
 
 class Lists:
     def __init__(self, db):
         self.col = db["lists"]
 
-    async def create(self, workspace_id: str, name: str, owner_user_id: str,
-                     source: str = "CSV", created_at=None, list_id: str | None = None) -> dict:
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        owner_user_id: str,
+        source: str = "CSV",
+        created_at=None,
+        list_id: str | None = None,
+    ) -> dict:
         now = created_at or utcnow()
-        doc = {"_id": list_id or new_id(), "workspaceId": workspace_id, "name": name,
-               "source": source, "ownerUserId": owner_user_id, "createdAt": now, "updatedAt": now,
-               "prospectsCount": 0}
+        doc = {
+            "_id": list_id or new_id(),
+            "workspaceId": workspace_id,
+            "name": name,
+            "source": source,
+            "ownerUserId": owner_user_id,
+            "createdAt": now,
+            "updatedAt": now,
+            "prospectsCount": 0,
+        }
         await self.col.insert_one(doc)
         return _record(doc)
 
@@ -32,8 +53,9 @@ class Lists:
 
     async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
         """One window of lists; dicts even when `encoded` is asked for (see Calls.page)."""
-        return await page_query(self.col, {"workspaceId": workspace_id}, window, LIST_FIELDS,
-                                _record)
+        return await page_query(
+            self.col, {"workspaceId": workspace_id}, window, LIST_FIELDS, _record
+        )
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.

@@ -31,17 +31,22 @@ class Leases:
         token, now = new_id(), utcnow()
         try:
             await self.col.update_one(
-                {"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id,
-                 "expiresAt": {"$lte": now}},
+                {
+                    "_id": f"{workspace_id}:{name}",
+                    "workspaceId": workspace_id,
+                    "expiresAt": {"$lte": now},
+                },
                 {"$set": {"token": token, "expiresAt": now + dt.timedelta(seconds=ttl)}},
-                upsert=True)
+                upsert=True,
+            )
         except DuplicateKeyError:
             return None
         return token
 
     async def release(self, workspace_id: str, name: str, token: str) -> None:
-        await self.col.delete_one({"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id,
-                                   "token": token})
+        await self.col.delete_one(
+            {"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id, "token": token}
+        )
 
     @contextlib.asynccontextmanager
     async def held(self, workspace_id: str, name: str, ttl: float = 30.0, wait: float = 10.0):
@@ -58,5 +63,6 @@ class Leases:
             try:
                 await self.release(workspace_id, name, token)
             except Exception:  # the work is done; an unreleased lease expires after `ttl`
-                log.warning("could not release lease %s of workspace %s", name, workspace_id,
-                            exc_info=True)
+                log.warning(
+                    "could not release lease %s of workspace %s", name, workspace_id, exc_info=True
+                )

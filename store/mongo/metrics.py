@@ -24,7 +24,8 @@ ACCUMULATORS = {
     "dials": {"$sum": 1},
     "connects": _count_if(CONNECTED),
     "conversations": _count_if(
-        {"$and": [CONNECTED, {"$gte": ["$durationSeconds", CONVERSATION_SECONDS]}]}),
+        {"$and": [CONNECTED, {"$gte": ["$durationSeconds", CONVERSATION_SECONDS]}]}
+    ),
     "meetingsBooked": _count_if(_is("meetingBooked", True)),
     "voicemails": _count_if(_is("disposition", "voicemail")),
     "talkTimeSeconds": {"$sum": {"$cond": [CONNECTED, "$durationSeconds", 0]}},
@@ -33,18 +34,30 @@ ACCUMULATORS = {
 
 def pipeline(workspace_id: str, starts: list[dt.datetime], user_id: str | None) -> list[dict]:
     """Totals, byUser and byDay in one pass over the range's outbound calls."""
-    match = {"workspaceId": workspace_id, "direction": "outbound",
-             "createdAt": {"$gte": starts[0], "$lt": starts[-1]}}
+    match = {
+        "workspaceId": workspace_id,
+        "direction": "outbound",
+        "createdAt": {"$gte": starts[0], "$lt": starts[-1]},
+    }
     if user_id is not None:
         match["userId"] = user_id
     return [
         {"$match": match},
-        {"$facet": {
-            "totals": [{"$group": {"_id": None, **ACCUMULATORS}}],
-            "byUser": [{"$group": {"_id": "$userId", **ACCUMULATORS}}, {"$sort": {"_id": 1}}],
-            "byDay": [{"$bucket": {"groupBy": "$createdAt", "boundaries": starts,
-                                   "output": ACCUMULATORS}}],
-        }},
+        {
+            "$facet": {
+                "totals": [{"$group": {"_id": None, **ACCUMULATORS}}],
+                "byUser": [{"$group": {"_id": "$userId", **ACCUMULATORS}}, {"$sort": {"_id": 1}}],
+                "byDay": [
+                    {
+                        "$bucket": {
+                            "groupBy": "$createdAt",
+                            "boundaries": starts,
+                            "output": ACCUMULATORS,
+                        }
+                    }
+                ],
+            }
+        },
     ]
 
 
@@ -57,13 +70,24 @@ class DialerMetrics:
     def __init__(self, db):
         self.col = db["calls"]
 
-    async def report(self, workspace_id: str, first: dt.date, last: dt.date, zone: ZoneInfo,
-                     user_id: str | None = None) -> dict:
+    async def report(
+        self,
+        workspace_id: str,
+        first: dt.date,
+        last: dt.date,
+        zone: ZoneInfo,
+        user_id: str | None = None,
+    ) -> dict:
         """The dialer-metrics result for the local days `first`..`last` (inclusive)."""
         starts = day_starts(first, last, zone)
         [result] = await self.col.aggregate(pipeline(workspace_id, starts, user_id)).to_list(1)
         return report(
-            first, last, zone, user_id, starts,
+            first,
+            last,
+            zone,
+            user_id,
+            starts,
             _figures(result["totals"][0]) if result["totals"] else None,
             [(row["_id"], _figures(row)) for row in result["byUser"]],
-            {row["_id"]: _figures(row) for row in result["byDay"]})
+            {row["_id"]: _figures(row) for row in result["byDay"]},
+        )

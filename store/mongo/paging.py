@@ -19,15 +19,17 @@ def window_query(query: dict, window: Window) -> tuple[dict, list]:
     if window.after is not None:
         op = "$gt" if window.ascending else "$lt"
         after = window.after
-        conditions.append({"$or": [{field: {op: after.value}},
-                                   {field: after.value, "_id": {op: after.id}}]})
+        conditions.append(
+            {"$or": [{field: {op: after.value}}, {field: after.value, "_id": {op: after.id}}]}
+        )
     if conditions:
         query = {"$and": [query, *conditions]}
     return query, [(field, direction), ("_id", direction)]
 
 
-async def page_query(col, query: dict, window: Window, projection: dict,
-                     record: Callable[[dict], dict]) -> Page:
+async def page_query(
+    col, query: dict, window: Window, projection: dict, record: Callable[[dict], dict]
+) -> Page:
     query, sort = window_query(query, window)
     size = window.page_size
     if window.page is None:  # keyset: one more record than asked tells whether more follow

@@ -46,8 +46,9 @@ class Prospects:
     def parse_contact(self, raw: dict) -> Contact:
         return Contact.parse(raw, self.default_region)
 
-    async def add_to_list(self, workspace_id: str, listing: dict,
-                          raw_contacts: list[dict]) -> Upload:
+    async def add_to_list(
+        self, workspace_id: str, listing: dict, raw_contacts: list[dict]
+    ) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record).
 
         Returns the list's number of prospects after the upload (counted while the upload still
@@ -63,8 +64,7 @@ class Prospects:
             try:
                 chosen = await self._add_to_list(workspace_id, listing, contacts)
             except BulkWriteError as exc:  # a fallback: the lease already serialises uploads
-                if any(e.get("code") != DUPLICATE_KEY
-                       for e in exc.details.get("writeErrors", [])):
+                if any(e.get("code") != DUPLICATE_KEY for e in exc.details.get("writeErrors", [])):
                     raise
                 chosen = await self._add_to_list(workspace_id, listing, contacts)
             members = await self.count_in_list(workspace_id, listing["id"])
@@ -74,8 +74,9 @@ class Prospects:
         """How many prospects the list has (index workspaceId+listIds+createdAt+_id)."""
         return await self.col.count_documents({"workspaceId": workspace_id, "listIds": list_id})
 
-    async def _add_to_list(self, workspace_id: str, listing: dict,
-                           contacts: list[Contact]) -> list[Candidate]:
+    async def _add_to_list(
+        self, workspace_id: str, listing: dict, contacts: list[Contact]
+    ) -> list[Candidate]:
         """One attempt at the upload; the prospect each contact landed on."""
         list_id, owner_user_id = listing["id"], listing["ownerUserId"]
         now = utcnow()
@@ -102,9 +103,10 @@ class Prospects:
                 upserts[prospect_id].id, upserts[prospect_id].created = prospect_id, True
         raced = [t for t in targets if t.id is None]  # created by a concurrent upload
         if raced:
-            cursor = self.col.find({"workspaceId": workspace_id,
-                                    "dedupeKey": {"$in": [t.key for t in raced]}},
-                                   {"_id": 1, "dedupeKey": 1})
+            cursor = self.col.find(
+                {"workspaceId": workspace_id, "dedupeKey": {"$in": [t.key for t in raced]}},
+                {"_id": 1, "dedupeKey": 1},
+            )
             ids = {doc["dedupeKey"]: doc["_id"] async for doc in cursor}
             fills = []
             for target in raced:
@@ -117,12 +119,19 @@ class Prospects:
         members = [t for t in targets if t.id]
         if not members:
             return chosen
-        await self.col.bulk_write([UpdateOne(
-            {"_id": t.id, "workspaceId": workspace_id, "listIds": {"$ne": list_id}},
-            {"$push": {"listIds": list_id}, "$set": {"updatedAt": now}}) for t in members],
-            ordered=False)
+        await self.col.bulk_write(
+            [
+                UpdateOne(
+                    {"_id": t.id, "workspaceId": workspace_id, "listIds": {"$ne": list_id}},
+                    {"$push": {"listIds": list_id}, "$set": {"updatedAt": now}},
+                )
+                for t in members
+            ],
+            ordered=False,
+        )
         await self.activities.record_list_added(
-            workspace_id, list_id, listing["name"], [t.id for t in members], now)
+            workspace_id, list_id, listing["name"], [t.id for t in members], now
+        )
         return chosen
 
     @staticmethod
@@ -130,9 +139,12 @@ class Prospects:
         """Fill blanks field by field: each update applies only while the field is still
         absent, so a concurrent writer's value is never overwritten."""
         selector = {"_id": target.id, "workspaceId": workspace_id}
-        return [UpdateOne({**selector, field: {"$exists": False}},
-                          {"$set": {**update, "updatedAt": now}})
-                for field, update in target.fill_updates().items()]
+        return [
+            UpdateOne(
+                {**selector, field: {"$exists": False}}, {"$set": {**update, "updatedAt": now}}
+            )
+            for field, update in target.fill_updates().items()
+        ]
 
     async def _candidates(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
         emails = sorted({c.email for c in contacts if c.email})
@@ -147,13 +159,26 @@ class Prospects:
         cursor = self.col.find({"workspaceId": workspace_id, "$or": clauses}, MATCH_FIELDS)
         return [Candidate.from_doc(doc) async for doc in cursor]
 
-    async def create(self, workspace_id: str, contact: dict, owner_user_id: str | None = None,
-                     list_ids: list[str] | None = None, created_at=None,
-                     prospect_id: str | None = None) -> dict:
+    async def create(
+        self,
+        workspace_id: str,
+        contact: dict,
+        owner_user_id: str | None = None,
+        list_ids: list[str] | None = None,
+        created_at=None,
+        prospect_id: str | None = None,
+    ) -> dict:
         """Insert one prospect as is, without matching (seeding and tests); its API record."""
         parsed = self.parse_contact(contact)
-        doc = prospect_document(workspace_id, parsed, dedupe_key(parsed) + "|" + new_id(),
-                                owner_user_id, created_at or utcnow(), list_ids, prospect_id)
+        doc = prospect_document(
+            workspace_id,
+            parsed,
+            dedupe_key(parsed) + "|" + new_id(),
+            owner_user_id,
+            created_at or utcnow(),
+            list_ids,
+            prospect_id,
+        )
         await self.col.insert_one(doc)
         return _record(doc)
 
@@ -166,11 +191,19 @@ class Prospects:
         if any(doc["workspaceId"] != workspace_id for doc in documents):
             raise ValueError("every document must belong to the given workspace")
         for start in range(0, len(documents), INSERT_BATCH):
-            await self.col.insert_many(documents[start:start + INSERT_BATCH], ordered=False)
+            await self.col.insert_many(documents[start : start + INSERT_BATCH], ordered=False)
 
-    async def page(self, workspace_id: str, window: Window, *, list_id: str | None = None,
-                   email: str | None = None, phone: str | None = None,
-                   updated_since=None, encoded: bool = False) -> Page:
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since=None,
+        encoded: bool = False,
+    ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. The records are dicts
         even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""
@@ -181,9 +214,15 @@ class Prospects:
             query["updatedAt"] = {"$gte": updated_since}
         return await page_query(self.col, query, window, RECORD_FIELDS, _record)
 
-    async def lookup(self, workspace_id: str, *, prospect_id: str | None = None,
-                     email: str | None = None, phone: str | None = None,
-                     limit: int = 2) -> list[dict]:
+    async def lookup(
+        self,
+        workspace_id: str,
+        *,
+        prospect_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        limit: int = 2,
+    ) -> list[dict]:
         """The prospects (at most `limit`, oldest first) selected by id, email or phone."""
         query = self._query(workspace_id, email=email, phone=phone)
         if prospect_id is not None:

@@ -16,16 +16,18 @@ class RateLimits:
     def __init__(self, db):
         self.col = db["rate_limits"]
 
-    async def hit(self, workspace_id: str, window_start: dt.datetime,
-                  expire_at: dt.datetime) -> int:
+    async def hit(
+        self, workspace_id: str, window_start: dt.datetime, expire_at: dt.datetime
+    ) -> int:
         """Count one request in the workspace's window; returns the window's count so far.
 
         One round trip: an upsert with $inc on the unique (workspaceId, windowStart) key.
         """
         query = {"workspaceId": workspace_id, "windowStart": window_start}
         update = {"$inc": {"count": 1}, "$setOnInsert": {"expireAt": expire_at}}
-        options = dict(upsert=True, return_document=ReturnDocument.AFTER,
-                       projection={"_id": 0, "count": 1})
+        options = dict(
+            upsert=True, return_document=ReturnDocument.AFTER, projection={"_id": 0, "count": 1}
+        )
         try:
             doc = await self.col.find_one_and_update(query, update, **options)
         except DuplicateKeyError:
@@ -36,6 +38,7 @@ class RateLimits:
 
     async def count(self, workspace_id: str, window_start: dt.datetime) -> int:
         """The window's count without counting a request (tests and diagnostics)."""
-        doc = await self.col.find_one({"workspaceId": workspace_id, "windowStart": window_start},
-                                      {"_id": 0, "count": 1})
+        doc = await self.col.find_one(
+            {"workspaceId": workspace_id, "windowStart": window_start}, {"_id": 0, "count": 1}
+        )
         return doc["count"] if doc else 0

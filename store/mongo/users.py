@@ -12,8 +12,15 @@ class Users:
     def __init__(self, db):
         self.col = db["users"]
 
-    async def create(self, workspace_id: str, email: str, first_name: str, last_name: str,
-                     created_at=None, user_id: str | None = None) -> dict:
+    async def create(
+        self,
+        workspace_id: str,
+        email: str,
+        first_name: str,
+        last_name: str,
+        created_at=None,
+        user_id: str | None = None,
+    ) -> dict:
         doc = {
             "_id": user_id or new_id(),
             "workspaceId": workspace_id,

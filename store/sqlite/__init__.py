@@ -41,8 +41,13 @@ class SQLiteStore:
         """A throwaway file is this process's alone: the rate limiter counts in memory."""
         return self.throwaway
 
-    def __init__(self, path: str | Path, timeout: float = 5.0, default_region: str = "US",
-                 throwaway_dir: str | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        timeout: float = 5.0,
+        default_region: str = "US",
+        throwaway_dir: str | None = None,
+    ):
         self.path = Path(path)
         self.engine = Engine(self.path, timeout)
         self._throwaway_dir = throwaway_dir  # removed at close: `MONGODB_URI=memory`
@@ -98,8 +103,7 @@ class SQLiteStore:
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:
-            await asyncio.wait_for(self.engine.read(lambda conn: conn.execute("SELECT 1")),
-                                   timeout)
+            await asyncio.wait_for(self.engine.read(lambda conn: conn.execute("SELECT 1")), timeout)
         except Exception:
             return False
         return True
@@ -111,8 +115,10 @@ class SQLiteStore:
 
         def rows(conn):
             order = '"_id"' if "_id" in schema.TABLES[collection] else "1"
-            return [schema.to_doc(row) for row in
-                    conn.execute(f"SELECT * FROM {collection} ORDER BY {order}")]
+            return [
+                schema.to_doc(row)
+                for row in conn.execute(f"SELECT * FROM {collection} ORDER BY {order}")
+            ]
 
         return await self.engine.read(rows)
 

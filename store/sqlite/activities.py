@@ -8,8 +8,10 @@ from collections.abc import AsyncIterator
 from store.activities import INSERT_BATCH, check_scope, record
 from store.sqlite.schema import insert, to_doc
 
-TIMELINE = ('SELECT "_id", type, occurredAt, userId, callId, summary, details FROM activities '
-            "WHERE workspaceId = ? AND prospectId = ?")
+TIMELINE = (
+    'SELECT "_id", type, occurredAt, userId, callId, summary, details FROM activities '
+    "WHERE workspaceId = ? AND prospectId = ?"
+)
 
 
 class Activities:
@@ -20,17 +22,20 @@ class Activities:
         """Write prebuilt activity documents (`activity_document`) in bounded batches."""
         check_scope(workspace_id, documents)
         for start in range(0, len(documents), INSERT_BATCH):
-            await self.engine.write(insert, "activities", documents[start:start + INSERT_BATCH],
-                                    timeout=600)
+            await self.engine.write(
+                insert, "activities", documents[start : start + INSERT_BATCH], timeout=600
+            )
 
-    async def timeline(self, workspace_id: str, prospect_id: str,
-                       batch_size: int = 500) -> AsyncIterator[list[dict]]:
+    async def timeline(
+        self, workspace_id: str, prospect_id: str, batch_size: int = 500
+    ) -> AsyncIterator[list[dict]]:
         """A prospect's activities, newest first, as API records in batches of `batch_size`.
         Memory stays bounded whatever the timeline's length; closing the generator ends it."""
         after = None
         while True:
-            batch = await self.engine.read(self._batch, workspace_id, prospect_id, after,
-                                           batch_size)
+            batch = await self.engine.read(
+                self._batch, workspace_id, prospect_id, after, batch_size
+            )
             if batch:
                 yield [record(doc) for doc in batch]
             if len(batch) < batch_size:
@@ -43,8 +48,9 @@ class Activities:
         if after is not None:
             query += " AND (occurredAt, _id) < (?, ?)"
             params += after
-        rows = conn.execute(query + " ORDER BY occurredAt DESC, _id DESC LIMIT ?",
-                            (*params, size)).fetchall()
+        rows = conn.execute(
+            query + " ORDER BY occurredAt DESC, _id DESC LIMIT ?", (*params, size)
+        ).fetchall()
         docs = []
         for row in rows:
             doc = to_doc(row)

@@ -21,8 +21,13 @@ JSON = json_record(SHOWN)  # a call's record built from its columns
 # A page reads each call's record as stored by its insert (or, in a row written before the
 # `record` column existed, builds it there and then).
 ENCODED = f"coalesce(record, {JSON})"
-EQUALITY = {"user_id": "userId", "prospect_id": "prospectId", "list_id": "listId",
-            "direction": "direction", "disposition": "disposition"}
+EQUALITY = {
+    "user_id": "userId",
+    "prospect_id": "prospectId",
+    "list_id": "listId",
+    "direction": "direction",
+    "disposition": "disposition",
+}
 
 
 @dataclasses.dataclass
@@ -38,30 +43,39 @@ class NewCalls:
 def prepare(documents: list[dict]) -> NewCalls:
     """The rows of new call documents, their `call` timeline entries and their quarter-hour
     counts: pure Python, made on a worker thread while the writer writes the previous batch."""
-    return NewCalls(len(documents), rows_of(documents),
-                    rows_of([call_activity(doc) for doc in documents]), quarter_sums(documents))
+    return NewCalls(
+        len(documents),
+        rows_of(documents),
+        rows_of([call_activity(doc) for doc in documents]),
+        quarter_sums(documents),
+    )
 
 
 def write_calls(conn, workspace_id: str, new: NewCalls) -> None:
     """Insert calls with their `call` timeline entries and count them, in the caller's
     transaction."""
-    insert_rows(conn, "calls", new.calls,
-                computed={"record": lambda value: json_record(SHOWN, value)})
+    insert_rows(
+        conn, "calls", new.calls, computed={"record": lambda value: json_record(SHOWN, value)}
+    )
     insert_rows(conn, "activities", new.activities, "INSERT OR IGNORE")
     bump(conn, workspace_id, "calls", new.count)
     add_to_quarters(conn, workspace_id, new.quarters)
 
 
-def call_where(workspace_id: str, *, created_from=None, created_to=None, updated_since=None,
-               **equal) -> tuple[list[str], list]:
+def call_where(
+    workspace_id: str, *, created_from=None, created_to=None, updated_since=None, **equal
+) -> tuple[list[str], list]:
     """The WHERE of GET /calls: equality filters, createdAt in [from, to), updatedAt >= since."""
     where, params = ["workspaceId = ?"], [workspace_id]
     for name, value in equal.items():
         if value is not None:
             where.append(f"{EQUALITY[name]} = ?")
             params.append(value)
-    for clause, value in (("createdAt >= ?", created_from), ("createdAt < ?", created_to),
-                          ("updatedAt >= ?", updated_since)):
+    for clause, value in (
+        ("createdAt >= ?", created_from),
+        ("createdAt < ?", created_to),
+        ("updatedAt >= ?", updated_since),
+    ):
         if value is not None:
             where.append(clause)
             params.append(ms(value))
@@ -86,39 +100,56 @@ class Calls:
         writing = None
         try:
             for start in range(0, len(documents), INSERT_BATCH):
-                new = await asyncio.to_thread(prepare, documents[start:start + INSERT_BATCH])
+                new = await asyncio.to_thread(prepare, documents[start : start + INSERT_BATCH])
                 if writing is not None:
                     await writing
                 writing = asyncio.ensure_future(
-                    self.engine.write(write_calls, workspace_id, new, timeout=600))
+                    self.engine.write(write_calls, workspace_id, new, timeout=600)
+                )
         finally:
             if writing is not None:
                 await writing
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False,
-                   **filters) -> Page:
+    async def page(
+        self, workspace_id: str, window: Window, *, encoded: bool = False, **filters
+    ) -> Page:
         """One window of calls in the window's order; `filters` as `call_where`. With
         `encoded` the records come as one JSON array (store.paging.RawJSON)."""
         where, params = call_where(workspace_id, **filters)
 
         def page_of(conn):
             return page_query(
-                conn, fields=FIELDS, source="calls", where=where, params=params, window=window,
-                order=(window.field, "_id"), record=call_record, encoded=encoded and ENCODED,
-                counted=(workspace_id, "calls") if len(where) == 1 else None)
+                conn,
+                fields=FIELDS,
+                source="calls",
+                where=where,
+                params=params,
+                window=window,
+                order=(window.field, "_id"),
+                record=call_record,
+                encoded=encoded and ENCODED,
+                counted=(workspace_id, "calls") if len(where) == 1 else None,
+            )
 
-        return await self.engine.read(page_of, snapshot=not encoded,
-                                      quick=quick(window, len(where) == 1))
+        return await self.engine.read(
+            page_of, snapshot=not encoded, quick=quick(window, len(where) == 1)
+        )
 
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""
+
         def update(conn):
-            conn.execute('UPDATE calls SET notes = ?, updatedAt = ? WHERE "_id" = ? AND '
-                         "workspaceId = ?", (notes, ms(utcnow()), call_id, workspace_id))
-            conn.execute(f'UPDATE calls SET record = {JSON} WHERE "_id" = ? AND '
-                         "workspaceId = ?", (call_id, workspace_id))
-            row = conn.execute(f'{SELECT} WHERE "_id" = ? AND workspaceId = ?',
-                               (call_id, workspace_id)).fetchone()
+            conn.execute(
+                'UPDATE calls SET notes = ?, updatedAt = ? WHERE "_id" = ? AND workspaceId = ?',
+                (notes, ms(utcnow()), call_id, workspace_id),
+            )
+            conn.execute(
+                f'UPDATE calls SET record = {JSON} WHERE "_id" = ? AND workspaceId = ?',
+                (call_id, workspace_id),
+            )
+            row = conn.execute(
+                f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (call_id, workspace_id)
+            ).fetchone()
             return row and call_record(to_doc(row))
 
         return await self.engine.write(update)
@@ -126,10 +157,13 @@ class Calls:
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this
         workspace or has no recording."""
+
         def ref(conn):
-            row = conn.execute('SELECT recordingRef FROM calls WHERE "_id" = ? AND '
-                               "workspaceId = ? AND hasRecording = 1",
-                               (call_id, workspace_id)).fetchone()
+            row = conn.execute(
+                'SELECT recordingRef FROM calls WHERE "_id" = ? AND '
+                "workspaceId = ? AND hasRecording = 1",
+                (call_id, workspace_id),
+            ).fetchone()
             return row and row[0]
 
         return await self.engine.read(ref, quick=True)

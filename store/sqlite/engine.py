@@ -52,9 +52,12 @@ class _Workers:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._done: collections.deque = collections.deque()
         self._waking: asyncio.AbstractEventLoop | None = None  # a drain is scheduled there
-        self._threads = [threading.Thread(target=self._work, args=(initializer,),
-                                          name=f"{name}_{index}", daemon=True)
-                         for index in range(count)]
+        self._threads = [
+            threading.Thread(
+                target=self._work, args=(initializer,), name=f"{name}_{index}", daemon=True
+            )
+            for index in range(count)
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -66,7 +69,7 @@ class _Workers:
             loop, future, fn, args = item
             try:
                 result, error = fn(*args), None
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            except BaseException as exc:
                 result, error = None, exc
             # Appended before `_waking` is read, and the drain clears `_waking` before it
             # empties `_done`: so a result is always in `_done` when a drain is still to run.
@@ -140,15 +143,23 @@ class Engine:
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                   check_same_thread=False, cached_statements=256)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=256,
+            )
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, never torn
             # Page cache: the writer's is larger (index pages of bulk inserts stay hot); readers
             # mostly touch a few pages per query and share the OS page cache beneath.
-            size = WRITER_CACHE_KB if threading.current_thread().name.startswith(
-                "sqlite-writer") else READER_CACHE_KB
+            size = (
+                WRITER_CACHE_KB
+                if threading.current_thread().name.startswith("sqlite-writer")
+                else READER_CACHE_KB
+            )
             conn.execute(f"PRAGMA cache_size=-{size}")
             conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
             self._local.conn = conn
@@ -165,14 +176,16 @@ class Engine:
         with contextlib.suppress(sqlite3.Error):
             conn.close()
 
-    def _run(self, fn: Callable, args: tuple, write: bool, deadline: float,
-             snapshot: bool = True) -> Any:
+    def _run(
+        self, fn: Callable, args: tuple, write: bool, deadline: float, snapshot: bool = True
+    ) -> Any:
         if time.monotonic() >= deadline:  # waited in the queue past its deadline: not started
             raise StoreBusy("the database stayed busy for too long")
         conn = self._connection()
         fault = self.fault
         conn.set_progress_handler(
-            lambda: time.monotonic() > deadline or bool(fault and fault()), self.progress_steps)
+            lambda: time.monotonic() > deadline or bool(fault and fault()), self.progress_steps
+        )
         try:
             # A read unit is one read transaction too (a page and its count see one snapshot),
             # unless it is a single statement, which sees one snapshot anyway.
@@ -214,21 +227,29 @@ class Engine:
         finally:
             conn.close()
 
-    async def _submit(self, pool, fn, args, write: bool, timeout: float | None,
-                      snapshot: bool = True) -> Any:
+    async def _submit(
+        self, pool, fn, args, write: bool, timeout: float | None, snapshot: bool = True
+    ) -> Any:
         if self._closed:
             raise StoreUnavailable("the store is closed")
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         return await pool.submit(self._run, fn, args, write, deadline, snapshot)
 
-    async def read(self, fn: Callable, *args, timeout: float | None = None,
-                   snapshot: bool = True, quick: bool = False) -> Any:
+    async def read(
+        self,
+        fn: Callable,
+        *args,
+        timeout: float | None = None,
+        snapshot: bool = True,
+        quick: bool = False,
+    ) -> Any:
         """Run `fn(conn, *args)` on a reader thread, in one read transaction; its result.
         `snapshot=False` leaves the transaction out, for a unit of one statement (which sees
         one snapshot by itself) that would otherwise pay two more statements. `quick=True`
         for a unit bounded by an index to a few rows: it runs on the quick thread."""
-        return await self._submit(self._quick if quick else self._readers, fn, args, False,
-                                  timeout, snapshot)
+        return await self._submit(
+            self._quick if quick else self._readers, fn, args, False, timeout, snapshot
+        )
 
     async def write(self, fn: Callable, *args, timeout: float | None = None) -> Any:
         """Run `fn(conn, *args)` in one write transaction on the writer thread; its result."""

@@ -18,12 +18,26 @@ class Lists:
     def __init__(self, engine):
         self.engine = engine
 
-    async def create(self, workspace_id: str, name: str, owner_user_id: str,
-                     source: str = "CSV", created_at=None, list_id: str | None = None) -> dict:
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        owner_user_id: str,
+        source: str = "CSV",
+        created_at=None,
+        list_id: str | None = None,
+    ) -> dict:
         now = created_at or utcnow()
-        doc = {"_id": list_id or new_id(), "workspaceId": workspace_id, "name": name,
-               "source": source, "ownerUserId": owner_user_id, "createdAt": now,
-               "updatedAt": now, "prospectsCount": 0}
+        doc = {
+            "_id": list_id or new_id(),
+            "workspaceId": workspace_id,
+            "name": name,
+            "source": source,
+            "ownerUserId": owner_user_id,
+            "createdAt": now,
+            "updatedAt": now,
+            "prospectsCount": 0,
+        }
 
         def create(conn):
             insert(conn, "lists", [doc])
@@ -34,31 +48,43 @@ class Lists:
 
     async def get(self, workspace_id: str, list_id: str) -> dict | None:
         def get(conn):
-            row = conn.execute(f'{SELECT} WHERE "_id" = ? AND workspaceId = ?',
-                               (list_id, workspace_id)).fetchone()
+            row = conn.execute(
+                f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (list_id, workspace_id)
+            ).fetchone()
             return row and list_record(to_doc(row))
 
         return await self.engine.read(get, quick=True)
 
     async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
         def page_of(conn):
-            return page_query(conn, fields=FIELDS, source="lists", where=["workspaceId = ?"],
-                              params=[workspace_id], window=window,
-                              order=(window.field, "_id"), record=list_record,
-                              encoded=encoded and JSON,
-                              counted=(workspace_id, "lists"))
+            return page_query(
+                conn,
+                fields=FIELDS,
+                source="lists",
+                where=["workspaceId = ?"],
+                params=[workspace_id],
+                window=window,
+                order=(window.field, "_id"),
+                record=list_record,
+                encoded=encoded and JSON,
+                counted=(workspace_id, "lists"),
+            )
 
         return await self.engine.read(page_of, snapshot=not encoded, quick=quick(window, True))
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
         Members are never removed, so the larger count wins (as `$max` on MongoDB)."""
+
         def set_count(conn):
-            conn.execute('UPDATE lists SET prospectsCount = MAX(prospectsCount, ?), updatedAt = ? '
-                         'WHERE "_id" = ? AND workspaceId = ?',
-                         (members, ms(utcnow()), list_id, workspace_id))
-            row = conn.execute(f'{SELECT} WHERE "_id" = ? AND workspaceId = ?',
-                               (list_id, workspace_id)).fetchone()
+            conn.execute(
+                "UPDATE lists SET prospectsCount = MAX(prospectsCount, ?), updatedAt = ? "
+                'WHERE "_id" = ? AND workspaceId = ?',
+                (members, ms(utcnow()), list_id, workspace_id),
+            )
+            row = conn.execute(
+                f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (list_id, workspace_id)
+            ).fetchone()
             return row and list_record(to_doc(row))
 
         return await self.engine.write(set_count)

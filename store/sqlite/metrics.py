@@ -19,10 +19,12 @@ from store.metrics import CONVERSATION_SECONDS, COUNTS, day_starts, rates, repor
 from store.sqlite.schema import ms
 
 QUARTER_MS = 15 * 60 * 1000
-SUMS = ("COUNT(*), SUM(disposition = 'connected'), "
-        f"SUM(disposition = 'connected' AND durationSeconds >= {CONVERSATION_SECONDS}), "
-        "SUM(meetingBooked), SUM(disposition = 'voicemail'), "
-        "SUM(CASE WHEN disposition = 'connected' THEN durationSeconds ELSE 0 END)")
+SUMS = (
+    "COUNT(*), SUM(disposition = 'connected'), "
+    f"SUM(disposition = 'connected' AND durationSeconds >= {CONVERSATION_SECONDS}), "
+    "SUM(meetingBooked), SUM(disposition = 'voicemail'), "
+    "SUM(CASE WHEN disposition = 'connected' THEN durationSeconds ELSE 0 END)"
+)
 
 
 def _add(into: dict, counts: tuple) -> None:
@@ -34,8 +36,14 @@ def counts_of(call: dict) -> tuple:
     """One call's contribution to COUNTS (the definitions of store/metrics.py)."""
     connected = call["disposition"] == "connected"
     talk = call["durationSeconds"] if connected else 0
-    return (1, int(connected), int(connected and talk >= CONVERSATION_SECONDS),
-            int(bool(call["meetingBooked"])), int(call["disposition"] == "voicemail"), talk)
+    return (
+        1,
+        int(connected),
+        int(connected and talk >= CONVERSATION_SECONDS),
+        int(bool(call["meetingBooked"])),
+        int(call["disposition"] == "voicemail"),
+        talk,
+    )
 
 
 def quarter_sums(calls: list[dict]) -> dict[tuple, list[int]]:
@@ -58,7 +66,8 @@ def add_to_quarters(conn, workspace_id: str, sums: dict[tuple, list[int]]) -> No
         f"VALUES (?, ?, ?, ?, {', '.join('?' * len(COUNTS))}) "
         "ON CONFLICT (workspaceId, direction, quarter, userId) DO UPDATE SET "
         + ", ".join(f"{name} = {name} + excluded.{name}" for name in COUNTS),
-        [(workspace_id, *key, *row) for key, row in sums.items()])
+        [(workspace_id, *key, *row) for key, row in sums.items()],
+    )
 
 
 def build_quarters(conn) -> None:
@@ -68,9 +77,11 @@ def build_quarters(conn) -> None:
         return
     conn.execute("INSERT INTO settings (name, value) VALUES ('call_quarters', '1')")
     conn.execute("DELETE FROM call_quarters")
-    conn.execute(f"INSERT INTO call_quarters (workspaceId, direction, quarter, userId, "
-                 f"{', '.join(COUNTS)}) SELECT workspaceId, direction, createdAt / {QUARTER_MS}, "
-                 f"COALESCE(userId, ''), {SUMS} FROM calls GROUP BY 1, 2, 3, 4")
+    conn.execute(
+        f"INSERT INTO call_quarters (workspaceId, direction, quarter, userId, "
+        f"{', '.join(COUNTS)}) SELECT workspaceId, direction, createdAt / {QUARTER_MS}, "
+        f"COALESCE(userId, ''), {SUMS} FROM calls GROUP BY 1, 2, 3, 4"
+    )
 
 
 def aggregate(conn, workspace_id: str, bounds: list[int], user_id: str | None) -> list[tuple]:
@@ -84,28 +95,41 @@ def aggregate(conn, workspace_id: str, bounds: list[int], user_id: str | None) -
         if user_id is not None:
             where += " AND userId = ?"
             params.append(user_id)
-        rows = conn.execute(f"SELECT userId, quarter, {', '.join(COUNTS)} FROM call_quarters "
-                            f"WHERE {where}", params)
-        return [(row[0] or None, bisect.bisect_right(quarters, row[1]) - 1, *row[2:])
-                for row in rows]
+        rows = conn.execute(
+            f"SELECT userId, quarter, {', '.join(COUNTS)} FROM call_quarters WHERE {where}", params
+        )
+        return [
+            (row[0] or None, bisect.bisect_right(quarters, row[1]) - 1, *row[2:]) for row in rows
+        ]
     where = "workspaceId = ? AND direction = 'outbound' AND createdAt >= ? AND createdAt < ?"
     params = [workspace_id, bounds[0], bounds[-1]]
     if user_id is not None:
         where += " AND userId = ?"
         params.append(user_id)
-    cases = " ".join(f"WHEN createdAt < {bound} THEN {index}"
-                     for index, bound in enumerate(bounds[1:]))
-    return [tuple(row) for row in conn.execute(
-        f"SELECT userId, CASE {cases} END, {SUMS} FROM calls WHERE {where} GROUP BY 1, 2",
-        params)]
+    cases = " ".join(
+        f"WHEN createdAt < {bound} THEN {index}" for index, bound in enumerate(bounds[1:])
+    )
+    return [
+        tuple(row)
+        for row in conn.execute(
+            f"SELECT userId, CASE {cases} END, {SUMS} FROM calls WHERE {where} GROUP BY 1, 2",
+            params,
+        )
+    ]
 
 
 class DialerMetrics:
     def __init__(self, engine):
         self.engine = engine
 
-    async def report(self, workspace_id: str, first: dt.date, last: dt.date, zone: ZoneInfo,
-                     user_id: str | None = None) -> dict:
+    async def report(
+        self,
+        workspace_id: str,
+        first: dt.date,
+        last: dt.date,
+        zone: ZoneInfo,
+        user_id: str | None = None,
+    ) -> dict:
         """The dialer-metrics result for the local days `first`..`last` (inclusive)."""
         starts = day_starts(first, last, zone)
 
@@ -113,13 +137,21 @@ class DialerMetrics:
             totals: dict = {}
             users: dict[str, dict] = {}
             days: dict[int, dict] = {}
-            for user, day, *counts in aggregate(conn, workspace_id, [ms(s) for s in starts],
-                                                user_id):
+            for user, day, *counts in aggregate(
+                conn, workspace_id, [ms(s) for s in starts], user_id
+            ):
                 _add(totals, counts)
                 _add(users.setdefault(user, {}), counts)
                 _add(days.setdefault(day, {}), counts)
-            return report(first, last, zone, user_id, starts, rates(totals) if totals else None,
-                          [(user, rates(users[user])) for user in sorted(users)],
-                          {starts[day]: rates(counts) for day, counts in days.items()})
+            return report(
+                first,
+                last,
+                zone,
+                user_id,
+                starts,
+                rates(totals) if totals else None,
+                [(user, rates(users[user])) for user in sorted(users)],
+                {starts[day]: rates(counts) for day, counts in days.items()},
+            )
 
         return await self.engine.read(figures)

@@ -23,9 +23,11 @@ SEPARATOR = 30
 def bump(conn: sqlite3.Connection, workspace_id: str, name: str, by: int) -> None:
     """Add `by` to the workspace's counter `name` (inside the writer's transaction)."""
     if by:
-        conn.execute("INSERT INTO counters (workspaceId, name, value) VALUES (?, ?, ?) "
-                     "ON CONFLICT (workspaceId, name) DO UPDATE SET value = value + ?",
-                     (workspace_id, name, by, by))
+        conn.execute(
+            "INSERT INTO counters (workspaceId, name, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (workspaceId, name) DO UPDATE SET value = value + ?",
+            (workspace_id, name, by, by),
+        )
 
 
 COUNTER = "SELECT value FROM counters WHERE workspaceId = ? AND name = ?"
@@ -40,14 +42,26 @@ def quick(window: Window, unfiltered: bool) -> bool:
     """Whether reading this window with no filter but the workspace is a quick unit."""
     if window.page is None:  # keyset: a seek, then at most page_size + 1 entries
         return unfiltered
-    return (unfiltered and window.settled_before is None
-            and (window.page - 1) * window.page_size <= QUICK_SKIP)
+    return (
+        unfiltered
+        and window.settled_before is None
+        and (window.page - 1) * window.page_size <= QUICK_SKIP
+    )
 
 
-def page_query(conn: sqlite3.Connection, *, fields: str, source: str, where: list[str],
-               params: list, window: Window, order: tuple[str, str],
-               record: Callable[[dict], dict], encoded: str | None = None,
-               counted: tuple[str, str] | None = None) -> Page:
+def page_query(
+    conn: sqlite3.Connection,
+    *,
+    fields: str,
+    source: str,
+    where: list[str],
+    params: list,
+    window: Window,
+    order: tuple[str, str],
+    record: Callable[[dict], dict],
+    encoded: str | None = None,
+    counted: tuple[str, str] | None = None,
+) -> Page:
     """One window of `SELECT fields FROM source WHERE where`, ordered by `order` (the sort
     value and the id expressions), each row made a record by `record`.
 
@@ -72,22 +86,34 @@ def page_query(conn: sqlite3.Connection, *, fields: str, source: str, where: lis
         params += [ms(window.after.value), window.after.id]
     condition = " AND ".join(where)
     direction = "" if window.ascending else " DESC"
-    query = (f"SELECT {encoded + ' AS j' if encoded else fields} FROM {source} "
-             f"WHERE {condition} ORDER BY {value}{direction}, {ident}{direction} LIMIT ? OFFSET ?")
-    count, count_params = ((COUNTER, list(counted)) if counted else
-                           (f"SELECT COUNT(*) FROM {source} WHERE {condition}", params))
+    query = (
+        f"SELECT {encoded + ' AS j' if encoded else fields} FROM {source} "
+        f"WHERE {condition} ORDER BY {value}{direction}, {ident}{direction} LIMIT ? OFFSET ?"
+    )
+    count, count_params = (
+        (COUNTER, list(counted))
+        if counted
+        else (f"SELECT COUNT(*) FROM {source} WHERE {condition}", params)
+    )
     size = window.page_size
     skip = None if window.page is None else (window.page - 1) * size
     if encoded:
         found, total = _encoded_rows(conn, query, params, count, count_params, size, skip)
     elif skip is None:
-        found, total = [record(to_doc(row)) for row in
-                        conn.execute(query, (*params, size + 1, 0))], None
+        found, total = (
+            [record(to_doc(row)) for row in conn.execute(query, (*params, size + 1, 0))],
+            None,
+        )
     else:
         total = conn.execute(count, count_params).fetchone()
         total = total[0] if total else 0
-        found = [] if skip >= min(total, MAX_SKIP) else [  # past the end: no walk to it
-            record(to_doc(row)) for row in conn.execute(query, (*params, size, skip))]
+        found = (
+            []
+            if skip >= min(total, MAX_SKIP)
+            else [  # past the end: no walk to it
+                record(to_doc(row)) for row in conn.execute(query, (*params, size, skip))
+            ]
+        )
     if skip is None:  # keyset: one more record than asked tells whether more follow
         items, end = _items(found[:size], encoded, window)
         return Page(items, None, None, size, len(found) > size, window.sort, end)
@@ -95,8 +121,9 @@ def page_query(conn: sqlite3.Connection, *, fields: str, source: str, where: lis
     return Page(items, total, window.page, size, window.page * size < total, window.sort, end)
 
 
-def _encoded_rows(conn, query: str, params: list, count: str, count_params: list, size: int,
-                  skip: int | None) -> tuple[list[str], int | None]:
+def _encoded_rows(
+    conn, query: str, params: list, count: str, count_params: list, size: int, skip: int | None
+) -> tuple[list[str], int | None]:
     """The encoded records of a page (keyset when `skip` is None: `size` + 1 of them) and, in
     page mode, the total, all from one statement; a page past the end is not walked to."""
     records = f"SELECT group_concat(j, char({SEPARATOR})) FROM ({query})"
@@ -107,12 +134,14 @@ def _encoded_rows(conn, query: str, params: list, count: str, count_params: list
         total, text = conn.execute(
             f"SELECT n, CASE WHEN ? < n THEN ({records}) END "
             f"FROM (SELECT coalesce(({count}), 0) AS n)",
-            (skip, *params, size, skip, *count_params)).fetchone()
+            (skip, *params, size, skip, *count_params),
+        ).fetchone()
     return (text.split(chr(SEPARATOR)) if text else []), total
 
 
-def _items(found: list, encoded: str | None,
-           window: Window) -> tuple[list[dict] | RawJSON, Position | None]:
+def _items(
+    found: list, encoded: str | None, window: Window
+) -> tuple[list[dict] | RawJSON, Position | None]:
     """The page's items (records, or encoded records joined into one JSON array) and, for
     encoded ones, the position of the last (read back from its JSON)."""
     if not encoded:

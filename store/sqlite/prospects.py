@@ -28,15 +28,18 @@ from store.prospects import record as prospect_record
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
-MATCH_COLUMNS = ", ".join(f'"{name}"' for name in
-                          ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values()))
+MATCH_COLUMNS = ", ".join(
+    f'"{name}"' for name in ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values())
+)
 RECORD_COLUMNS = ("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt", "updatedAt")
 FIELDS = ", ".join(f'p."{name}"' for name in RECORD_COLUMNS)
 SELECT = f"SELECT {FIELDS} FROM prospects p"
-IN_LIST = ('prospects p JOIN memberships m ON p."_id" = m.prospectId '
-           "AND p.workspaceId = m.workspaceId")
-JSON = json_record({"id" if name == "_id" else name: name for name in RECORD_COLUMNS},
-                   'p."{}"'.format)
+IN_LIST = (
+    'prospects p JOIN memberships m ON p."_id" = m.prospectId AND p.workspaceId = m.workspaceId'
+)
+JSON = json_record(
+    {"id" if name == "_id" else name: name for name in RECORD_COLUMNS}, 'p."{}"'.format
+)
 UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
 
 
@@ -51,8 +54,12 @@ def write_prospects(conn, workspace_id: str, documents: list[dict]) -> None:
     conn.executemany(
         "INSERT OR IGNORE INTO memberships (workspaceId, listId, prospectId, prospectCreatedAt) "
         "VALUES (?, ?, ?, ?)",
-        [(workspace_id, list_id, doc["_id"], ms(doc["createdAt"]))
-         for doc in documents for list_id in doc.get("listIds", [])])
+        [
+            (workspace_id, list_id, doc["_id"], ms(doc["createdAt"]))
+            for doc in documents
+            for list_id in doc.get("listIds", [])
+        ],
+    )
     bump(conn, workspace_id, "prospects", len(documents))
 
 
@@ -64,8 +71,10 @@ def _candidates(conn, workspace_id: str, contacts: list[Contact]) -> list[Candid
     selects, params = [], []
     for column, values in (("emailNorm", emails), ("phoneE164", phones)):
         if values:
-            selects.append(f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
-                           f"{column} IN ({_marks(values)})")
+            selects.append(
+                f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
+                f"{column} IN ({_marks(values)})"
+            )
             params += [workspace_id, *values]
     if not selects:
         return []
@@ -76,12 +85,15 @@ def _candidates(conn, workspace_id: str, contacts: list[Contact]) -> list[Candid
 def _fill(conn, workspace_id: str, target: Candidate, now) -> None:
     """Fill the prospect's blank fields (`target.fills`), with the identifiers derived from
     them; a value already stored is never overwritten."""
-    changes = {name: value for update in target.fill_updates().values()
-               for name, value in update.items()}
+    changes = {
+        name: value for update in target.fill_updates().values() for name, value in update.items()
+    }
     changes["updatedAt"] = ms(now)
     assignments = ", ".join(f'"{name}" = ?' for name in changes)
-    conn.execute(f'UPDATE prospects SET {assignments} WHERE "_id" = ? AND workspaceId = ?',
-                 (*changes.values(), target.id, workspace_id))
+    conn.execute(
+        f'UPDATE prospects SET {assignments} WHERE "_id" = ? AND workspaceId = ?',
+        (*changes.values(), target.id, workspace_id),
+    )
 
 
 def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> Upload:
@@ -90,8 +102,11 @@ def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> U
     targets, chosen = match_all(contacts, _candidates(conn, workspace_id, contacts))
     new = {t.key: t for t in targets if t.id is None}
     if new:  # a prospect created earlier under the same identity (no email/phone match)
-        rows = conn.execute(f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
-                            f"AND dedupeKey IN ({_marks(new)})", (workspace_id, *new))
+        rows = conn.execute(
+            f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
+            f"AND dedupeKey IN ({_marks(new)})",
+            (workspace_id, *new),
+        )
         for row in rows:
             target = new.pop(row["dedupeKey"])
             target.id = row["_id"]
@@ -110,30 +125,47 @@ def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> U
     # Memberships: only the ones that are new move the prospect (listIds, updatedAt).
     ids = [t.id for t in targets]
     # By primary key: the unary + keeps SQLite from walking a workspaceId index instead.
-    created_at = {row[0]: row[1] for row in conn.execute(
-        f'SELECT "_id", createdAt FROM prospects WHERE +workspaceId = ? AND "_id" IN '
-        f"({_marks(ids)})", (workspace_id, *ids))}
+    created_at = {
+        row[0]: row[1]
+        for row in conn.execute(
+            f'SELECT "_id", createdAt FROM prospects WHERE +workspaceId = ? AND "_id" IN '
+            f"({_marks(ids)})",
+            (workspace_id, *ids),
+        )
+    }
     joined = []
     for prospect_id in ids:
         cursor = conn.execute(
             "INSERT OR IGNORE INTO memberships (workspaceId, listId, prospectId, "
             "prospectCreatedAt) VALUES (?, ?, ?, ?)",
-            (workspace_id, list_id, prospect_id, created_at[prospect_id]))
+            (workspace_id, list_id, prospect_id, created_at[prospect_id]),
+        )
         if cursor.rowcount == 1:
             joined.append(prospect_id)
     if joined:
         conn.executemany(
             "UPDATE prospects SET listIds = json_insert(listIds, '$[#]', ?), updatedAt = ? "
             'WHERE "_id" = ? AND workspaceId = ?',
-            [(list_id, ms(now), prospect_id, workspace_id) for prospect_id in joined])
-    insert(conn, "activities",
-           [list_added_activity(workspace_id, prospect_id, list_id, listing["name"], now)
-            for prospect_id in joined], "INSERT OR IGNORE")
-    row = conn.execute('SELECT prospectsCount FROM lists WHERE "_id" = ? AND workspaceId = ?',
-                       (list_id, workspace_id)).fetchone()
+            [(list_id, ms(now), prospect_id, workspace_id) for prospect_id in joined],
+        )
+    insert(
+        conn,
+        "activities",
+        [
+            list_added_activity(workspace_id, prospect_id, list_id, listing["name"], now)
+            for prospect_id in joined
+        ],
+        "INSERT OR IGNORE",
+    )
+    row = conn.execute(
+        'SELECT prospectsCount FROM lists WHERE "_id" = ? AND workspaceId = ?',
+        (list_id, workspace_id),
+    ).fetchone()
     members = (row[0] if row else 0) + len(joined)
-    conn.execute('UPDATE lists SET prospectsCount = ?, updatedAt = ? WHERE "_id" = ? '
-                 "AND workspaceId = ?", (members, ms(now), list_id, workspace_id))
+    conn.execute(
+        'UPDATE lists SET prospectsCount = ?, updatedAt = ? WHERE "_id" = ? AND workspaceId = ?',
+        (members, ms(now), list_id, workspace_id),
+    )
     return Upload(members, outcomes(chosen))
 
 
@@ -149,28 +181,45 @@ class Prospects:
         """A phone number as stored and matched (E.164), or None when it cannot be read."""
         return normalize_phone(value, self.default_region)
 
-    async def add_to_list(self, workspace_id: str, listing: dict,
-                          raw_contacts: list[dict]) -> Upload:
+    async def add_to_list(
+        self, workspace_id: str, listing: dict, raw_contacts: list[dict]
+    ) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record),
         all in one transaction. Idempotent: the same upload again adds nothing."""
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
-        return await self.engine.write(upload, workspace_id, listing, contacts,
-                                       timeout=UPLOAD_TIMEOUT)
+        return await self.engine.write(
+            upload, workspace_id, listing, contacts, timeout=UPLOAD_TIMEOUT
+        )
 
     async def count_in_list(self, workspace_id: str, list_id: str) -> int:
         def count(conn):
-            return conn.execute("SELECT COUNT(*) FROM memberships WHERE workspaceId = ? AND "
-                                "listId = ?", (workspace_id, list_id)).fetchone()[0]
+            return conn.execute(
+                "SELECT COUNT(*) FROM memberships WHERE workspaceId = ? AND listId = ?",
+                (workspace_id, list_id),
+            ).fetchone()[0]
 
         return await self.engine.read(count)
 
-    async def create(self, workspace_id: str, contact: dict, owner_user_id: str | None = None,
-                     list_ids: list[str] | None = None, created_at=None,
-                     prospect_id: str | None = None) -> dict:
+    async def create(
+        self,
+        workspace_id: str,
+        contact: dict,
+        owner_user_id: str | None = None,
+        list_ids: list[str] | None = None,
+        created_at=None,
+        prospect_id: str | None = None,
+    ) -> dict:
         """Insert one prospect as is, without matching (seeding and tests); its API record."""
         parsed = self.parse_contact(contact)
-        doc = prospect_document(workspace_id, parsed, dedupe_key(parsed) + "|" + new_id(),
-                                owner_user_id, created_at or utcnow(), list_ids, prospect_id)
+        doc = prospect_document(
+            workspace_id,
+            parsed,
+            dedupe_key(parsed) + "|" + new_id(),
+            owner_user_id,
+            created_at or utcnow(),
+            list_ids,
+            prospect_id,
+        )
         await self.engine.write(write_prospects, workspace_id, [doc])
         return prospect_record(doc)
 
@@ -178,12 +227,21 @@ class Prospects:
         """Write prebuilt prospect documents (`prospect_document`) in bounded batches."""
         check_scope(workspace_id, documents)
         for start in range(0, len(documents), INSERT_BATCH):
-            await self.engine.write(write_prospects, workspace_id,
-                                    documents[start:start + INSERT_BATCH], timeout=600)
+            await self.engine.write(
+                write_prospects, workspace_id, documents[start : start + INSERT_BATCH], timeout=600
+            )
 
-    async def page(self, workspace_id: str, window: Window, *, list_id: str | None = None,
-                   email: str | None = None, phone: str | None = None,
-                   updated_since=None, encoded: bool = False) -> Page:
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since=None,
+        encoded: bool = False,
+    ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. With `encoded` the
         records come as one JSON array (store.paging.RawJSON)."""
@@ -200,23 +258,40 @@ class Prospects:
             source = IN_LIST
             columns = ("m.prospectCreatedAt", "m.prospectId")
         elif list_id is not None:  # the sync order in a list: membership checked by its key
-            where.append("EXISTS (SELECT 1 FROM memberships m WHERE m.workspaceId = ? AND "
-                         "m.listId = ? AND m.prospectId = p._id)")
+            where.append(
+                "EXISTS (SELECT 1 FROM memberships m WHERE m.workspaceId = ? AND "
+                "m.listId = ? AND m.prospectId = p._id)"
+            )
             params += [workspace_id, list_id]
         unfiltered = len(where) == 1
 
         def page_of(conn):
             return page_query(
-                conn, fields=FIELDS, source=source, where=where, params=params, window=window,
-                order=columns, record=prospect_record, encoded=encoded and JSON,
-                counted=(workspace_id, "prospects") if unfiltered else None)
+                conn,
+                fields=FIELDS,
+                source=source,
+                where=where,
+                params=params,
+                window=window,
+                order=columns,
+                record=prospect_record,
+                encoded=encoded and JSON,
+                counted=(workspace_id, "prospects") if unfiltered else None,
+            )
 
-        return await self.engine.read(page_of, snapshot=not encoded,
-                                      quick=quick(window, unfiltered))
+        return await self.engine.read(
+            page_of, snapshot=not encoded, quick=quick(window, unfiltered)
+        )
 
-    async def lookup(self, workspace_id: str, *, prospect_id: str | None = None,
-                     email: str | None = None, phone: str | None = None,
-                     limit: int = 2) -> list[dict]:
+    async def lookup(
+        self,
+        workspace_id: str,
+        *,
+        prospect_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        limit: int = 2,
+    ) -> list[dict]:
         """The prospects (at most `limit`, oldest first) selected by id, email or phone."""
         where, params = self._where(workspace_id, email=email, phone=phone)
         if prospect_id is not None:
@@ -224,14 +299,17 @@ class Prospects:
             params.append(prospect_id)
 
         def find(conn):
-            rows = conn.execute(f"{SELECT} WHERE {' AND '.join(where)} "
-                                "ORDER BY p.createdAt, p._id LIMIT ?", (*params, limit))
+            rows = conn.execute(
+                f"{SELECT} WHERE {' AND '.join(where)} ORDER BY p.createdAt, p._id LIMIT ?",
+                (*params, limit),
+            )
             return [prospect_record(to_doc(row)) for row in rows]
 
         return await self.engine.read(find, quick=True)
 
-    def _where(self, workspace_id: str, *, email: str | None,
-               phone: str | None) -> tuple[list[str], list]:
+    def _where(
+        self, workspace_id: str, *, email: str | None, phone: str | None
+    ) -> tuple[list[str], list]:
         where, params = ["p.workspaceId = ?"], [workspace_id]
         if email is not None:
             where.append("p.emailNorm = ?")

@@ -94,8 +94,9 @@ class SharedCounters:
             raise
         self.fd = fd
 
-    async def hit(self, workspace_id: str, window_start: dt.datetime,
-                  expire_at: dt.datetime) -> int:
+    async def hit(
+        self, workspace_id: str, window_start: dt.datetime, expire_at: dt.datetime
+    ) -> int:
         """Count one request in the workspace's window; returns the window's count so far."""
         return await self._locked(self._hit, workspace_id, ms(window_start), ms(expire_at))
 

@@ -19,49 +19,49 @@ TABLES = {
     "settings": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
     "workspaces": '"_id" TEXT PRIMARY KEY, name TEXT NOT NULL, createdAt INTEGER NOT NULL',
     "users": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, email TEXT, firstName TEXT, '
-             "lastName TEXT, createdAt INTEGER NOT NULL, deletedAt INTEGER",
+    "lastName TEXT, createdAt INTEGER NOT NULL, deletedAt INTEGER",
     "api_keys": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, name TEXT, '
-                "createdAt INTEGER NOT NULL, revokedAt INTEGER",
+    "createdAt INTEGER NOT NULL, revokedAt INTEGER",
     "lists": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, name TEXT NOT NULL, '
-             "source TEXT, ownerUserId TEXT, createdAt INTEGER NOT NULL, "
-             "updatedAt INTEGER NOT NULL, prospectsCount INTEGER NOT NULL DEFAULT 0",
+    "source TEXT, ownerUserId TEXT, createdAt INTEGER NOT NULL, "
+    "updatedAt INTEGER NOT NULL, prospectsCount INTEGER NOT NULL DEFAULT 0",
     "prospects": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, dedupeKey TEXT NOT NULL, '
-                 "firstName TEXT, lastName TEXT, phoneNumber TEXT, email TEXT, companyName TEXT, "
-                 "companyDomain TEXT, jobTitle TEXT, linkedinUrl TEXT, emailNorm TEXT, "
-                 "phoneE164 TEXT, linkedinNorm TEXT, ownerUserId TEXT, "
-                 "listIds TEXT NOT NULL DEFAULT '[]', createdAt INTEGER NOT NULL, "
-                 "updatedAt INTEGER NOT NULL",
+    "firstName TEXT, lastName TEXT, phoneNumber TEXT, email TEXT, companyName TEXT, "
+    "companyDomain TEXT, jobTitle TEXT, linkedinUrl TEXT, emailNorm TEXT, "
+    "phoneE164 TEXT, linkedinNorm TEXT, ownerUserId TEXT, "
+    "listIds TEXT NOT NULL DEFAULT '[]', createdAt INTEGER NOT NULL, "
+    "updatedAt INTEGER NOT NULL",
     # A prospect's list memberships, one row each (the prospect's `listIds` in table form),
     # with the prospect's createdAt so a list's prospects page newest first from the index.
     "memberships": "workspaceId TEXT NOT NULL, listId TEXT NOT NULL, prospectId TEXT NOT NULL, "
-                   "prospectCreatedAt INTEGER NOT NULL, "
-                   "PRIMARY KEY (workspaceId, listId, prospectId)",
+    "prospectCreatedAt INTEGER NOT NULL, "
+    "PRIMARY KEY (workspaceId, listId, prospectId)",
     "calls": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, direction TEXT NOT NULL, '
-             "disposition TEXT NOT NULL, fromNumber TEXT, toNumber TEXT, userId TEXT, "
-             "prospectId TEXT, listId TEXT, startedAt INTEGER NOT NULL, answeredAt INTEGER, "
-             "endedAt INTEGER NOT NULL, durationSeconds INTEGER NOT NULL, "
-             "hasRecording INTEGER NOT NULL, recordingDurationSeconds INTEGER, "
-             "recordingRef TEXT, meetingBooked INTEGER NOT NULL, notes TEXT, "
-             "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT",
+    "disposition TEXT NOT NULL, fromNumber TEXT, toNumber TEXT, userId TEXT, "
+    "prospectId TEXT, listId TEXT, startedAt INTEGER NOT NULL, answeredAt INTEGER, "
+    "endedAt INTEGER NOT NULL, durationSeconds INTEGER NOT NULL, "
+    "hasRecording INTEGER NOT NULL, recordingDurationSeconds INTEGER, "
+    "recordingRef TEXT, meetingBooked INTEGER NOT NULL, notes TEXT, "
+    "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT",
     "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
-                  "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
-                  "summary TEXT, details TEXT NOT NULL DEFAULT '{}'",
+    "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
+    "summary TEXT, details TEXT NOT NULL DEFAULT '{}'",
     # Idempotency-Key records: in progress (status NULL, lockedUntil) or a stored response.
     "idempotency": "workspaceId TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, "
-                   "status INTEGER, body TEXT, contentType TEXT, location TEXT, "
-                   "lockedUntil INTEGER NOT NULL, expiresAt INTEGER NOT NULL, "
-                   "PRIMARY KEY (workspaceId, key)",
+    "status INTEGER, body TEXT, contentType TEXT, location TEXT, "
+    "lockedUntil INTEGER NOT NULL, expiresAt INTEGER NOT NULL, "
+    "PRIMARY KEY (workspaceId, key)",
     # The dialer metrics' counts per workspace, direction, quarter hour (createdAt // 900,000
     # ms) and user, kept in the same transaction as every call insert (store/sqlite/metrics.py).
     "call_quarters": "workspaceId TEXT NOT NULL, direction TEXT NOT NULL, "
-                     "quarter INTEGER NOT NULL, userId TEXT NOT NULL DEFAULT '', "
-                     "dials INTEGER NOT NULL, connects INTEGER NOT NULL, "
-                     "conversations INTEGER NOT NULL, meetingsBooked INTEGER NOT NULL, "
-                     "voicemails INTEGER NOT NULL, talkTimeSeconds INTEGER NOT NULL, "
-                     "PRIMARY KEY (workspaceId, direction, quarter, userId)",
+    "quarter INTEGER NOT NULL, userId TEXT NOT NULL DEFAULT '', "
+    "dials INTEGER NOT NULL, connects INTEGER NOT NULL, "
+    "conversations INTEGER NOT NULL, meetingsBooked INTEGER NOT NULL, "
+    "voicemails INTEGER NOT NULL, talkTimeSeconds INTEGER NOT NULL, "
+    "PRIMARY KEY (workspaceId, direction, quarter, userId)",
     # Exact per-workspace totals, kept in the same transaction as every insert.
     "counters": "workspaceId TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, "
-                "PRIMARY KEY (workspaceId, name)",
+    "PRIMARY KEY (workspaceId, name)",
 }
 # Columns added to a table after files with that table were written: created with the table in
 # a new file, added (NULL in the existing rows) when an older file opens.
@@ -75,8 +75,7 @@ DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
 # limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).
 RETIRED = ("rate_limits",)
-WITHOUT_ROWID = {"settings", "memberships", "counters", "idempotency",
-                 "call_quarters"}
+WITHOUT_ROWID = {"settings", "memberships", "counters", "idempotency", "call_quarters"}
 
 INDEXES = {
     "users_ws_active_created": "users (workspaceId, deletedAt, createdAt, _id)",
@@ -88,31 +87,55 @@ INDEXES = {
     "prospects_ws_phone": "prospects (workspaceId, phoneE164)",
     "prospects_ws_newest": "prospects (workspaceId, createdAt DESC, _id DESC)",
     "prospects_ws_updated": "prospects (workspaceId, updatedAt, _id)",
-    "memberships_ws_list_newest":
-        "memberships (workspaceId, listId, prospectCreatedAt DESC, prospectId DESC)",
+    "memberships_ws_list_newest": (
+        "memberships (workspaceId, listId, prospectCreatedAt DESC, prospectId DESC)"
+    ),
     "calls_ws_newest": "calls (workspaceId, createdAt DESC, _id DESC)",
     "calls_ws_user_newest": "calls (workspaceId, userId, createdAt DESC, _id DESC)",
     "calls_ws_prospect_newest": "calls (workspaceId, prospectId, createdAt DESC, _id DESC)",
     "calls_ws_list_newest": "calls (workspaceId, listId, createdAt DESC, _id DESC)",
-    "calls_ws_disposition_newest":
-        "calls (workspaceId, disposition, createdAt DESC, _id DESC)",
+    "calls_ws_disposition_newest": "calls (workspaceId, disposition, createdAt DESC, _id DESC)",
     "calls_ws_updated": "calls (workspaceId, updatedAt, _id)",
     # Covering index of the dialer metrics: the query reads nothing but this index.
-    "calls_ws_metrics": "calls (workspaceId, direction, createdAt, userId, disposition, "
-                        "durationSeconds, meetingBooked)",
-    "activities_ws_prospect_timeline":
-        "activities (workspaceId, prospectId, occurredAt DESC, _id DESC)",
+    "calls_ws_metrics": (
+        "calls (workspaceId, direction, createdAt, userId, disposition, "
+        "durationSeconds, meetingBooked)"
+    ),
+    "activities_ws_prospect_timeline": (
+        "activities (workspaceId, prospectId, occurredAt DESC, _id DESC)"
+    ),
     "idempotency_expire": "idempotency (expiresAt)",
 }
 
-INSTANTS = {"createdAt", "updatedAt", "deletedAt", "revokedAt", "startedAt", "answeredAt",
-            "endedAt", "occurredAt", "prospectCreatedAt",
-            "lockedUntil", "expiresAt"}
+INSTANTS = {
+    "createdAt",
+    "updatedAt",
+    "deletedAt",
+    "revokedAt",
+    "startedAt",
+    "answeredAt",
+    "endedAt",
+    "occurredAt",
+    "prospectCreatedAt",
+    "lockedUntil",
+    "expiresAt",
+}
 BOOLEANS = {"hasRecording", "meetingBooked"}
 JSON_FIELDS = {"listIds", "details"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
-SPARSE = {"firstName", "lastName", "phoneNumber", "email", "companyName", "companyDomain",
-          "jobTitle", "linkedinUrl", "emailNorm", "phoneE164", "linkedinNorm"}
+SPARSE = {
+    "firstName",
+    "lastName",
+    "phoneNumber",
+    "email",
+    "companyName",
+    "companyDomain",
+    "jobTitle",
+    "linkedinUrl",
+    "emailNorm",
+    "phoneE164",
+    "linkedinNorm",
+}
 
 
 def create(conn: sqlite3.Connection) -> None:
@@ -130,7 +153,6 @@ def create(conn: sqlite3.Connection) -> None:
     for name, spec in INDEXES.items():
         kind = "UNIQUE INDEX" if spec.startswith("UNIQUE ") else "INDEX"
         conn.execute(f"CREATE {kind} IF NOT EXISTS {name} ON {spec.removeprefix('UNIQUE ')}")
-
 
 
 def ms(value: dt.datetime | None) -> int | None:
@@ -171,7 +193,7 @@ def to_row(doc: dict) -> dict:
 def to_doc(row: sqlite3.Row) -> dict:
     """A row as a document (the MongoDB document shape)."""
     doc = {}
-    for name in row.keys():
+    for name in row:
         if name in DERIVED:
             continue
         value = row[name]
@@ -220,16 +242,26 @@ def rows_of(docs: list[dict]) -> Rows:
     return groups
 
 
-def insert(conn: sqlite3.Connection, table: str, docs: list[dict], verb: str = "INSERT",
-           computed: dict[str, Callable[[Callable[[str], str]], str]] | None = None) -> int:
+def insert(
+    conn: sqlite3.Connection,
+    table: str,
+    docs: list[dict],
+    verb: str = "INSERT",
+    computed: dict[str, Callable[[Callable[[str], str]], str]] | None = None,
+) -> int:
     """Insert documents into `table` (absent fields stay NULL); the number of rows written.
     `computed` maps further columns to their SQL, made by calling it with a function that gives
     the SQL of a document field's value (the statement's parameter that holds it)."""
     return insert_rows(conn, table, rows_of(docs), verb, computed)
 
 
-def insert_rows(conn: sqlite3.Connection, table: str, groups: Rows, verb: str = "INSERT",
-                computed: dict[str, Callable[[Callable[[str], str]], str]] | None = None) -> int:
+def insert_rows(
+    conn: sqlite3.Connection,
+    table: str,
+    groups: Rows,
+    verb: str = "INSERT",
+    computed: dict[str, Callable[[Callable[[str], str]], str]] | None = None,
+) -> int:
     """`insert` of rows made by `rows_of`."""
     before = conn.total_changes
     for names, rows in groups.items():

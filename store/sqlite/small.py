@@ -21,14 +21,16 @@ class Workspaces:
 
     async def get(self, workspace_id: str) -> dict | None:
         def get(conn):
-            row = conn.execute('SELECT * FROM workspaces WHERE "_id" = ?',
-                               (workspace_id,)).fetchone()
+            row = conn.execute(
+                'SELECT * FROM workspaces WHERE "_id" = ?', (workspace_id,)
+            ).fetchone()
             return row and workspace_record(to_doc(row))
 
         return await self.engine.read(get, quick=True)
 
     async def list(self) -> list[dict]:
         """Operator scope (admin CLI, demo): every workspace, oldest first."""
+
         def listing(conn):
             rows = conn.execute("SELECT * FROM workspaces ORDER BY createdAt, _id")
             return [workspace_record(to_doc(row)) for row in rows]
@@ -40,11 +42,24 @@ class Users:
     def __init__(self, engine):
         self.engine = engine
 
-    async def create(self, workspace_id: str, email: str, first_name: str, last_name: str,
-                     created_at=None, user_id: str | None = None) -> dict:
-        doc = {"_id": user_id or new_id(), "workspaceId": workspace_id, "email": email,
-               "firstName": first_name, "lastName": last_name,
-               "createdAt": created_at or utcnow(), "deletedAt": None}
+    async def create(
+        self,
+        workspace_id: str,
+        email: str,
+        first_name: str,
+        last_name: str,
+        created_at=None,
+        user_id: str | None = None,
+    ) -> dict:
+        doc = {
+            "_id": user_id or new_id(),
+            "workspaceId": workspace_id,
+            "email": email,
+            "firstName": first_name,
+            "lastName": last_name,
+            "createdAt": created_at or utcnow(),
+            "deletedAt": None,
+        }
         await self.engine.write(insert, "users", [doc])
         return user_record(doc)
 
@@ -53,32 +68,44 @@ class Users:
             rows = conn.execute(
                 'SELECT "_id", email, firstName, lastName, createdAt FROM users '
                 "WHERE workspaceId = ? AND deletedAt IS NULL ORDER BY createdAt, _id",
-                (workspace_id,))
+                (workspace_id,),
+            )
             return [user_record(to_doc(row)) for row in rows]
 
         return await self.engine.read(active, quick=True)
 
     async def is_active(self, workspace_id: str, user_id: str) -> bool:
         def active(conn):
-            return conn.execute(
-                'SELECT 1 FROM users WHERE "_id" = ? AND workspaceId = ? AND deletedAt IS NULL',
-                (user_id, workspace_id)).fetchone() is not None
+            return (
+                conn.execute(
+                    'SELECT 1 FROM users WHERE "_id" = ? AND workspaceId = ? AND deletedAt IS NULL',
+                    (user_id, workspace_id),
+                ).fetchone()
+                is not None
+            )
 
         return await self.engine.read(active, quick=True)
 
     async def delete(self, workspace_id: str, user_id: str) -> bool:
         def delete(conn):
-            return conn.execute(
-                'UPDATE users SET deletedAt = ? WHERE "_id" = ? AND workspaceId = ? '
-                "AND deletedAt IS NULL", (ms(utcnow()), user_id, workspace_id)).rowcount == 1
+            return (
+                conn.execute(
+                    'UPDATE users SET deletedAt = ? WHERE "_id" = ? AND workspaceId = ? '
+                    "AND deletedAt IS NULL",
+                    (ms(utcnow()), user_id, workspace_id),
+                ).rowcount
+                == 1
+            )
 
         return await self.engine.write(delete)
 
     async def workspace_of(self, user_id: str) -> str | None:
         """Operator scope (admin CLI only): which workspace a user id belongs to."""
+
         def find(conn):
-            row = conn.execute('SELECT workspaceId FROM users WHERE "_id" = ?',
-                               (user_id,)).fetchone()
+            row = conn.execute(
+                'SELECT workspaceId FROM users WHERE "_id" = ?', (user_id,)
+            ).fetchone()
             return row and row[0]
 
         return await self.engine.read(find)
@@ -89,33 +116,48 @@ class Keys:
         self.engine = engine
 
     async def create(self, workspace_id: str, name: str) -> dict:
-        doc = {"_id": new_id(), "workspaceId": workspace_id, "name": name,
-               "createdAt": utcnow(), "revokedAt": None}
+        doc = {
+            "_id": new_id(),
+            "workspaceId": workspace_id,
+            "name": name,
+            "createdAt": utcnow(),
+            "revokedAt": None,
+        }
         await self.engine.write(insert, "api_keys", [doc])
         return key_record(doc)
 
     async def list(self, workspace_id: str) -> list[dict]:
         def listing(conn):
-            rows = conn.execute("SELECT * FROM api_keys WHERE workspaceId = ? ORDER BY createdAt",
-                                (workspace_id,))
+            rows = conn.execute(
+                "SELECT * FROM api_keys WHERE workspaceId = ? ORDER BY createdAt", (workspace_id,)
+            )
             return [key_record(to_doc(row)) for row in rows]
 
         return await self.engine.read(listing)
 
     async def is_active(self, workspace_id: str, key_id: str) -> bool:
         """The hot-path check behind authentication (cached by server.auth)."""
+
         def active(conn):
-            return conn.execute(
-                'SELECT 1 FROM api_keys WHERE "_id" = ? AND workspaceId = ? '
-                "AND revokedAt IS NULL", (key_id, workspace_id)).fetchone() is not None
+            return (
+                conn.execute(
+                    'SELECT 1 FROM api_keys WHERE "_id" = ? AND workspaceId = ? '
+                    "AND revokedAt IS NULL",
+                    (key_id, workspace_id),
+                ).fetchone()
+                is not None
+            )
 
         return await self.engine.read(active, quick=True)
 
     async def revoke(self, key_id: str) -> dict | None:
         """Operator scope (admin CLI only): revoke a key by id. Returns the record, or None."""
+
         def revoke(conn):
-            conn.execute('UPDATE api_keys SET revokedAt = ? WHERE "_id" = ? AND revokedAt IS NULL',
-                         (ms(utcnow()), key_id))
+            conn.execute(
+                'UPDATE api_keys SET revokedAt = ? WHERE "_id" = ? AND revokedAt IS NULL',
+                (ms(utcnow()), key_id),
+            )
             row = conn.execute('SELECT * FROM api_keys WHERE "_id" = ?', (key_id,)).fetchone()
             return row and key_record(to_doc(row))
 
@@ -131,11 +173,15 @@ class Settings:
     async def signing_secret(self) -> str:
         """The secret that signs API keys, created on first use and kept in the file, so keys
         issued before a restart keep working."""
+
         def secret(conn):
-            conn.execute("INSERT OR IGNORE INTO settings (name, value) "
-                         "VALUES ('signing_secret', ?)", (secrets.token_urlsafe(48),))
+            conn.execute(
+                "INSERT OR IGNORE INTO settings (name, value) VALUES ('signing_secret', ?)",
+                (secrets.token_urlsafe(48),),
+            )
             return conn.execute(
-                "SELECT value FROM settings WHERE name = 'signing_secret'").fetchone()[0]
+                "SELECT value FROM settings WHERE name = 'signing_secret'"
+            ).fetchone()[0]
 
         return await self.engine.write(secret)
 
@@ -147,38 +193,60 @@ class Idempotency:
     def __init__(self, engine):
         self.engine = engine
 
-    async def begin(self, workspace_id: str, key: str, fingerprint: str, now: dt.datetime,
-                    lock: dt.timedelta, ttl: dt.timedelta) -> dict | None:
+    async def begin(
+        self,
+        workspace_id: str,
+        key: str,
+        fingerprint: str,
+        now: dt.datetime,
+        lock: dt.timedelta,
+        ttl: dt.timedelta,
+    ) -> dict | None:
         """Claim the key (None), or the record that holds it: {"fingerprint", "status" (None
         while in progress), "body", "contentType", "location"}. A record past its expiry, or
         in progress past its lock (its process died), is taken over."""
+
         def begin(conn):
             conn.execute("DELETE FROM idempotency WHERE expiresAt <= ?", (ms(now),))
-            row = conn.execute("SELECT * FROM idempotency WHERE workspaceId = ? AND key = ?",
-                               (workspace_id, key)).fetchone()
-            if row is not None and not (row["status"] is None
-                                        and row["lockedUntil"] <= ms(now)):
+            row = conn.execute(
+                "SELECT * FROM idempotency WHERE workspaceId = ? AND key = ?", (workspace_id, key)
+            ).fetchone()
+            if row is not None and not (row["status"] is None and row["lockedUntil"] <= ms(now)):
                 return to_doc(row)
-            conn.execute("INSERT OR REPLACE INTO idempotency (workspaceId, key, fingerprint, "
-                         "lockedUntil, expiresAt) VALUES (?, ?, ?, ?, ?)",
-                         (workspace_id, key, fingerprint, ms(now + lock), ms(now + ttl)))
+            conn.execute(
+                "INSERT OR REPLACE INTO idempotency (workspaceId, key, fingerprint, "
+                "lockedUntil, expiresAt) VALUES (?, ?, ?, ?, ?)",
+                (workspace_id, key, fingerprint, ms(now + lock), ms(now + ttl)),
+            )
             return None
 
         return await self.engine.write(begin)
 
-    async def complete(self, workspace_id: str, key: str, status: int, body: str,
-                       content_type: str, location: str | None) -> None:
+    async def complete(
+        self,
+        workspace_id: str,
+        key: str,
+        status: int,
+        body: str,
+        content_type: str,
+        location: str | None,
+    ) -> None:
         def complete(conn):
-            conn.execute("UPDATE idempotency SET status = ?, body = ?, contentType = ?, "
-                         "location = ? WHERE workspaceId = ? AND key = ?",
-                         (status, body, content_type, location, workspace_id, key))
+            conn.execute(
+                "UPDATE idempotency SET status = ?, body = ?, contentType = ?, "
+                "location = ? WHERE workspaceId = ? AND key = ?",
+                (status, body, content_type, location, workspace_id, key),
+            )
 
         await self.engine.write(complete)
 
     async def release(self, workspace_id: str, key: str) -> None:
         """Free a claimed key (the request failed with a 5xx: its retry may run again)."""
+
         def release(conn):
-            conn.execute("DELETE FROM idempotency WHERE workspaceId = ? AND key = ? AND "
-                         "status IS NULL", (workspace_id, key))
+            conn.execute(
+                "DELETE FROM idempotency WHERE workspaceId = ? AND key = ? AND status IS NULL",
+                (workspace_id, key),
+            )
 
         await self.engine.write(release)

@@ -19,10 +19,35 @@ def test_scale_bench_prints_every_figure(tmp_path):
     env = {**os.environ, "BENCH_SCALE_DATA": str(tmp_path / "data")}
     env.pop("MONGODB_URI", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.scale", "--calls", "3000", "--prospects", "300",
-         "--rounds", "2", "--round-seconds", "0.5", "--warmup", "0.3", "--samples", "3",
-         "--metrics-runs", "1", "--uploads", "6", "--json", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "bench.scale",
+            "--calls",
+            "3000",
+            "--prospects",
+            "300",
+            "--rounds",
+            "2",
+            "--round-seconds",
+            "0.5",
+            "--warmup",
+            "0.3",
+            "--samples",
+            "3",
+            "--metrics-runs",
+            "1",
+            "--uploads",
+            "6",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(out.read_text())
     assert {row["figure"] for row in rows} == FIGURES

@@ -13,8 +13,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_quick_bench_prints_one_row_per_figure(tmp_path):
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
     ids = [row["id"] for row in rows]

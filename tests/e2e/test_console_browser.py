@@ -158,7 +158,8 @@ def test_page_through_calls(console):
 
 def test_play_and_download_a_recording(console, tmp_path):
     assert console.has("listCalls") and console.has("getCallRecording"), (
-        "GET /v1/calls or GET /v1/calls/{id}/recording has no Try-it form")
+        "GET /v1/calls or GET /v1/calls/{id}/recording has no Try-it form"
+    )
     console.enter_key(console.demo.key)
     assert console.send("listCalls") == "200 OK"
     recorded = [c["id"] for c in console.json("listCalls")["calls"] if c.get("hasRecording")]

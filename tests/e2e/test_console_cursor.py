@@ -12,15 +12,19 @@ pytestmark = pytest.mark.browser
 
 
 def api(console, path):
-    request = urllib.request.Request(console.demo.origin + "/v1" + path,
-                                     headers={"Authorization": f"Bearer {console.demo.key}"})
+    request = urllib.request.Request(
+        console.demo.origin + "/v1" + path, headers={"Authorization": f"Bearer {console.demo.key}"}
+    )
     with urllib.request.urlopen(request, timeout=20) as response:
         return json.loads(response.read())
 
 
 def sent_urls(console, path):
-    return [urllib.parse.urlsplit(url) for method, url, _ in console.requests
-            if method == "GET" and urllib.parse.urlsplit(url).path == path]
+    return [
+        urllib.parse.urlsplit(url)
+        for method, url, _ in console.requests
+        if method == "GET" and urllib.parse.urlsplit(url).path == path
+    ]
 
 
 def test_the_paginated_forms_have_cursor_and_sort(console):

@@ -93,16 +93,18 @@ def test_the_samples_run_as_shown(console, tmp_path):
     env = {**os.environ, "API_KEY": console.demo.key}
     samples = console.op("listUsers").locator(".samples")
     python = samples.locator("pre.sample[data-lang=python]").text_content()
-    run = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True,
-                         timeout=60, env=env)
+    run = subprocess.run(
+        [sys.executable, "-c", python], capture_output=True, text=True, timeout=60, env=env
+    )
     assert run.returncode == 0, run.stderr
     users = ast.literal_eval(run.stdout.strip())["users"]
     assert users and all(user["email"] for user in users)
     if shutil.which("node"):
         script = tmp_path / "sample.mjs"
         script.write_text(samples.locator("pre.sample[data-lang=javascript]").text_content())
-        run = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=60,
-                             env=env)
+        run = subprocess.run(
+            ["node", str(script)], capture_output=True, text=True, timeout=60, env=env
+        )
         assert run.returncode == 0, run.stderr
         assert users[0]["email"] in run.stdout
     console.assert_clean()

@@ -19,11 +19,16 @@ BAD_HEADERS = {
     "token with spaces": "Bearer abc def",
     "wrong secret": "Bearer " + forged({"kid": "k", "wid": "w", "iat": 1}, "other-secret" * 4),
     "missing claims": "Bearer " + forged({"kid": "k"}),
-    "unknown key id": "Bearer " + forged({"kid": "00000000-0000-4000-8000-000000000000",
-                                          "wid": "00000000-0000-4000-8000-000000000001",
-                                          "iat": 1}),
-    "none algorithm": "Bearer " + jwt.encode({"kid": "k", "wid": "w", "iat": 1}, None,
-                                             algorithm="none"),
+    "unknown key id": "Bearer "
+    + forged(
+        {
+            "kid": "00000000-0000-4000-8000-000000000000",
+            "wid": "00000000-0000-4000-8000-000000000001",
+            "iat": 1,
+        }
+    ),
+    "none algorithm": "Bearer "
+    + jwt.encode({"kid": "k", "wid": "w", "iat": 1}, None, algorithm="none"),
 }
 
 

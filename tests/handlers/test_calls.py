@@ -16,19 +16,46 @@ BASE = dt.datetime(2026, 3, 2, 15, 0)
 REF = "RE" + "ab" * 16
 
 
-async def add_call(store, ws, started, *, user=0, prospect=None, disposition="connected",
-                   direction="outbound", talk=90, list_id=None, meeting=False, updated=None,
-                   recording=None, notes=None):
-    answered = started + dt.timedelta(seconds=8) if disposition in (
-        "connected", "voicemail", "wrong_number") else None
+async def add_call(
+    store,
+    ws,
+    started,
+    *,
+    user=0,
+    prospect=None,
+    disposition="connected",
+    direction="outbound",
+    talk=90,
+    list_id=None,
+    meeting=False,
+    updated=None,
+    recording=None,
+    notes=None,
+):
+    answered = (
+        started + dt.timedelta(seconds=8)
+        if disposition in ("connected", "voicemail", "wrong_number")
+        else None
+    )
     ended = (answered or started) + dt.timedelta(seconds=talk if answered else 25)
     return await store.calls.create(
-        ws.id, user_id=ws.users[user]["id"], prospect_id=prospect or str(uuid.uuid4()),
-        direction=direction, disposition=disposition, from_number="+12125550100",
-        to_number="+14155550101", started_at=started, answered_at=answered, ended_at=ended,
-        list_id=list_id, meeting_booked=meeting, notes=notes, recording_ref=recording,
+        ws.id,
+        user_id=ws.users[user]["id"],
+        prospect_id=prospect or str(uuid.uuid4()),
+        direction=direction,
+        disposition=disposition,
+        from_number="+12125550100",
+        to_number="+14155550101",
+        started_at=started,
+        answered_at=answered,
+        ended_at=ended,
+        list_id=list_id,
+        meeting_booked=meeting,
+        notes=notes,
+        recording_ref=recording,
         recording_duration_seconds=talk if recording else None,
-        updated_at=updated or ended + dt.timedelta(seconds=5))
+        updated_at=updated or ended + dt.timedelta(seconds=5),
+    )
 
 
 async def walk(api, query=""):
@@ -40,19 +67,39 @@ async def test_call_record_has_every_field_and_no_internal_one(api, store, ws_a)
     prospect = str(uuid.uuid4())
     list_id = str(uuid.uuid4())
     started = dt.datetime(2026, 3, 2, 15, 0, 1, 123456)
-    created = await add_call(store, ws_a, started, prospect=prospect, list_id=list_id,
-                             meeting=True, recording=REF, talk=125, notes="Wants a demo")
+    created = await add_call(
+        store,
+        ws_a,
+        started,
+        prospect=prospect,
+        list_id=list_id,
+        meeting=True,
+        recording=REF,
+        talk=125,
+        notes="Wants a demo",
+    )
     body = (await api.get("/v1/calls")).json()
     assert body["total"] == 1
     [call] = body["calls"]
     assert call == {
-        "id": created["id"], "direction": "outbound", "disposition": "connected",
-        "fromNumber": "+12125550100", "toNumber": "+14155550101",
-        "userId": ws_a.users[0]["id"], "prospectId": prospect, "listId": list_id,
-        "startedAt": "2026-03-02T15:00:01.123Z", "answeredAt": "2026-03-02T15:00:09.123Z",
-        "endedAt": "2026-03-02T15:02:14.123Z", "durationSeconds": 125, "hasRecording": True,
-        "recordingDurationSeconds": 125, "meetingBooked": True, "notes": "Wants a demo",
-        "createdAt": "2026-03-02T15:00:01.123Z", "updatedAt": "2026-03-02T15:02:19.123Z",
+        "id": created["id"],
+        "direction": "outbound",
+        "disposition": "connected",
+        "fromNumber": "+12125550100",
+        "toNumber": "+14155550101",
+        "userId": ws_a.users[0]["id"],
+        "prospectId": prospect,
+        "listId": list_id,
+        "startedAt": "2026-03-02T15:00:01.123Z",
+        "answeredAt": "2026-03-02T15:00:09.123Z",
+        "endedAt": "2026-03-02T15:02:14.123Z",
+        "durationSeconds": 125,
+        "hasRecording": True,
+        "recordingDurationSeconds": 125,
+        "meetingBooked": True,
+        "notes": "Wants a demo",
+        "createdAt": "2026-03-02T15:00:01.123Z",
+        "updatedAt": "2026-03-02T15:02:19.123Z",
     }
     assert Schemas().errors("/schemas/responses/calls-page.json", body) == []
     assert REF not in str(body) and ws_a.id not in str(body)
@@ -61,9 +108,14 @@ async def test_call_record_has_every_field_and_no_internal_one(api, store, ws_a)
 async def test_unanswered_call_has_no_talk_time_and_nulls(api, store, ws_a):
     await add_call(store, ws_a, BASE, disposition="no_answer")
     [call] = (await api.get("/v1/calls")).json()["calls"]
-    assert (call["answeredAt"], call["durationSeconds"], call["hasRecording"],
-            call["recordingDurationSeconds"], call["listId"], call["notes"]) == (
-        None, 0, False, None, None, None)
+    assert (
+        call["answeredAt"],
+        call["durationSeconds"],
+        call["hasRecording"],
+        call["recordingDurationSeconds"],
+        call["listId"],
+        call["notes"],
+    ) == (None, 0, False, None, None, None)
     assert Schemas().errors("/schemas/records/call.json", call) == []
 
 
@@ -102,16 +154,28 @@ def varied(io_loop, store, ws_a):
     """36 calls: every combination of user, direction, disposition, list and prospect."""
     lists = [None, str(uuid.uuid4())]
     prospects = [str(uuid.uuid4()), str(uuid.uuid4())]
-    combos = list(itertools.product(range(3), ("outbound", "inbound"),
-                                    ("connected", "voicemail", "no_answer")))
+    combos = list(
+        itertools.product(
+            range(3), ("outbound", "inbound"), ("connected", "voicemail", "no_answer")
+        )
+    )
 
     async def seed():
         calls = []
         for i, (user, direction, disposition) in enumerate(combos * 2):
-            calls.append(await add_call(
-                store, ws_a, BASE + dt.timedelta(hours=i), user=user, direction=direction,
-                disposition=disposition, list_id=lists[i % 2], prospect=prospects[i % 3 % 2],
-                updated=BASE + dt.timedelta(days=1, hours=(i * 7) % 36)))
+            calls.append(
+                await add_call(
+                    store,
+                    ws_a,
+                    BASE + dt.timedelta(hours=i),
+                    user=user,
+                    direction=direction,
+                    disposition=disposition,
+                    list_id=lists[i % 2],
+                    prospect=prospects[i % 3 % 2],
+                    updated=BASE + dt.timedelta(days=1, hours=(i * 7) % 36),
+                )
+            )
         return calls
 
     return io_loop.run_sync(seed)
@@ -148,9 +212,19 @@ async def test_each_filter_selects_exactly_its_calls(api, varied, name):
     value = FILTERS[name](varied)
     if isinstance(value, dt.datetime):
         value = utc(value)
-    expected = sorted((c for c in varied if matches({**c, **{
-        k: utc(v) for k, v in c.items() if isinstance(v, dt.datetime)}}, name, value)),
-        key=lambda c: (c["createdAt"], c["id"]), reverse=True)
+    expected = sorted(
+        (
+            c
+            for c in varied
+            if matches(
+                {**c, **{k: utc(v) for k, v in c.items() if isinstance(v, dt.datetime)}},
+                name,
+                value,
+            )
+        ),
+        key=lambda c: (c["createdAt"], c["id"]),
+        reverse=True,
+    )
     assert 0 < len(expected) < len(varied)
     seen, total = await walk(api, f"&{name}={value}")
     assert [c["id"] for c in seen] == [c["id"] for c in expected]
@@ -161,8 +235,11 @@ async def test_filters_combine_and_ids_are_case_insensitive(api, varied):
     user = varied[0]["userId"]
     query = f"&userId={user.upper()}&direction=outbound&disposition=connected"
     seen, total = await walk(api, query)
-    expected = [c for c in varied if c["userId"] == user and c["direction"] == "outbound"
-                and c["disposition"] == "connected"]
+    expected = [
+        c
+        for c in varied
+        if c["userId"] == user and c["direction"] == "outbound" and c["disposition"] == "connected"
+    ]
     assert total == len(expected) == 2 and {c["id"] for c in seen} == {c["id"] for c in expected}
 
 
@@ -171,37 +248,45 @@ async def test_created_range_is_inclusive_start_exclusive_end(api, store, ws_a):
     ms = dt.timedelta(milliseconds=1)
     for when in (start - ms, start, end - ms, end):
         await add_call(store, ws_a, when)
-    seen, total = await walk(api, "&createdFrom=2026-03-02T00:00:00Z"
-                                  "&createdTo=2026-03-03T00:00:00.000Z")
+    seen, total = await walk(
+        api, "&createdFrom=2026-03-02T00:00:00Z&createdTo=2026-03-03T00:00:00.000Z"
+    )
     assert total == 2
-    assert [c["createdAt"] for c in seen] == ["2026-03-02T23:59:59.999Z",
-                                              "2026-03-02T00:00:00.000Z"]
+    assert [c["createdAt"] for c in seen] == [
+        "2026-03-02T23:59:59.999Z",
+        "2026-03-02T00:00:00.000Z",
+    ]
 
 
-@pytest.mark.parametrize("value,count", [
-    ("2026-03-02T01:00:00%2B01:00", 2),    # an offset is converted to UTC
-    ("2026-03-02T01:00:00+01:00", 2),      # an unencoded + arrives as a space: still read
-    ("2026-03-01T19:00:00-05:00", 2),
-    ("2026-03-02T00:00:00.0000001Z", None),  # 7 fraction digits: not ISO 8601 as accepted
-    ("2026-03-02T00:00:00.000001Z", 1),    # rounds up to the next millisecond
-    ("2026-03-01T23:59:59.999Z", 3),
-    ("2026-03-02", 2),                     # a date alone: 00:00:00.000 UTC of that day
-    ("2026-03-01", 3),
-    ("2026-03-02T00:00:00", 2),            # no offset: UTC
-    ("2026-03-01T23:59:59.999", 3),
-    ("2026-03-02T00:00:00.000001", 1),     # no offset: rounds up the same way
-    ("2026-03-02T00:00:00.0000001", None),
-])
+@pytest.mark.parametrize(
+    "value,count",
+    [
+        ("2026-03-02T01:00:00%2B01:00", 2),  # an offset is converted to UTC
+        ("2026-03-02T01:00:00+01:00", 2),  # an unencoded + arrives as a space: still read
+        ("2026-03-01T19:00:00-05:00", 2),
+        ("2026-03-02T00:00:00.0000001Z", None),  # 7 fraction digits: not ISO 8601 as accepted
+        ("2026-03-02T00:00:00.000001Z", 1),  # rounds up to the next millisecond
+        ("2026-03-01T23:59:59.999Z", 3),
+        ("2026-03-02", 2),  # a date alone: 00:00:00.000 UTC of that day
+        ("2026-03-01", 3),
+        ("2026-03-02T00:00:00", 2),  # no offset: UTC
+        ("2026-03-01T23:59:59.999", 3),
+        ("2026-03-02T00:00:00.000001", 1),  # no offset: rounds up the same way
+        ("2026-03-02T00:00:00.0000001", None),
+    ],
+)
 async def test_instants_with_offsets_and_fractions(api, store, ws_a, value, count):
-    for when in (dt.datetime(2026, 3, 1, 23, 59, 59, 999000), dt.datetime(2026, 3, 2),
-                 dt.datetime(2026, 3, 2, 0, 0, 0, 1000)):
+    for when in (
+        dt.datetime(2026, 3, 1, 23, 59, 59, 999000),
+        dt.datetime(2026, 3, 2),
+        dt.datetime(2026, 3, 2, 0, 0, 0, 1000),
+    ):
         await add_call(store, ws_a, when)
     response = await api.get(f"/v1/calls?createdFrom={value}")
     if count is None:
         assert response.code == 400
     else:
         assert response.json()["total"] == count
-
 
 
 async def test_date_only_range_is_whole_utc_days(api, store, ws_a):
@@ -213,12 +298,15 @@ async def test_date_only_range_is_whole_utc_days(api, store, ws_a):
         await add_call(store, ws_a, when)
     seen, total = await walk(api, "&createdFrom=2026-11-01&createdTo=2026-11-03")
     assert total == 3
-    assert [c["createdAt"] for c in seen] == ["2026-11-02T23:59:59.999Z",
-                                              "2026-11-01T12:00:00.000Z",
-                                              "2026-11-01T00:00:00.000Z"]
+    assert [c["createdAt"] for c in seen] == [
+        "2026-11-02T23:59:59.999Z",
+        "2026-11-01T12:00:00.000Z",
+        "2026-11-01T00:00:00.000Z",
+    ]
     # the same bounds, written as instants
-    assert await walk(api, "&createdFrom=2026-11-01T00:00:00.000Z"
-                           "&createdTo=2026-11-03T00:00:00Z") == (seen, total)
+    assert await walk(
+        api, "&createdFrom=2026-11-01T00:00:00.000Z&createdTo=2026-11-03T00:00:00Z"
+    ) == (seen, total)
     # one date as both bounds is an empty range, not an error
     empty = (await api.get("/v1/calls?createdFrom=2026-11-01&createdTo=2026-11-01")).json()
     assert (empty["total"], empty["calls"]) == (0, [])
@@ -238,25 +326,39 @@ def server_far_from_utc(monkeypatch):
     time.tzset()
 
 
-async def test_date_time_without_offset_is_utc_not_server_time(api, store, ws_a,
-                                                               server_far_from_utc):
+async def test_date_time_without_offset_is_utc_not_server_time(
+    api, store, ws_a, server_far_from_utc
+):
     for hour in (9, 10, 11):
-        await add_call(store, ws_a, dt.datetime(2026, 11, 1, hour, 30),
-                       updated=dt.datetime(2026, 11, 1, hour, 45))
-    for query, count in [("createdFrom=2026-11-01T10:30:00", 2),
-                         ("createdTo=2026-11-01T10:30:00", 1),
-                         ("createdFrom=2026-11-01T10:30:00.000001", 1),
-                         ("createdFrom=2026-11-01&createdTo=2026-11-01T11:00:00", 2),
-                         ("updatedSince=2026-11-01T10:45:00", 2),
-                         ("updatedSince=2026-11-01", 3),
-                         ("updatedSince=2026-11-02", 0)]:
+        await add_call(
+            store,
+            ws_a,
+            dt.datetime(2026, 11, 1, hour, 30),
+            updated=dt.datetime(2026, 11, 1, hour, 45),
+        )
+    for query, count in [
+        ("createdFrom=2026-11-01T10:30:00", 2),
+        ("createdTo=2026-11-01T10:30:00", 1),
+        ("createdFrom=2026-11-01T10:30:00.000001", 1),
+        ("createdFrom=2026-11-01&createdTo=2026-11-01T11:00:00", 2),
+        ("updatedSince=2026-11-01T10:45:00", 2),
+        ("updatedSince=2026-11-01", 3),
+        ("updatedSince=2026-11-02", 0),
+    ]:
         response = await api.get(f"/v1/calls?{query}")
         assert (response.code, response.json()["total"]) == (200, count), query
 
+
 BAD_QUERIES = {
-    "page=0": "page", "pageSize=20": "pageSize", "foo=bar": "foo", "workspaceId=x": "workspaceId",
-    "userId=nope": "userId", "prospectId=123": "prospectId", "listId=": "listId",
-    "direction=sideways": "direction", "disposition=hung_up": "disposition",
+    "page=0": "page",
+    "pageSize=20": "pageSize",
+    "foo=bar": "foo",
+    "workspaceId=x": "workspaceId",
+    "userId=nope": "userId",
+    "prospectId=123": "prospectId",
+    "listId=": "listId",
+    "direction=sideways": "direction",
+    "disposition=hung_up": "disposition",
     "disposition=connected&disposition=busy": "disposition",
     "createdFrom=2026-13-02T00:00:00Z": "createdFrom",
     "createdFrom=2026-02-30T00:00:00Z": "createdFrom",
@@ -268,14 +370,42 @@ BAD_QUERIES = {
 }
 # Values that are not one of the accepted forms, or not a real date and time: 400 as well.
 BAD_INSTANTS = [
-    "2026-02-30", "2026-13-01", "2026-00-10", "0000-01-01", "10000-01-01", "26-03-02",
-    "2026-3-2", "20260302", "2026-W10-1", "2026-061", "2026-03", "2026-03-02T", "2026-03-02T10",
-    "2026-03-02T10:00", "2026-03-02 10:00:00", "2026-03-02t10:00:00", "2026-03-02T10:00:00z",
-    "2026-03-02T24:00:00", "2026-03-02T10:60:00", "2026-03-02T10:00:60", "2026-03-02T10:00:00.",
-    "2026-03-02T10:00:00+01", "2026-03-02T10:00:00+0100", "2026-03-02T10:00:00+25:00",
-    "2026-03-02Z", "2026-03-02+01:00", "2026-03-02\n", "2026-03-02T10:00:00Z\n",
-    " 2026-03-02", "2026-03-02 ", "\u0662\u0660\u0662\u0666-03-02", "9999-12-31T23:59:59.9999",
-    "0001-01-01T00:30:00+01:00", "", "null", "2026-03-02/2026-03-03",
+    "2026-02-30",
+    "2026-13-01",
+    "2026-00-10",
+    "0000-01-01",
+    "10000-01-01",
+    "26-03-02",
+    "2026-3-2",
+    "20260302",
+    "2026-W10-1",
+    "2026-061",
+    "2026-03",
+    "2026-03-02T",
+    "2026-03-02T10",
+    "2026-03-02T10:00",
+    "2026-03-02 10:00:00",
+    "2026-03-02t10:00:00",
+    "2026-03-02T10:00:00z",
+    "2026-03-02T24:00:00",
+    "2026-03-02T10:60:00",
+    "2026-03-02T10:00:60",
+    "2026-03-02T10:00:00.",
+    "2026-03-02T10:00:00+01",
+    "2026-03-02T10:00:00+0100",
+    "2026-03-02T10:00:00+25:00",
+    "2026-03-02Z",
+    "2026-03-02+01:00",
+    "2026-03-02\n",
+    "2026-03-02T10:00:00Z\n",
+    " 2026-03-02",
+    "2026-03-02 ",
+    "\u0662\u0660\u0662\u0666-03-02",
+    "9999-12-31T23:59:59.9999",
+    "0001-01-01T00:30:00+01:00",
+    "",
+    "null",
+    "2026-03-02/2026-03-03",
 ]
 
 
@@ -322,8 +452,21 @@ async def test_recording_ref_is_only_given_within_the_workspace(store, ws_a, ws_
 def test_call_documents_refuse_impossible_calls():
     common = dict(user_id="u", prospect_id="p", from_number="+1", to_number="+2")
     with pytest.raises(ValueError):
-        call_document("w", direction="outbound", disposition="hung_up", started_at=BASE,
-                      ended_at=BASE, **common)
+        call_document(
+            "w",
+            direction="outbound",
+            disposition="hung_up",
+            started_at=BASE,
+            ended_at=BASE,
+            **common,
+        )
     with pytest.raises(ValueError):
-        call_document("w", direction="outbound", disposition="connected", started_at=BASE,
-                      answered_at=BASE - dt.timedelta(seconds=1), ended_at=BASE, **common)
+        call_document(
+            "w",
+            direction="outbound",
+            disposition="connected",
+            started_at=BASE,
+            answered_at=BASE - dt.timedelta(seconds=1),
+            ended_at=BASE,
+            **common,
+        )

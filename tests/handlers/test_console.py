@@ -112,10 +112,24 @@ async def test_static_assets_are_local_and_never_store_the_key_elsewhere(anon):
 
 
 ODD_ASSETS = [
-    "nope.js", "..%2Fviews.py", "../templates/base.html", "console.js%00.css", "console.js%00",
-    "%00", "..%00/console.js", "..%00/..%00/etc/passwd", "console.js%2F", "./console.js",
-    "CONSOLE.JS", "console.js%20", "%2E%2E%2Fview.py", "%C0%AE%C0%AE/view.py", "%FF",
-    "a" * 300, "console.js/", "%5C..%5Cview.py",
+    "nope.js",
+    "..%2Fviews.py",
+    "../templates/base.html",
+    "console.js%00.css",
+    "console.js%00",
+    "%00",
+    "..%00/console.js",
+    "..%00/..%00/etc/passwd",
+    "console.js%2F",
+    "./console.js",
+    "CONSOLE.JS",
+    "console.js%20",
+    "%2E%2E%2Fview.py",
+    "%C0%AE%C0%AE/view.py",
+    "%FF",
+    "a" * 300,
+    "console.js/",
+    "%5C..%5Cview.py",
 ]
 
 

@@ -22,10 +22,14 @@ async def prospects(store, workspace_id):
 
 async def test_upload_result_and_list_metadata(api, new_list):
     created = await new_list()
-    result = await upload(api, created["id"], [
-        {"firstName": "Ada", "email": "ada@example.com"},
-        {"phoneNumber": "+14155550101", "lastName": "Byron"},
-    ])
+    result = await upload(
+        api,
+        created["id"],
+        [
+            {"firstName": "Ada", "email": "ada@example.com"},
+            {"phoneNumber": "+14155550101", "lastName": "Byron"},
+        ],
+    )
     results = result.pop("results")
     assert result == {"listId": created["id"], "acceptedContacts": 2, "totalProspects": 2}
     assert [(r["index"], r["outcome"]) for r in results] == [(0, "created"), (1, "created")]
@@ -46,8 +50,7 @@ async def test_updated_at_moves(api, store, new_list, monkeypatch):
     later = dt.datetime(2030, 1, 1, 12, 0, 0, 123000)
     package = {"sqlite": "store.sqlite", "mongodb": "store.mongo"}[store.backend]
     for module in ("lists", "prospects"):
-        monkeypatch.setattr(importlib.import_module(f"{package}.{module}"), "utcnow",
-                            lambda: later)
+        monkeypatch.setattr(importlib.import_module(f"{package}.{module}"), "utcnow", lambda: later)
     await upload(api, created["id"], [{"email": "a@example.com"}])
     after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
     assert after["updatedAt"] == "2030-01-01T12:00:00.123Z"
@@ -76,11 +79,14 @@ async def test_email_is_matched_case_insensitively(api, store, ws_a, new_list):
     assert sorted(prospect["listIds"]) == sorted([one["id"], two["id"]])
 
 
-@pytest.mark.parametrize("stored,uploaded", [
-    ("+1 415 555 0101", "(415) 555-0101"),
-    ("+14155550101", "415.555.0101"),
-    ("+44 20 7946 0958", "+442079460958"),
-])
+@pytest.mark.parametrize(
+    "stored,uploaded",
+    [
+        ("+1 415 555 0101", "(415) 555-0101"),
+        ("+14155550101", "415.555.0101"),
+        ("+44 20 7946 0958", "+442079460958"),
+    ],
+)
 async def test_phone_is_matched_in_e164(api, store, ws_a, new_list, stored, uploaded):
     created = await new_list()
     await upload(api, created["id"], [{"phoneNumber": stored, "firstName": "A"}])
@@ -94,8 +100,18 @@ async def test_phone_is_matched_in_e164(api, store, ws_a, new_list, stored, uplo
 async def test_blank_fields_are_filled_never_overwritten(api, store, ws_a, new_list):
     created = await new_list()
     await upload(api, created["id"], [{"email": "x@example.com", "firstName": "Xavier"}])
-    await upload(api, created["id"], [{"email": "x@example.com", "firstName": "Other",
-                                       "companyName": "Acme", "phoneNumber": "+14155550199"}])
+    await upload(
+        api,
+        created["id"],
+        [
+            {
+                "email": "x@example.com",
+                "firstName": "Other",
+                "companyName": "Acme",
+                "phoneNumber": "+14155550199",
+            }
+        ],
+    )
     [prospect] = await prospects(store, ws_a.id)
     assert prospect["firstName"] == "Xavier"
     assert prospect["companyName"] == "Acme"
@@ -107,31 +123,42 @@ async def test_blank_fields_are_filled_never_overwritten(api, store, ws_a, new_l
 
 async def test_ambiguous_match_creates_a_new_prospect(api, store, ws_a, new_list):
     created = await new_list()
-    await upload(api, created["id"], [{"email": "a@example.com"},
-                                      {"phoneNumber": "+14155550123"}])
-    result = await upload(api, created["id"], [{"email": "a@example.com",
-                                                "phoneNumber": "+14155550123"}])
+    await upload(api, created["id"], [{"email": "a@example.com"}, {"phoneNumber": "+14155550123"}])
+    result = await upload(
+        api, created["id"], [{"email": "a@example.com", "phoneNumber": "+14155550123"}]
+    )
     assert result["totalProspects"] == 3
-    again = await upload(api, created["id"], [{"email": "a@example.com",
-                                               "phoneNumber": "+14155550123"}])
+    again = await upload(
+        api, created["id"], [{"email": "a@example.com", "phoneNumber": "+14155550123"}]
+    )
     assert again["totalProspects"] == 3
     assert len(await prospects(store, ws_a.id)) == 3
 
 
 async def test_linkedin_conflict_creates_a_separate_prospect(api, store, ws_a, new_list):
     created = await new_list()
-    await upload(api, created["id"], [{"email": "sam@example.com",
-                                       "linkedinUrl": "https://linkedin.com/in/sam-one"}])
-    result = await upload(api, created["id"], [{"email": "SAM@example.com",
-                                                "linkedinUrl": "linkedin.com/in/sam-two/"}])
+    await upload(
+        api,
+        created["id"],
+        [{"email": "sam@example.com", "linkedinUrl": "https://linkedin.com/in/sam-one"}],
+    )
+    result = await upload(
+        api,
+        created["id"],
+        [{"email": "SAM@example.com", "linkedinUrl": "linkedin.com/in/sam-two/"}],
+    )
     assert result["totalProspects"] == 2
     # the same URL written differently is no conflict
-    same = await upload(api, created["id"], [{"email": "sam@example.com", "linkedinUrl":
-                                              "https://www.linkedin.com/in/Sam-One/?trk=x"}])
+    same = await upload(
+        api,
+        created["id"],
+        [{"email": "sam@example.com", "linkedinUrl": "https://www.linkedin.com/in/Sam-One/?trk=x"}],
+    )
     assert same["totalProspects"] == 2
     # re-uploading the conflicting contact reuses its own prospect
-    again = await upload(api, created["id"], [{"email": "sam@example.com",
-                                               "linkedinUrl": "linkedin.com/in/sam-two"}])
+    again = await upload(
+        api, created["id"], [{"email": "sam@example.com", "linkedinUrl": "linkedin.com/in/sam-two"}]
+    )
     assert again["totalProspects"] == 2
     assert len(await prospects(store, ws_a.id)) == 2
 
@@ -139,8 +166,9 @@ async def test_linkedin_conflict_creates_a_separate_prospect(api, store, ws_a, n
 async def test_linkedin_fills_a_prospect_without_one(api, store, ws_a, new_list):
     created = await new_list()
     await upload(api, created["id"], [{"email": "kim@example.com"}])
-    result = await upload(api, created["id"], [{"email": "kim@example.com",
-                                                "linkedinUrl": "linkedin.com/in/kim"}])
+    result = await upload(
+        api, created["id"], [{"email": "kim@example.com", "linkedinUrl": "linkedin.com/in/kim"}]
+    )
     assert result["totalProspects"] == 1
     [prospect] = await prospects(store, ws_a.id)
     assert prospect["linkedinUrl"] == "linkedin.com/in/kim"
@@ -148,28 +176,37 @@ async def test_linkedin_fills_a_prospect_without_one(api, store, ws_a, new_list)
 
 async def test_repeats_inside_one_request_resolve_to_one_prospect(api, store, ws_a, new_list):
     created = await new_list()
-    result = await upload(api, created["id"], [
-        {"email": "dup@example.com"},
-        {"email": "DUP@example.com", "firstName": "Dee"},
-        {"phoneNumber": "+14155550777", "email": "dup@example.com"},
-        {"phoneNumber": "415-555-0777", "lastName": "Upp"},
-        {"firstName": "Name", "lastName": "Only"},
-        {"firstName": " name ", "lastName": "ONLY"},
-    ])
+    result = await upload(
+        api,
+        created["id"],
+        [
+            {"email": "dup@example.com"},
+            {"email": "DUP@example.com", "firstName": "Dee"},
+            {"phoneNumber": "+14155550777", "email": "dup@example.com"},
+            {"phoneNumber": "415-555-0777", "lastName": "Upp"},
+            {"firstName": "Name", "lastName": "Only"},
+            {"firstName": " name ", "lastName": "ONLY"},
+        ],
+    )
     assert result["acceptedContacts"] == 6
     assert result["totalProspects"] == 2
-    merged = [p for p in await prospects(store, ws_a.id) if p.get("email")][0]
+    merged = next(p for p in await prospects(store, ws_a.id) if p.get("email"))
     assert (merged["firstName"], merged["lastName"], merged["phoneNumber"]) == (
-        "Dee", "Upp", "+14155550777")
+        "Dee",
+        "Upp",
+        "+14155550777",
+    )
 
 
-async def test_prospects_are_matched_within_the_workspace_only(api, api_b, store, ws_a, ws_b,
-                                                               new_list):
+async def test_prospects_are_matched_within_the_workspace_only(
+    api, api_b, store, ws_a, ws_b, new_list
+):
     mine = await new_list()
-    theirs = (await api_b.post("/v1/lists", {"name": "b", "ownerUserId": ws_b.users[0]["id"]}))
+    theirs = await api_b.post("/v1/lists", {"name": "b", "ownerUserId": ws_b.users[0]["id"]})
     await upload(api, mine["id"], [{"email": "shared@example.com", "firstName": "A"}])
-    await upload(api_b, theirs.json()["list"]["id"], [{"email": "shared@example.com",
-                                                       "firstName": "B"}])
+    await upload(
+        api_b, theirs.json()["list"]["id"], [{"email": "shared@example.com", "firstName": "B"}]
+    )
     [a] = await prospects(store, ws_a.id)
     [b] = await prospects(store, ws_b.id)
     assert a["_id"] != b["_id"] and a["firstName"] == "A" and b["firstName"] == "B"
@@ -196,21 +233,28 @@ INVALID = {
     "101 contacts": ({"contacts": [{"email": f"c{i}@x.io"} for i in range(101)]}, "#/contacts"),
     "contact not an object": ({"contacts": [{"email": "a@b.c"}, "x"]}, "#/contacts/1"),
     "empty contact": ({"contacts": [{"email": "a@b.c"}, {}]}, "#/contacts/1"),
-    "only blank fields": ({"contacts": [{"email": "a@b.c"}, {"firstName": " ", "email": ""}]},
-                          "#/contacts/1"),
+    "only blank fields": (
+        {"contacts": [{"email": "a@b.c"}, {"firstName": " ", "email": ""}]},
+        "#/contacts/1",
+    ),
     "unknown field": ({"contacts": [{"email": "a@b.c", "age": "3"}]}, "#/contacts/0/age"),
-    "workspaceId in contact": ({"contacts": [{"email": "a@b.c", "workspaceId": "w"}]},
-                               "#/contacts/0/workspaceId"),
-    "non-string field": ({"contacts": [{"email": "a@b.c"}, {"phoneNumber": 4155550101}]},
-                         "#/contacts/1/phoneNumber"),
+    "workspaceId in contact": (
+        {"contacts": [{"email": "a@b.c", "workspaceId": "w"}]},
+        "#/contacts/0/workspaceId",
+    ),
+    "non-string field": (
+        {"contacts": [{"email": "a@b.c"}, {"phoneNumber": 4155550101}]},
+        "#/contacts/1/phoneNumber",
+    ),
     "too long": ({"contacts": [{"firstName": "x" * 201}]}, "#/contacts/0/firstName"),
     "extra top-level field": ({"contacts": [{"email": "a@b.c"}], "dryRun": True}, "#/dryRun"),
 }
 
 
 @pytest.mark.parametrize("body,pointer", INVALID.values(), ids=INVALID.keys())
-async def test_invalid_uploads_are_400_and_change_nothing(api, store, ws_a, new_list, body,
-                                                          pointer):
+async def test_invalid_uploads_are_400_and_change_nothing(
+    api, store, ws_a, new_list, body, pointer
+):
     created = await new_list()
     response = await api.post(f"/v1/lists/{created['id']}/contacts", body)
     assert response.code == 400
@@ -255,8 +299,9 @@ async def test_concurrent_overlapping_uploads_create_no_duplicates(origin, store
     assert all(p["listIds"] == [created["id"]] for p in found)
     after = (await client.get(f"/v1/lists/{created['id']}")).json()["list"]
     assert after["prospectsCount"] == people
-    listed, total = await walk_pages(client, f"/v1/prospects?listId={created['id']}&pageSize=100",
-                                     "prospects")
+    listed, total = await walk_pages(
+        client, f"/v1/prospects?listId={created['id']}&pageSize=100", "prospects"
+    )
     assert total == len({p["id"] for p in listed}) == people
 
 
@@ -273,8 +318,10 @@ async def test_an_upload_is_one_transaction_whatever_its_size(api, store, new_li
     created = await new_list()
     for size in (1, 10, 100):
         writes.clear()
-        contacts = [{"email": f"s{size}-{i}@example.com", "phoneNumber": f"+1415555{i:04d}"}
-                    for i in range(size)]
+        contacts = [
+            {"email": f"s{size}-{i}@example.com", "phoneNumber": f"+1415555{i:04d}"}
+            for i in range(size)
+        ]
         await upload(api, created["id"], contacts)
         assert writes.count("upload") == 1
 
@@ -289,13 +336,16 @@ async def test_round_trips_do_not_grow_with_contact_count(api, store, new_list, 
         def counting(*args, _original=original, _name=name, **kwargs):
             calls.append(_name)
             return _original(*args, **kwargs)
+
         monkeypatch.setattr(collection, name, counting)
     created = await new_list()
     counts = []
     for size in (1, 10, 100):
         calls.clear()
-        contacts = [{"email": f"s{size}-{i}@example.com", "phoneNumber": f"+1415555{i:04d}"}
-                    for i in range(size)]
+        contacts = [
+            {"email": f"s{size}-{i}@example.com", "phoneNumber": f"+1415555{i:04d}"}
+            for i in range(size)
+        ]
         await upload(api, created["id"], contacts)
         counts.append(len(calls))
     assert 2 <= counts[0] == counts[1] == counts[2] <= 3
@@ -327,49 +377,61 @@ async def test_count_repairs_itself_after_an_interrupted_upload(api, store, ws_a
 
 async def test_matches_split_by_a_linkedin_conflict_are_not_safe(api, store, ws_a, new_list):
     created = await new_list()
-    await upload(api, created["id"], [
-        {"email": "amy@example.com", "linkedinUrl": "linkedin.com/in/amy-one"},
-        {"phoneNumber": "+14155550142", "firstName": "Phone only"},
-    ])
+    await upload(
+        api,
+        created["id"],
+        [
+            {"email": "amy@example.com", "linkedinUrl": "linkedin.com/in/amy-one"},
+            {"phoneNumber": "+14155550142", "firstName": "Phone only"},
+        ],
+    )
     # email matches the first (whose LinkedIn conflicts), phone the second: no safe match
-    contact = {"email": "amy@example.com", "phoneNumber": "+14155550142",
-               "linkedinUrl": "linkedin.com/in/amy-two"}
+    contact = {
+        "email": "amy@example.com",
+        "phoneNumber": "+14155550142",
+        "linkedinUrl": "linkedin.com/in/amy-two",
+    }
     result = await upload(api, created["id"], [contact])
     assert result["totalProspects"] == 3
     found = await prospects(store, ws_a.id)
-    phone_only = [p for p in found if p.get("firstName") == "Phone only"][0]
+    phone_only = next(p for p in found if p.get("firstName") == "Phone only")
     assert "email" not in phone_only  # nothing was copied onto the wrong prospect
     # the same contact again lands on the prospect it created
     assert (await upload(api, created["id"], [contact]))["totalProspects"] == 3
 
 
-async def test_ambiguous_contacts_with_different_linkedin_urls_stay_apart(api, store, ws_a,
-                                                                          new_list):
+async def test_ambiguous_contacts_with_different_linkedin_urls_stay_apart(
+    api, store, ws_a, new_list
+):
     created = await new_list()
     await upload(api, created["id"], [{"email": "bo@example.com", "linkedinUrl": "l.com/in/1"}])
     await upload(api, created["id"], [{"email": "bo@example.com", "linkedinUrl": "l.com/in/2"}])
     await upload(api, created["id"], [{"email": "bo@example.com", "linkedinUrl": "l.com/in/3"}])
-    result = await upload(api, created["id"], [{"email": "bo@example.com",
-                                                "linkedinUrl": "l.com/in/4"}])
+    result = await upload(
+        api, created["id"], [{"email": "bo@example.com", "linkedinUrl": "l.com/in/4"}]
+    )
     assert result["totalProspects"] == 4
     linkedins = sorted(p["linkedinNorm"] for p in await prospects(store, ws_a.id))
     assert linkedins == ["l.com/in/1", "l.com/in/2", "l.com/in/3", "l.com/in/4"]
-    again = await upload(api, created["id"], [{"email": "bo@example.com",
-                                               "linkedinUrl": "l.com/in/3"}])
+    again = await upload(
+        api, created["id"], [{"email": "bo@example.com", "linkedinUrl": "l.com/in/3"}]
+    )
     assert again["totalProspects"] == 4
 
 
 async def test_concurrent_uploads_sharing_a_phone_under_different_keys_make_one_prospect(
-        api, store, ws_a, new_list):
+    api, store, ws_a, new_list
+):
     # Without turn-taking both uploads read an empty workspace and create "p:..." and "e:..."
     # prospects with the same phone number; on the wire tier they interleave for real.
     created = await new_list()
     pairs = []
     for i in range(5):
         phone = f"+1415555{i:04d}"
-        pairs += [upload(api, created["id"], [{"phoneNumber": phone}]),
-                  upload(api, created["id"], [{"email": f"pair{i}@example.com",
-                                               "phoneNumber": phone}])]
+        pairs += [
+            upload(api, created["id"], [{"phoneNumber": phone}]),
+            upload(api, created["id"], [{"email": f"pair{i}@example.com", "phoneNumber": phone}]),
+        ]
     await asyncio.gather(*pairs)
     found = await prospects(store, ws_a.id)
     phones = [p["phoneE164"] for p in found]
@@ -380,8 +442,9 @@ async def test_concurrent_uploads_sharing_a_phone_under_different_keys_make_one_
 
 
 @pytest.mark.sqlite
-async def test_an_upload_that_waits_too_long_for_the_writer_is_503(api, store, ws_a, new_list,
-                                                                  monkeypatch):
+async def test_an_upload_that_waits_too_long_for_the_writer_is_503(
+    api, store, ws_a, new_list, monkeypatch
+):
     import store.sqlite.prospects as sqlite_prospects
 
     created = await new_list()
@@ -395,8 +458,9 @@ async def test_an_upload_that_waits_too_long_for_the_writer_is_503(api, store, w
         return await original(fn, *args, **kwargs)
 
     monkeypatch.setattr(store.engine, "write", write)
-    response = await api.post(f"/v1/lists/{created['id']}/contacts",
-                              {"contacts": [{"email": "late@example.com"}]})
+    response = await api.post(
+        f"/v1/lists/{created['id']}/contacts", {"contacts": [{"email": "late@example.com"}]}
+    )
     await asyncio.gather(*blockers)
     assert blockers
     assert response.code == 503 and response.headers["Retry-After"]
@@ -408,38 +472,66 @@ async def test_a_contact_upload_held_up_too_long_is_503(api, store, ws_a, new_li
     created = await new_list()
     await store.prospects.leases.try_acquire(ws_a.id, "contact-upload", ttl=60)
     original = store.prospects.leases.held
-    monkeypatch.setattr(store.prospects.leases, "held",
-                        lambda *args, **kwargs: original(*args, **{**kwargs, "wait": 0.05}))
-    response = await api.post(f"/v1/lists/{created['id']}/contacts",
-                              {"contacts": [{"email": "late@example.com"}]})
+    monkeypatch.setattr(
+        store.prospects.leases,
+        "held",
+        lambda *args, **kwargs: original(*args, **{**kwargs, "wait": 0.05}),
+    )
+    response = await api.post(
+        f"/v1/lists/{created['id']}/contacts", {"contacts": [{"email": "late@example.com"}]}
+    )
     assert response.code == 503 and response.headers["Retry-After"]
     assert await prospects(store, ws_a.id) == []
 
 
-async def test_a_linkedin_twin_is_not_reused_when_another_match_has_no_linkedin(api, store, ws_a,
-                                                                              new_list):
+async def test_a_linkedin_twin_is_not_reused_when_another_match_has_no_linkedin(
+    api, store, ws_a, new_list
+):
     created = await new_list()
-    await upload(api, created["id"], [
-        {"email": "cy@example.com", "linkedinUrl": "linkedin.com/in/cy"},
-        {"phoneNumber": "+14155550177", "firstName": "Phone only"},
-    ])
+    await upload(
+        api,
+        created["id"],
+        [
+            {"email": "cy@example.com", "linkedinUrl": "linkedin.com/in/cy"},
+            {"phoneNumber": "+14155550177", "firstName": "Phone only"},
+        ],
+    )
     # email matches the LinkedIn twin, phone matches a prospect without LinkedIn: ambiguous
-    result = await upload(api, created["id"], [{"email": "cy@example.com",
-                                                "phoneNumber": "+14155550177",
-                                                "linkedinUrl": "linkedin.com/in/cy"}])
+    result = await upload(
+        api,
+        created["id"],
+        [
+            {
+                "email": "cy@example.com",
+                "phoneNumber": "+14155550177",
+                "linkedinUrl": "linkedin.com/in/cy",
+            }
+        ],
+    )
     assert result["totalProspects"] == 3
-    twin = [p for p in await prospects(store, ws_a.id)
-            if p.get("linkedinNorm") == "linkedin.com/in/cy" and "phoneE164" not in p]
+    twin = [
+        p
+        for p in await prospects(store, ws_a.id)
+        if p.get("linkedinNorm") == "linkedin.com/in/cy" and "phoneE164" not in p
+    ]
     assert twin, "the phone of another prospect must not be copied onto the LinkedIn twin"
 
 
 async def test_outcomes_say_which_prospect_each_contact_became(api, store, ws_a, new_list):
     created = await new_list()
-    contacts = [{"email": "o1@example.com"}, {"phoneNumber": "+14155550190"},
-                {"email": "O1@example.com", "jobTitle": "CTO"}, {"firstName": "Only a name"}]
+    contacts = [
+        {"email": "o1@example.com"},
+        {"phoneNumber": "+14155550190"},
+        {"email": "O1@example.com", "jobTitle": "CTO"},
+        {"firstName": "Only a name"},
+    ]
     first = (await upload(api, created["id"], contacts))["results"]
     assert [(r["index"], r["outcome"]) for r in first] == [
-        (0, "created"), (1, "created"), (2, "reused"), (3, "created")]
+        (0, "created"),
+        (1, "created"),
+        (2, "reused"),
+        (3, "created"),
+    ]
     assert first[0]["prospectId"] == first[2]["prospectId"]  # a repeat within the request
     assert all("reason" not in r for r in first)
     ids = {p["_id"] for p in await prospects(store, ws_a.id)}
@@ -451,30 +543,44 @@ async def test_outcomes_say_which_prospect_each_contact_became(api, store, ws_a,
 
 async def test_outcomes_give_the_reason_for_a_new_prospect_despite_matches(api, new_list):
     created = await new_list()
-    seeded = (await upload(api, created["id"], [
-        {"email": "r1@example.com", "linkedinUrl": "linkedin.com/in/r-one"},
-        {"phoneNumber": "+14155550191"},
-    ]))["results"]
-    result = (await upload(api, created["id"], [
-        {"email": "r1@example.com", "linkedinUrl": "linkedin.com/in/r-two"},  # conflict
-        {"email": "r1@example.com", "phoneNumber": "+14155550191"},  # two prospects match
-        {"email": "r1@example.com"},  # now ambiguous too: lands on the same new prospect
-    ]))["results"]
+    seeded = (
+        await upload(
+            api,
+            created["id"],
+            [
+                {"email": "r1@example.com", "linkedinUrl": "linkedin.com/in/r-one"},
+                {"phoneNumber": "+14155550191"},
+            ],
+        )
+    )["results"]
+    result = (
+        await upload(
+            api,
+            created["id"],
+            [
+                {"email": "r1@example.com", "linkedinUrl": "linkedin.com/in/r-two"},  # conflict
+                {"email": "r1@example.com", "phoneNumber": "+14155550191"},  # two prospects match
+                {"email": "r1@example.com"},  # now ambiguous too: lands on the same new prospect
+            ],
+        )
+    )["results"]
     assert [(r["outcome"], r.get("reason")) for r in result] == [
-        ("created", "linkedin_conflict"), ("created", "ambiguous_match"), ("reused", None)]
+        ("created", "linkedin_conflict"),
+        ("created", "ambiguous_match"),
+        ("reused", None),
+    ]
     assert result[2]["prospectId"] == result[1]["prospectId"]
     assert not {r["prospectId"] for r in result} & {r["prospectId"] for r in seeded}
 
 
 @pytest.mark.mongodb
-async def test_the_first_bulk_write_sends_fills_only_to_prospects_that_existed(api, store,
-                                                                              new_list,
-                                                                              monkeypatch):
+async def test_the_first_bulk_write_sends_fills_only_to_prospects_that_existed(
+    api, store, new_list, monkeypatch
+):
     """100 new contacts: 100 upserts and no fill updates (a prospect just upserted has no
     blanks); fills go only to prospects that existed before, one per filled field."""
     created = await new_list()
-    await upload(api, created["id"], [{"email": "old1@example.com"},
-                                      {"email": "old2@example.com"}])
+    await upload(api, created["id"], [{"email": "old1@example.com"}, {"email": "old2@example.com"}])
     sizes = []
     original = store.prospects.col.bulk_write
 
@@ -483,9 +589,12 @@ async def test_the_first_bulk_write_sends_fills_only_to_prospects_that_existed(a
         return original(requests, *args, **kwargs)
 
     monkeypatch.setattr(store.prospects.col, "bulk_write", counting)
-    contacts = [{"email": f"new{i}@example.com", "firstName": f"N{i}", "jobTitle": "CTO"}
-                for i in range(98)]
-    contacts += [{"email": "old1@example.com", "firstName": "Old", "jobTitle": "CEO"},
-                 {"email": "old2@example.com", "lastName": "Two"}]
+    contacts = [
+        {"email": f"new{i}@example.com", "firstName": f"N{i}", "jobTitle": "CTO"} for i in range(98)
+    ]
+    contacts += [
+        {"email": "old1@example.com", "firstName": "Old", "jobTitle": "CEO"},
+        {"email": "old2@example.com", "lastName": "Two"},
+    ]
     await upload(api, created["id"], contacts)
     assert sizes[0] == 98 + 2 + 1  # upserts, then old1's two fills and old2's one

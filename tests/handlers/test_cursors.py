@@ -20,18 +20,36 @@ SETTLE = 2.0
 
 @pytest.fixture
 def config():
-    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE),
-                                            WSAPI_RATE_LIMIT_PER_MINUTE="1000000"))
+    return load_config(
+        environ=test_environ(
+            WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE), WSAPI_RATE_LIMIT_PER_MINUTE="1000000"
+        )
+    )
 
 
-async def add_calls(store, ws, count: int, start: dt.datetime, step=dt.timedelta(minutes=1),
-                    updated: dt.datetime | None = None) -> list[str]:
-    docs = [call_document(ws.id, user_id=ws.users[0]["id"], prospect_id=str(uuid.uuid4()),
-                          direction="outbound", disposition="no_answer", from_number="+1212",
-                          to_number="+1415", started_at=start + i * step,
-                          ended_at=start + i * step + dt.timedelta(seconds=30),
-                          updated_at=updated or start)
-            for i in range(count)]
+async def add_calls(
+    store,
+    ws,
+    count: int,
+    start: dt.datetime,
+    step=dt.timedelta(minutes=1),
+    updated: dt.datetime | None = None,
+) -> list[str]:
+    docs = [
+        call_document(
+            ws.id,
+            user_id=ws.users[0]["id"],
+            prospect_id=str(uuid.uuid4()),
+            direction="outbound",
+            disposition="no_answer",
+            from_number="+1212",
+            to_number="+1415",
+            started_at=start + i * step,
+            ended_at=start + i * step + dt.timedelta(seconds=30),
+            updated_at=updated or start,
+        )
+        for i in range(count)
+    ]
     await store.calls.insert_documents(ws.id, docs)
     return [doc["_id"] for doc in docs]
 
@@ -55,13 +73,15 @@ async def test_cursor_walk_equals_the_page_walk_with_its_envelope_and_link(api, 
     assert set(body) == {"calls", "pageSize", "hasMore", "nextCursor"}
     assert (len(body["calls"]), body["hasMore"], body["nextCursor"]) == (80, False, None)
     assert "Link" not in second.headers
-    by_pages = [c["id"] for p in (1, 2, 3) for c in
-                (await api.get(f"/v1/calls?page={p}")).json()["calls"]]
+    by_pages = [
+        c["id"] for p in (1, 2, 3) for c in (await api.get(f"/v1/calls?page={p}")).json()["calls"]
+    ]
     assert [c["id"] for c in first.json()["calls"] + body["calls"]] == by_pages
     third = await api.get(f"/v1/calls?cursor={first.json()['nextCursor']}&pageSize=50")
     link = third.headers["Link"]
-    assert link == (f'</v1/calls?cursor={quote(third.json()["nextCursor"])}&pageSize=50>; '
-                    'rel="next"')
+    assert link == (
+        f'</v1/calls?cursor={quote(third.json()["nextCursor"])}&pageSize=50>; rel="next"'
+    )
 
 
 @pytest.mark.parametrize("resource", ["calls", "prospects", "lists"])
@@ -84,9 +104,12 @@ async def test_cursor_carries_filters_and_sort_and_refuses_changes(api, store, w
     same = await api.get(f"/v1/calls?cursor={cursor}&userId={user.upper()}&direction=outbound")
     omitted = await api.get(f"/v1/calls?cursor={cursor}")
     assert same.code == omitted.code == 200 and same.json() == omitted.json()
-    for query, parameter in ((f"userId={ws_a.users[1]['id']}", "userId"),
-                             ("direction=inbound", "direction"), ("sort=updatedAt", "sort"),
-                             ("page=2", "page")):
+    for query, parameter in (
+        (f"userId={ws_a.users[1]['id']}", "userId"),
+        ("direction=inbound", "direction"),
+        ("sort=updatedAt", "sort"),
+        ("page=2", "page"),
+    ):
         response = await api.get(f"/v1/calls?cursor={cursor}&{query}")
         assert response.code == 400, query
         assert response.json()["errors"][0]["pointer"] == f"#/query/{parameter}"
@@ -96,11 +119,13 @@ async def test_forged_moved_and_foreign_cursors_are_invalid_cursor(api, api_b, s
     await add_calls(store, ws_a, 60, dt.datetime(2026, 3, 2, 9))
     cursor = (await api.get("/v1/calls")).json()["nextCursor"]
     flipped = cursor[:5] + ("A" if cursor[5] != "A" else "B") + cursor[6:]
-    for client, path in ((api, f"/v1/calls?cursor={flipped}"),
-                         (api, f"/v1/calls?cursor={cursor[:-2]}"),
-                         (api, "/v1/calls?cursor=bm90LWEtY3Vyc29y.AAAA"),
-                         (api, f"/v1/prospects?cursor={cursor}"),  # another resource's
-                         (api_b, f"/v1/calls?cursor={cursor}")):  # another workspace's
+    for client, path in (
+        (api, f"/v1/calls?cursor={flipped}"),
+        (api, f"/v1/calls?cursor={cursor[:-2]}"),
+        (api, "/v1/calls?cursor=bm90LWEtY3Vyc29y.AAAA"),
+        (api, f"/v1/prospects?cursor={cursor}"),  # another resource's
+        (api_b, f"/v1/calls?cursor={cursor}"),
+    ):  # another workspace's
         response = await client.get(path)
         assert response.code == 400, path
         problem = response.json()
@@ -109,8 +134,7 @@ async def test_forged_moved_and_foreign_cursors_are_invalid_cursor(api, api_b, s
     assert (await api.get("/v1/calls?cursor=not%20a%20cursor")).code == 400
 
 
-async def test_newest_first_cursors_skip_and_repeat_nothing_while_records_arrive(api, store,
-                                                                                 ws_a):
+async def test_newest_first_cursors_skip_and_repeat_nothing_while_records_arrive(api, store, ws_a):
     before = await add_calls(store, ws_a, 150, dt.datetime(2026, 3, 2, 9))
     body = (await api.get("/v1/calls")).json()
     seen = [c["id"] for c in body["calls"]]
@@ -153,26 +177,42 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
 
     async def write_calls():
         while not stop.is_set():
-            await add_calls(store, ws_a, rng.randint(1, 5), utcnow() - dt.timedelta(minutes=5),
-                            updated=utcnow())
+            await add_calls(
+                store, ws_a, rng.randint(1, 5), utcnow() - dt.timedelta(minutes=5), updated=utcnow()
+            )
 
     async def write_contacts():
         n = 0
         while not stop.is_set():
             n += 1
-            contacts = [{"email": f"c{rng.randint(0, 60)}@example.com",
-                         rng.choice(["firstName", "jobTitle", "companyName"]): f"v{n}"}
-                        for _ in range(rng.randint(1, 8))]
+            contacts = [
+                {
+                    "email": f"c{rng.randint(0, 60)}@example.com",
+                    rng.choice(["firstName", "jobTitle", "companyName"]): f"v{n}",
+                }
+                for _ in range(rng.randint(1, 8))
+            ]
             target = rng.choice(lists)["id"]
-            assert (await api.post(f"/v1/lists/{target}/contacts",
-                                   {"contacts": contacts})).code == 200
+            assert (
+                await api.post(f"/v1/lists/{target}/contacts", {"contacts": contacts})
+            ).code == 200
 
     async def held_back():  # stamped now, lands SETTLE * 0.6 later (a slow network, a stall)
         while not stop.is_set():
-            docs = [call_document(ws_a.id, user_id=ws_a.users[0]["id"],
-                                  prospect_id=str(uuid.uuid4()), direction="inbound",
-                                  disposition="connected", from_number="+1", to_number="+2",
-                                  started_at=utcnow(), ended_at=utcnow(), updated_at=utcnow())]
+            docs = [
+                call_document(
+                    ws_a.id,
+                    user_id=ws_a.users[0]["id"],
+                    prospect_id=str(uuid.uuid4()),
+                    direction="inbound",
+                    disposition="connected",
+                    from_number="+1",
+                    to_number="+2",
+                    started_at=utcnow(),
+                    ended_at=utcnow(),
+                    updated_at=utcnow(),
+                )
+            ]
             await asyncio.sleep(SETTLE * 0.6)
             await store.calls.insert_documents(ws_a.id, docs)
 
@@ -183,8 +223,11 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
         """One round over the three resources; True when all are caught up."""
         done = True
         for name, copy in copies.items():
-            path = (f"/v1/{name}?cursor={cursors[name]}" if cursors[name]
-                    else f"/v1/{name}?sort=updatedAt&pageSize=100")
+            path = (
+                f"/v1/{name}?cursor={cursors[name]}"
+                if cursors[name]
+                else f"/v1/{name}?sort=updatedAt&pageSize=100"
+            )
             response = await api.get(path)
             assert response.code == 200, response
             body = response.json()
@@ -198,8 +241,7 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
             await poll()
             await asyncio.sleep(0.05)
 
-    tasks = [asyncio.ensure_future(t()) for t in (write_calls, write_contacts, held_back,
-                                                  syncer)]
+    tasks = [asyncio.ensure_future(t()) for t in (write_calls, write_contacts, held_back, syncer)]
     await asyncio.sleep(4)
     stop.set()
     await asyncio.gather(*tasks)

@@ -54,8 +54,12 @@ async def test_readiness_is_503_while_shutting_down(anon, app):
 @pytest.mark.parametrize("path", ["/healthz", "/readyz"])
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE"])
 async def test_other_methods_are_405(anon, path, method):
-    response = await anon.fetch(path, method, body=None if method == "DELETE" else b"{}",
-                                headers={"Content-Type": "application/json"})
+    response = await anon.fetch(
+        path,
+        method,
+        body=None if method == "DELETE" else b"{}",
+        headers={"Content-Type": "application/json"},
+    )
     assert response.code == 405 and response.headers["Allow"] == "GET, HEAD"
 
 
@@ -70,8 +74,9 @@ def closed_port() -> int:
 async def test_an_unreachable_database_gives_503_within_the_timeout(config, http_server_port):
     """A real motor client pointed at a closed port: requests get a 503 with Retry-After after
     about db_timeout_seconds, never a hang or a 500; /readyz says so too."""
-    config = config.replace(db_timeout_seconds=0.5,
-                            mongodb_uri=f"mongodb://127.0.0.1:{closed_port()}")
+    config = config.replace(
+        db_timeout_seconds=0.5, mongodb_uri=f"mongodb://127.0.0.1:{closed_port()}"
+    )
     store = open_store(config.mongodb_uri, config.database, config.db_timeout_seconds)
     store.indexes_ready = True  # as if the database went away after start-up
     auth = KeyService(TEST_SECRET, store.keys)

@@ -17,8 +17,9 @@ async def create(api, body, key=None, **kwargs):
 
 
 async def lists_named(api, name):
-    return [x for x in (await api.get("/v1/lists?pageSize=100")).json()["lists"]
-            if x["name"] == name]
+    return [
+        x for x in (await api.get("/v1/lists?pageSize=100")).json()["lists"] if x["name"] == name
+    ]
 
 
 async def test_a_retry_replays_the_first_response_and_writes_nothing(api, owner):
@@ -47,9 +48,11 @@ async def test_the_same_key_with_another_body_or_path_is_422(api, owner):
     other = await create(api, {"name": "B", "ownerUserId": owner}, "key-2")
     assert other.code == 422 and other.json()["code"] == "idempotency_key_reused"
     listing = (await create(api, {"name": "C", "ownerUserId": owner})).json()["list"]
-    moved = await api.post(f"/v1/lists/{listing['id']}/contacts",
-                           {"contacts": [{"email": "x@example.com"}]},
-                           headers={"Idempotency-Key": "key-2"})
+    moved = await api.post(
+        f"/v1/lists/{listing['id']}/contacts",
+        {"contacts": [{"email": "x@example.com"}]},
+        headers={"Idempotency-Key": "key-2"},
+    )
     assert moved.code == 422 and moved.json()["code"] == "idempotency_key_reused"
     assert await lists_named(api, "B") == []
 
@@ -65,8 +68,7 @@ async def test_client_errors_are_stored_and_replayed(api, ws_a):
     assert replayed == original
 
 
-async def test_two_concurrent_requests_with_one_key_create_one_list(api, owner, store,
-                                                                   monkeypatch):
+async def test_two_concurrent_requests_with_one_key_create_one_list(api, owner, store, monkeypatch):
     slow = store.lists.create
 
     async def create_slowly(*args, **kwargs):
@@ -86,8 +88,9 @@ async def test_two_concurrent_requests_with_one_key_create_one_list(api, owner, 
 
 async def test_keys_belong_to_the_workspace(api, api_b, owner, ws_b):
     await create(api, {"name": "Mine", "ownerUserId": owner}, "shared-key")
-    theirs = await create(api_b, {"name": "Theirs", "ownerUserId": ws_b.users[0]["id"]},
-                          "shared-key")
+    theirs = await create(
+        api_b, {"name": "Theirs", "ownerUserId": ws_b.users[0]["id"]}, "shared-key"
+    )
     assert theirs.code == 201 and "Idempotent-Replayed" not in theirs.headers
 
 
@@ -109,8 +112,9 @@ async def test_a_5xx_leaves_the_key_free_for_the_retry(api, owner, store, monkey
 
 @pytest.mark.parametrize("key", ["", "x" * 256, "caf\u00e9", "tab\there"])
 async def test_malformed_keys_are_400(api, owner, key):
-    response = await api.post("/v1/lists", {"name": "K", "ownerUserId": owner},
-                              headers={"Idempotency-Key": key})
+    response = await api.post(
+        "/v1/lists", {"name": "K", "ownerUserId": owner}, headers={"Idempotency-Key": key}
+    )
     assert response.code == 400, key
     assert response.json()["errors"][0]["pointer"] == "#/headers/Idempotency-Key"
     assert await lists_named(api, "K") == []

@@ -48,8 +48,10 @@ INVALID_BODIES = {
     "missing owner": ({"name": "x"}, "#/ownerUserId"),
     "owner not a uuid": ({"name": "x", "ownerUserId": "not-a-uuid"}, "#/ownerUserId"),
     "owner null": ({"name": "x", "ownerUserId": None}, "#/ownerUserId"),
-    "workspaceId sent": ({"name": "x", "ownerUserId": "OWNER", "workspaceId": "w"},
-                         "#/workspaceId"),
+    "workspaceId sent": (
+        {"name": "x", "ownerUserId": "OWNER", "workspaceId": "w"},
+        "#/workspaceId",
+    ),
     "unknown field": ({"name": "x", "ownerUserId": "OWNER", "color": "red"}, "#/color"),
     "array body": ([], "#"),
 }
@@ -67,14 +69,17 @@ async def test_invalid_create_is_400_and_writes_nothing(api, ws_a, body, pointer
     assert (await api.get("/v1/lists")).json()["total"] == 0
 
 
-@pytest.mark.parametrize("body,content_type,status", [
-    (b"{not json", "application/json", 400),
-    (b'{"name": "a", "name": "b"}', "application/json", 400),
-    (b'{"name": NaN}', "application/json", 400),
-    (b"", "application/json", 400),
-    (b'{"name": "x"}', "text/plain", 415),
-    (b'{"name": "x"}', None, 415),
-])
+@pytest.mark.parametrize(
+    "body,content_type,status",
+    [
+        (b"{not json", "application/json", 400),
+        (b'{"name": "a", "name": "b"}', "application/json", 400),
+        (b'{"name": NaN}', "application/json", 400),
+        (b"", "application/json", 400),
+        (b'{"name": "x"}', "text/plain", 415),
+        (b'{"name": "x"}', None, 415),
+    ],
+)
 async def test_malformed_bodies(api, body, content_type, status):
     headers = {"Content-Type": content_type} if content_type else {}
     response = await api.fetch("/v1/lists", "POST", body=body, headers=headers)
@@ -120,7 +125,11 @@ async def test_pages_newest_first_with_envelope_and_links(api, store, ws_a):
     assert 'rel="prev"' not in links
     last = (await api.get("/v1/lists?page=2&pageSize=100")).json()
     assert (last["page"], last["pageSize"], last["hasMore"], len(last["lists"])) == (
-        2, 100, False, 20)
+        2,
+        100,
+        False,
+        20,
+    )
     assert last["lists"][-1]["name"] == "list 0"
     schemas = Schemas()
     assert all(schemas.errors("/schemas/records/list.json", x) == [] for x in last["lists"])
@@ -148,9 +157,20 @@ async def test_page_past_the_end_is_empty(api, store, ws_a):
     assert huge["lists"] == []
 
 
-BAD_QUERIES = ["page=0", "page=-1", "page=abc", "page=1.5", "page=", "pageSize=10",
-               "pageSize=0", "pageSize=51", "pageSize=abc", "pageSize=100&pageSize=50",
-               "foo=bar", "workspaceId=x"]
+BAD_QUERIES = [
+    "page=0",
+    "page=-1",
+    "page=abc",
+    "page=1.5",
+    "page=",
+    "pageSize=10",
+    "pageSize=0",
+    "pageSize=51",
+    "pageSize=abc",
+    "pageSize=100&pageSize=50",
+    "foo=bar",
+    "workspaceId=x",
+]
 
 
 @pytest.mark.parametrize("query", BAD_QUERIES)
@@ -163,8 +183,9 @@ async def test_bad_paging_parameters_are_400(api, query):
 
 
 async def test_lists_are_isolated_between_workspaces(api, api_b, ws_a, ws_b):
-    created = (await api.post("/v1/lists", {"name": "mine",
-                                            "ownerUserId": ws_a.users[0]["id"]})).json()["list"]
+    created = (
+        await api.post("/v1/lists", {"name": "mine", "ownerUserId": ws_a.users[0]["id"]})
+    ).json()["list"]
     other = (await api_b.get("/v1/lists")).json()
     assert other["total"] == 0
     foreign = await api_b.get(f"/v1/lists/{created['id']}")

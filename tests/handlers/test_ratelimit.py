@@ -48,8 +48,9 @@ async def use_up(client, count=LIMIT):
         assert (await client.get("/v1/users")).code == 200
 
 
-async def test_every_counted_response_carries_policy_and_remaining_quota(api, limiter, ws_a,
-                                                                         rate_clock):
+async def test_every_counted_response_carries_policy_and_remaining_quota(
+    api, limiter, ws_a, rate_clock
+):
     start, end = limiter.window_of(ws_a.id, rate_clock())
     rate_clock.now = start + 0.25  # all requests below fall into this window
     for expected in range(LIMIT - 1, -1, -1):
@@ -60,8 +61,9 @@ async def test_every_counted_response_carries_policy_and_remaining_quota(api, li
         rate_clock.advance(1)
 
 
-async def test_over_the_limit_is_429_with_retry_after_until_the_window_ends(api, rate_clock,
-                                                                           limiter, ws_a):
+async def test_over_the_limit_is_429_with_retry_after_until_the_window_ends(
+    api, rate_clock, limiter, ws_a
+):
     rate_clock.now = limiter.window_of(ws_a.id, rate_clock())[0] + 0.25
     await use_up(api)
     response = await api.get("/v1/users")
@@ -97,11 +99,17 @@ async def test_all_keys_of_a_workspace_share_one_quota(api, origin, auth, ws_a):
 
 async def test_client_errors_after_authentication_count_and_carry_the_fields(api):
     missing = "00000000-0000-4000-8000-000000000000"
-    responses = [await api.get(f"/v1/lists/{missing}"),           # 404
-                 await api.get("/v1/lists?pageSize=7"),             # 400
-                 await api.post("/v1/lists", {"name": "x"}),        # 400
-                 await api.fetch("/v1/lists", "POST", body=b"x",    # 415
-                                 headers={"Content-Type": "text/plain"})]
+    responses = [
+        await api.get(f"/v1/lists/{missing}"),  # 404
+        await api.get("/v1/lists?pageSize=7"),  # 400
+        await api.post("/v1/lists", {"name": "x"}),  # 400
+        await api.fetch(
+            "/v1/lists",
+            "POST",
+            body=b"x",  # 415
+            headers={"Content-Type": "text/plain"},
+        ),
+    ]
     assert [r.code for r in responses] == [404, 400, 400, 415]
     assert [state(r)[0] for r in responses] == [4, 3, 2, 1]
 
@@ -122,15 +130,20 @@ async def test_concurrent_requests_get_exactly_the_quota(api):
 
 
 async def test_two_app_instances_sharing_one_store_enforce_one_limit(
-        io_loop, config, store, auth, api, ws_a, rate_clock):
+    io_loop, config, store, auth, api, ws_a, rate_clock
+):
     # A second "process": its own application, key service, limiter and listening socket,
     # over the same database.
     from server.auth import KeyService
     from tests.helpers import TEST_SECRET
 
     other_auth = KeyService(TEST_SECRET, store.keys)
-    other_app = make_app(config, store, other_auth,
-                         rate_limiter=RateLimiter(store.ratelimits, LIMIT, clock=rate_clock))
+    other_app = make_app(
+        config,
+        store,
+        other_auth,
+        rate_limiter=RateLimiter(store.ratelimits, LIMIT, clock=rate_clock),
+    )
     sock = bind_sockets(0, "127.0.0.1")[0]
     server = make_http_server(other_app, config)
     server.add_socket(sock)
@@ -148,8 +161,9 @@ async def test_two_app_instances_sharing_one_store_enforce_one_limit(
 
 
 @pytest.mark.sqlite
-async def test_counters_live_in_a_shared_file_beside_the_database(store, limiter, ws_a,
-                                                                   rate_clock, api):
+async def test_counters_live_in_a_shared_file_beside_the_database(
+    store, limiter, ws_a, rate_clock, api
+):
     await use_up(api, 2)
     start, _ = limiter.window_of(ws_a.id, rate_clock())
     window = EPOCH + dt.timedelta(seconds=start)
@@ -170,7 +184,7 @@ async def test_counters_are_documents_that_expire(store, limiter, ws_a, rate_clo
     indexes = await store.db["rate_limits"].index_information()
     assert indexes["ttl"]["expireAfterSeconds"] == 0
     assert indexes["ws_window"]["unique"]
-    assert list(indexes["ws_window"]["key"])[0][0] == "workspaceId"
+    assert next(iter(indexes["ws_window"]["key"]))[0] == "workspaceId"
 
 
 def test_windows_are_offset_per_workspace_and_always_contain_now():

@@ -32,8 +32,7 @@ def provider(io_loop):
     """The simulated provider on its own loopback address, started for real."""
 
     async def start():
-        return await start_provider(PROVIDER_HOST, 0, account_id=ACCOUNT_ID,
-                                    auth_token=AUTH_TOKEN)
+        return await start_provider(PROVIDER_HOST, 0, account_id=ACCOUNT_ID, auth_token=AUTH_TOKEN)
 
     server = io_loop.run_sync(start)
     server.library.add(BIG_REF, BIG_SIZE)
@@ -44,8 +43,16 @@ def provider(io_loop):
 
 @pytest.fixture
 def app_services(provider):
-    return {"upstream": UpstreamClient(provider.base_url, ACCOUNT_ID, AUTH_TOKEN,
-                                       connect_timeout=1, header_timeout=0.5, idle_timeout=0.5)}
+    return {
+        "upstream": UpstreamClient(
+            provider.base_url,
+            ACCOUNT_ID,
+            AUTH_TOKEN,
+            connect_timeout=1,
+            header_timeout=0.5,
+            idle_timeout=0.5,
+        )
+    }
 
 
 @pytest.fixture
@@ -75,8 +82,9 @@ def recording_bytes(provider, ref: str, start: int, end: int) -> bytes:
     return b"".join(out)
 
 
-async def raw_get(port: int, target: str, headers: dict, *, read: int | None = None,
-                  rcvbuf: int | None = None):
+async def raw_get(
+    port: int, target: str, headers: dict, *, read: int | None = None, rcvbuf: int | None = None
+):
     """A bare HTTP/1.1 exchange that shows truncation: (status, headers, body, clean end).
     `read` stops after that many body bytes and leaves the connection open (returned)."""
     import socket
@@ -122,23 +130,38 @@ async def raw_get(port: int, target: str, headers: dict, *, read: int | None = N
 # --- ranges (pure) -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("header, expected", [
-    (None, None),
-    ("bytes=0-99", ByteRange(0, 99)),
-    ("bytes=100-", ByteRange(100)),
-    ("bytes=-500", ByteRange(suffix=500)),
-    ("Bytes = 5-9", ByteRange(5, 9)),
-    ("bytes=0-1, 5-9", None),  # several ranges: the whole recording
-    ("bytes=0-1,", ByteRange(0, 1)),  # empty list elements are ignored
-])
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        (None, None),
+        ("bytes=0-99", ByteRange(0, 99)),
+        ("bytes=100-", ByteRange(100)),
+        ("bytes=-500", ByteRange(suffix=500)),
+        ("Bytes = 5-9", ByteRange(5, 9)),
+        ("bytes=0-1, 5-9", None),  # several ranges: the whole recording
+        ("bytes=0-1,", ByteRange(0, 1)),  # empty list elements are ignored
+    ],
+)
 def test_parse_range(header, expected):
     assert parse_range(header) == expected
 
 
-@pytest.mark.parametrize("header", [
-    "bytes=5-1", "bytes=abc", "bytes=-", "bytes=", "items=0-1", "0-1", "bytes=1-2-3",
-    "bytes=-0", "bytes=0-1,x", "bytes=0x1-2", "bytes=" + "9" * 30 + "-",
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "bytes=5-1",
+        "bytes=abc",
+        "bytes=-",
+        "bytes=",
+        "items=0-1",
+        "0-1",
+        "bytes=1-2-3",
+        "bytes=-0",
+        "bytes=0-1,x",
+        "bytes=0x1-2",
+        "bytes=" + "9" * 30 + "-",
+    ],
+)
 def test_invalid_ranges(header):
     with pytest.raises(InvalidRange):
         parse_range(header)
@@ -155,9 +178,13 @@ def test_resolve_and_delivered():
     assert not ByteRange(0, 9).delivered(0, 19, 100)
     assert ByteRange(10, 19).delivered(10, 15, None) and not ByteRange(10).delivered(11, 15, None)
     assert ByteRange(suffix=5).delivered(95, 99, None) and not ByteRange(suffix=5).delivered(
-        90, 99, None)
+        90, 99, None
+    )
     assert [r.header() for r in (ByteRange(0, 9), ByteRange(7), ByteRange(suffix=3))] == [
-        "bytes=0-9", "bytes=7-", "bytes=-3"]
+        "bytes=0-9",
+        "bytes=7-",
+        "bytes=-3",
+    ]
 
 
 # --- the endpoint ------------------------------------------------------------------------------
@@ -171,7 +198,8 @@ async def test_full_recording(api, calls, provider):
     assert int(response.headers["Content-Length"]) == size
     assert response.headers["Accept-Ranges"] == "bytes"
     assert response.headers["Content-Disposition"] == (
-        f'attachment; filename="call-{calls["plain"]}.mp3"')
+        f'attachment; filename="call-{calls["plain"]}.mp3"'
+    )
     assert response.headers["ETag"] == provider.library.get(REF).etag
     assert response.body == recording_bytes(provider, REF, 0, size - 1)
     assert response.body[:2] == b"\xff\xfb"  # an MP3 frame
@@ -189,13 +217,16 @@ async def test_head(api, calls, provider):
     assert ranged.code == 206 and ranged.headers["Content-Length"] == "10"
 
 
-@pytest.mark.parametrize("header, first, last", [
-    ("bytes=0-99", 0, 99),
-    ("bytes=1000-", 1000, None),
-    ("bytes=-500", -500, None),
-    ("bytes=100-999999999999", 100, None),  # an end past the length is clamped
-    ("bytes=0-0", 0, 0),
-])
+@pytest.mark.parametrize(
+    "header, first, last",
+    [
+        ("bytes=0-99", 0, 99),
+        ("bytes=1000-", 1000, None),
+        ("bytes=-500", -500, None),
+        ("bytes=100-999999999999", 100, None),  # an end past the length is clamped
+        ("bytes=0-0", 0, 0),
+    ],
+)
 async def test_ranges(api, calls, provider, header, first, last):
     size = provider.library.get(REF).size
     first, last = first % size, size - 1 if last is None else last
@@ -221,8 +252,9 @@ async def test_multiple_ranges_get_the_whole_recording(api, calls, provider):
     assert provider.stats.requests[-1].range is None
 
 
-@pytest.mark.parametrize("header", ["bytes=999999999-", "bytes=-0", "bytes=5-1", "bytes=abc",
-                                    "items=0-1", "bytes=1-2-3"])
+@pytest.mark.parametrize(
+    "header", ["bytes=999999999-", "bytes=-0", "bytes=5-1", "bytes=abc", "items=0-1", "bytes=1-2-3"]
+)
 async def test_unsatisfiable_and_invalid_ranges(api, calls, provider, header):
     response = await api.get(path(calls["plain"]), headers={"Range": header})
     assert response.code == 416
@@ -233,11 +265,16 @@ async def test_unsatisfiable_and_invalid_ranges(api, calls, provider, header):
 async def test_if_range(api, calls, provider):
     etag = provider.library.get(REF).etag
     size = provider.library.get(REF).size
-    cases = [(etag, 206, 10), ('"stale"', 200, size), ("W/" + etag, 200, size),
-             ("Sat, 01 Nov 2026 00:00:00 GMT", 200, size)]
+    cases = [
+        (etag, 206, 10),
+        ('"stale"', 200, size),
+        ("W/" + etag, 200, size),
+        ("Sat, 01 Nov 2026 00:00:00 GMT", 200, size),
+    ]
     for if_range, status, length in cases:
-        response = await api.get(path(calls["plain"]),
-                                 headers={"Range": "bytes=0-9", "If-Range": if_range})
+        response = await api.get(
+            path(calls["plain"]), headers={"Range": "bytes=0-9", "If-Range": if_range}
+        )
         assert (response.code, len(response.body)) == (status, length), if_range
     # A weak or date validator is not even sent upstream: the full recording is asked for.
     assert [r.range for r in provider.stats.requests] == ["bytes=0-9", "bytes=0-9", None, None]
@@ -271,15 +308,19 @@ async def test_authentication_required(anon, calls, provider):
     assert provider.stats.requests == []
 
 
-@pytest.mark.parametrize("kind, options, headers", [
-    ("500", {}, {}),
-    ("html200", {}, {}),
-    ("redirect", {"redirect_to": "http://127.0.0.2:9"}, {}),
-    ("stall", {"stall_seconds": 5}, {}),
-    ("ignore_range", {}, {"Range": "bytes=0-9"}),
-])
-async def test_provider_failures_before_the_body_are_502(api, calls, provider, kind, options,
-                                                         headers):
+@pytest.mark.parametrize(
+    "kind, options, headers",
+    [
+        ("500", {}, {}),
+        ("html200", {}, {}),
+        ("redirect", {"redirect_to": "http://127.0.0.2:9"}, {}),
+        ("stall", {"stall_seconds": 5}, {}),
+        ("ignore_range", {}, {"Range": "bytes=0-9"}),
+    ],
+)
+async def test_provider_failures_before_the_body_are_502(
+    api, calls, provider, kind, options, headers
+):
     provider.faults.set(kind, **options)
     started = asyncio.get_running_loop().time()
     response = await api.get(path(calls["plain"]), headers=headers)
@@ -299,13 +340,14 @@ async def test_reset_mid_body_truncates_the_transfer(origin, api, calls, provide
     provider.faults.set("reset", reset_after=1_000_000)
     port = int(origin.rsplit(":", 1)[1])
     status, headers, body, clean = await raw_get(
-        port, path(calls["big"]), {"Authorization": f"Bearer {ws_a.key}"})
+        port, path(calls["big"]), {"Authorization": f"Bearer {ws_a.key}"}
+    )
     assert status == 200 and int(headers["content-length"]) == BIG_SIZE
     assert not clean and len(body) <= 1_000_000
     # The same for a range: the 206 is cut off, never completed.
     status, headers, body, clean = await raw_get(
-        port, path(calls["big"]), {"Authorization": f"Bearer {ws_a.key}",
-                                   "Range": "bytes=5000000-"})
+        port, path(calls["big"]), {"Authorization": f"Bearer {ws_a.key}", "Range": "bytes=5000000-"}
+    )
     assert status == 206 and not clean and len(body) <= 1_000_000
 
 
@@ -334,9 +376,13 @@ async def test_client_disconnect_stops_the_provider(origin, calls, provider, ws_
 
 async def test_slow_client_holds_the_provider_back(origin, calls, provider, ws_a):
     port = int(origin.rsplit(":", 1)[1])
-    _, _, _, writer = await raw_get(port, path(calls["big"]),
-                                    {"Authorization": f"Bearer {ws_a.key}"}, read=1000,
-                                    rcvbuf=64 * 1024)
+    _, _, _, writer = await raw_get(
+        port,
+        path(calls["big"]),
+        {"Authorization": f"Bearer {ws_a.key}"},
+        read=1000,
+        rcvbuf=64 * 1024,
+    )
     await asyncio.sleep(0.5)  # the client reads nothing more
     sent = provider.stats.requests[-1].bytes_sent
     assert sent < 40_000_000  # socket buffers and the relay's bounded buffer, not the file
@@ -351,14 +397,21 @@ async def test_no_provider_configured_is_502(api, calls, app):
 
 
 async def test_nothing_leaks_the_provider_host_or_credentials(
-        origin, api, api_b, calls, provider, ws_a, caplog):
+    origin, api, api_b, calls, provider, ws_a, caplog
+):
     caplog.set_level(logging.DEBUG)
     responses = []
     scenarios = [
-        (None, {}, "plain"), (None, {"Range": "bytes=5-9"}, "plain"),
-        (None, {"Range": "bytes=999999999-"}, "plain"), (None, {"Range": "bytes=x"}, "plain"),
-        (None, {}, "missing"), ("500", {}, "plain"), ("404", {}, "plain"),
-        ("html200", {}, "plain"), ("redirect", {}, "plain"), ("stall", {}, "plain"),
+        (None, {}, "plain"),
+        (None, {"Range": "bytes=5-9"}, "plain"),
+        (None, {"Range": "bytes=999999999-"}, "plain"),
+        (None, {"Range": "bytes=x"}, "plain"),
+        (None, {}, "missing"),
+        ("500", {}, "plain"),
+        ("404", {}, "plain"),
+        ("html200", {}, "plain"),
+        ("redirect", {}, "plain"),
+        ("stall", {}, "plain"),
         ("ignore_range", {"Range": "bytes=0-9"}, "plain"),
     ]
     for fault, headers, call in scenarios:
@@ -368,34 +421,53 @@ async def test_nothing_leaks_the_provider_host_or_credentials(
         responses.append(await api.get(path(calls[call]), headers=headers))
     provider.faults.set("reset", reset_after=10_000)
     port = int(origin.rsplit(":", 1)[1])
-    status, fields, body, _ = await raw_get(port, path(calls["plain"]),
-                                            {"Authorization": f"Bearer {ws_a.key}"})
+    _status, fields, _body, _ = await raw_get(
+        port, path(calls["plain"]), {"Authorization": f"Bearer {ws_a.key}"}
+    )
     texts = [f"{r.code} {dict(r.headers.get_all())} {r.body[:5000]!r}" for r in responses]
     texts.append(f"{fields}")
-    texts += [record.getMessage() + (record.exc_text or "") for record in caplog.records
-              if not record.name.startswith("simulated_provider")]
+    texts += [
+        record.getMessage() + (record.exc_text or "")
+        for record in caplog.records
+        if not record.name.startswith("simulated_provider")
+    ]
     assert any("recording upstream failure" in text for text in texts)  # logs were captured
     basic = base64.b64encode(f"{ACCOUNT_ID}:{AUTH_TOKEN}".encode()).decode()
-    for secret in (ACCOUNT_ID, AUTH_TOKEN, basic, PROVIDER_HOST, f":{provider.port}",
-                   "/2010-04-01", "Recordings/", "twilio"):
+    for secret in (
+        ACCOUNT_ID,
+        AUTH_TOKEN,
+        basic,
+        PROVIDER_HOST,
+        f":{provider.port}",
+        "/2010-04-01",
+        "Recordings/",
+        "twilio",
+    ):
         leaks = [text for text in texts if secret in text]
         assert not leaks, (secret, leaks[:2])
 
 
 async def test_client_leaving_while_the_provider_stalls_closes_the_upstream(
-        origin, calls, provider, ws_a, app):
+    origin, calls, provider, ws_a, app
+):
     # A long header timeout: only the client's disconnect can end the wait early.
-    app.settings["upstream"] = UpstreamClient(provider.base_url, ACCOUNT_ID, AUTH_TOKEN,
-                                              header_timeout=30)
+    app.settings["upstream"] = UpstreamClient(
+        provider.base_url, ACCOUNT_ID, AUTH_TOKEN, header_timeout=30
+    )
     provider.faults.set("stall", stall_seconds=30)
     port = int(origin.rsplit(":", 1)[1])
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path(calls['plain'])} HTTP/1.1\r\nHost: api\r\n"
-                 f"Authorization: Bearer {ws_a.key}\r\n\r\n".encode())
+    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        f"GET {path(calls['plain'])} HTTP/1.1\r\nHost: api\r\n"
+        f"Authorization: Bearer {ws_a.key}\r\n\r\n".encode()
+    )
 
     def upstream_connections():
-        return [c for c in psutil.Process().net_connections("tcp")
-                if c.raddr and c.raddr.port == provider.port and c.status == "ESTABLISHED"]
+        return [
+            c
+            for c in psutil.Process().net_connections("tcp")
+            if c.raddr and c.raddr.port == provider.port and c.status == "ESTABLISHED"
+        ]
 
     for _ in range(100):
         if upstream_connections():
@@ -420,19 +492,27 @@ def test_only_ascii_digits_make_a_range():
 
 
 def upstream_connections(provider) -> list:
-    return [c for c in psutil.Process().net_connections("tcp")
-            if c.raddr and c.raddr.port == provider.port and c.status == "ESTABLISHED"]
+    return [
+        c
+        for c in psutil.Process().net_connections("tcp")
+        if c.raddr and c.raddr.port == provider.port and c.status == "ESTABLISHED"
+    ]
 
 
-async def test_a_stalled_reader_is_cut_and_the_upstream_closed(origin, app, config, calls,
-                                                              provider, ws_a):
+async def test_a_stalled_reader_is_cut_and_the_upstream_closed(
+    origin, app, config, calls, provider, ws_a
+):
     """A client that stays connected but takes nothing for stream_stall_seconds is cut, and the
     provider's download is closed with it."""
     app.settings["config"] = config.replace(stream_stall_seconds=0.5)
     port = int(origin.rsplit(":", 1)[1])
-    _, _, _, writer = await raw_get(port, path(calls["big"]),
-                                    {"Authorization": f"Bearer {ws_a.key}"}, read=1000,
-                                    rcvbuf=16 * 1024)
+    _, _, _, writer = await raw_get(
+        port,
+        path(calls["big"]),
+        {"Authorization": f"Bearer {ws_a.key}"},
+        read=1000,
+        rcvbuf=16 * 1024,
+    )
     assert upstream_connections(provider)
     await provider.stats.wait_idle(timeout=10)  # ends when the API drops the download
     record = provider.stats.requests[-1]
@@ -443,7 +523,8 @@ async def test_a_stalled_reader_is_cut_and_the_upstream_closed(origin, app, conf
 
 
 async def test_a_workspace_has_a_bounded_number_of_open_streams(
-        origin, app, config, store, calls, provider, ws_a, api, api_b):
+    origin, app, config, store, calls, provider, ws_a, api, api_b
+):
     """Recordings and timelines share the limit; HEAD and other workspaces do not count; a
     slot is free again as soon as its stream ends."""
     from tests.handlers.test_activities import note, prospect
@@ -455,10 +536,12 @@ async def test_a_workspace_has_a_bounded_number_of_open_streams(
     await store.activities.insert_documents(ws_a.id, [note(ws_a, ada["id"], 1)])
     held = []
     for _ in range(2):
-        held.append((await raw_get(port, path(calls["big"]), auth, read=1000,
-                                   rcvbuf=16 * 1024))[3])
-    for target in (path(calls["big"]), path(calls["plain"]),
-                   f"/v1/prospect-activities?prospectId={ada['id']}"):
+        held.append((await raw_get(port, path(calls["big"]), auth, read=1000, rcvbuf=16 * 1024))[3])
+    for target in (
+        path(calls["big"]),
+        path(calls["plain"]),
+        f"/v1/prospect-activities?prospectId={ada['id']}",
+    ):
         response = await api.get(target)
         assert response.code == 429, response
         assert response.json()["code"] == "too_many_streams"
@@ -473,7 +556,8 @@ async def test_a_workspace_has_a_bounded_number_of_open_streams(
             break
         await asyncio.sleep(0.02)
     assert response.code == 200 and response.body == recording_bytes(
-        provider, REF, 0, len(response.body) - 1)
+        provider, REF, 0, len(response.body) - 1
+    )
     held.pop().close()
     await provider.stats.wait_idle()
     assert app.settings["stream_slots"].open == {}

@@ -19,8 +19,7 @@ SIZE = 6_000_000
 
 @pytest.fixture
 def provider(io_loop):
-    server = io_loop.run_sync(lambda: start_provider(account_id=ACCOUNT_ID,
-                                                     auth_token=AUTH_TOKEN))
+    server = io_loop.run_sync(lambda: start_provider(account_id=ACCOUNT_ID, auth_token=AUTH_TOKEN))
     server.library.add(REF, SIZE)
     yield server
     io_loop.run_sync(server.stop)
@@ -28,8 +27,16 @@ def provider(io_loop):
 
 @pytest.fixture
 def app_services(provider):
-    return {"upstream": UpstreamClient(provider.base_url, ACCOUNT_ID, AUTH_TOKEN,
-                                       connect_timeout=1, header_timeout=0.5, idle_timeout=0.5)}
+    return {
+        "upstream": UpstreamClient(
+            provider.base_url,
+            ACCOUNT_ID,
+            AUTH_TOKEN,
+            connect_timeout=1,
+            header_timeout=0.5,
+            idle_timeout=0.5,
+        )
+    }
 
 
 def expected(provider, start: int, end: int) -> bytes:
@@ -41,16 +48,18 @@ def expected(provider, start: int, end: int) -> bytes:
 
 
 async def exchange(reader, writer, target: str, key: str, extra: str = ""):
-    writer.write(f"GET {target} HTTP/1.1\r\nHost: api\r\nAuthorization: Bearer {key}\r\n"
-                 f"{extra}\r\n".encode())
+    writer.write(
+        f"GET {target} HTTP/1.1\r\nHost: api\r\nAuthorization: Bearer {key}\r\n{extra}\r\n".encode()
+    )
     head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
     fields = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:] if h)}
     body = await reader.readexactly(int(fields["content-length"]))
     return int(head[0].split()[1]), fields, body
 
 
-async def test_large_bodies_and_seeks_arrive_exactly_on_one_connection(origin, store, ws_a,
-                                                                      provider):
+async def test_large_bodies_and_seeks_arrive_exactly_on_one_connection(
+    origin, store, ws_a, provider
+):
     call_id = await add_call(store, ws_a, REF)
     port = int(origin.rsplit(":", 1)[1])
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
@@ -59,12 +68,12 @@ async def test_large_bodies_and_seeks_arrive_exactly_on_one_connection(origin, s
         status, fields, body = await exchange(reader, writer, target, ws_a.key)
         assert status == 200 and body == expected(provider, 0, SIZE - 1)
         # The same client connection carries the next requests (keep-alive after a splice).
-        status, fields, body = await exchange(reader, writer, target, ws_a.key,
-                                              "Range: bytes=2000000-3048575\r\n")
+        status, fields, body = await exchange(
+            reader, writer, target, ws_a.key, "Range: bytes=2000000-3048575\r\n"
+        )
         assert status == 206 and fields["content-range"] == f"bytes 2000000-3048575/{SIZE}"
         assert body == expected(provider, 2_000_000, 3_048_575)
-        status, _, body = await exchange(reader, writer, target, ws_a.key,
-                                         "Range: bytes=-10\r\n")
+        status, _, body = await exchange(reader, writer, target, ws_a.key, "Range: bytes=-10\r\n")
         assert status == 206 and body == expected(provider, SIZE - 10, SIZE - 1)
     finally:
         writer.close()

@@ -15,15 +15,36 @@ from tests.helpers import walk_pages
 MS = dt.timedelta(milliseconds=1)
 
 
-async def add_call(store, ws, started, *, user=0, disposition="connected", direction="outbound",
-                   talk=90, meeting=False):
-    answered = started + dt.timedelta(seconds=5) if disposition in (
-        "connected", "voicemail", "wrong_number") else None
+async def add_call(
+    store,
+    ws,
+    started,
+    *,
+    user=0,
+    disposition="connected",
+    direction="outbound",
+    talk=90,
+    meeting=False,
+):
+    answered = (
+        started + dt.timedelta(seconds=5)
+        if disposition in ("connected", "voicemail", "wrong_number")
+        else None
+    )
     ended = (answered or started) + dt.timedelta(seconds=talk if answered else 20)
     return await store.calls.create(
-        ws.id, user_id=ws.users[user]["id"], prospect_id=str(uuid.uuid4()), direction=direction,
-        disposition=disposition, from_number="+12125550100", to_number="+14155550101",
-        started_at=started, answered_at=answered, ended_at=ended, meeting_booked=meeting)
+        ws.id,
+        user_id=ws.users[user]["id"],
+        prospect_id=str(uuid.uuid4()),
+        direction=direction,
+        disposition=disposition,
+        from_number="+12125550100",
+        to_number="+14155550101",
+        started_at=started,
+        answered_at=answered,
+        ended_at=ended,
+        meeting_booked=meeting,
+    )
 
 
 async def metrics(api, query: str, status: int = 200) -> dict:
@@ -44,21 +65,45 @@ async def test_every_figure_follows_its_published_formula(api, store, ws_a):
     body = await metrics(api, "from=2026-05-04&to=2026-05-04")
     assert Schemas().errors("/schemas/responses/dialer-metrics.json", body) == []
     assert body["totals"] == {
-        "dials": 8, "connects": 4, "connectRate": 0.5, "conversations": 2,
-        "conversationRate": 0.25, "meetingsBooked": 2, "meetingRate": 0.25, "voicemails": 1,
-        "talkTimeSeconds": 329, "averageTalkTimeSeconds": 82.25,
+        "dials": 8,
+        "connects": 4,
+        "connectRate": 0.5,
+        "conversations": 2,
+        "conversationRate": 0.25,
+        "meetingsBooked": 2,
+        "meetingRate": 0.25,
+        "voicemails": 1,
+        "talkTimeSeconds": 329,
+        "averageTalkTimeSeconds": 82.25,
     }
     users = {row["userId"]: row for row in body["byUser"]}
     assert list(users) == sorted([ws_a.users[0]["id"], ws_a.users[1]["id"]])
     assert users[ws_a.users[1]["id"]] | {"userId": None} == {
-        "userId": None, "dials": 1, "connects": 0, "connectRate": 0, "conversations": 0,
-        "conversationRate": 0, "meetingsBooked": 0, "meetingRate": 0, "voicemails": 0,
-        "talkTimeSeconds": 0, "averageTalkTimeSeconds": 0}
+        "userId": None,
+        "dials": 1,
+        "connects": 0,
+        "connectRate": 0,
+        "conversations": 0,
+        "conversationRate": 0,
+        "meetingsBooked": 0,
+        "meetingRate": 0,
+        "voicemails": 0,
+        "talkTimeSeconds": 0,
+        "averageTalkTimeSeconds": 0,
+    }
     [only] = body["byDay"]
-    assert only == {"date": "2026-05-04", "startsAt": "2026-05-04T00:00:00.000Z",
-                    "endsAt": "2026-05-05T00:00:00.000Z", **body["totals"]}
+    assert only == {
+        "date": "2026-05-04",
+        "startsAt": "2026-05-04T00:00:00.000Z",
+        "endsAt": "2026-05-05T00:00:00.000Z",
+        **body["totals"],
+    }
     assert (body["from"], body["to"], body["timezone"], body["userId"]) == (
-        "2026-05-04", "2026-05-04", "UTC", None)
+        "2026-05-04",
+        "2026-05-04",
+        "UTC",
+        None,
+    )
 
 
 async def test_an_empty_range_has_every_day_with_zeros(api):
@@ -76,15 +121,21 @@ async def test_both_ends_are_inclusive_whole_days(api, store, ws_a):
     body = await metrics(api, "from=2026-06-01&to=2026-06-03")
     assert body["totals"]["dials"] == 2
     assert [d["dials"] for d in body["byDay"]] == [1, 0, 1]
-    assert (body["startsAt"], body["endsAt"]) == ("2026-06-01T00:00:00.000Z",
-                                                  "2026-06-04T00:00:00.000Z")
+    assert (body["startsAt"], body["endsAt"]) == (
+        "2026-06-01T00:00:00.000Z",
+        "2026-06-04T00:00:00.000Z",
+    )
 
 
 async def test_days_start_at_local_midnight_across_dst(api, store, ws_a):
     """New York: 2026-03-08 has 23 hours (EST to EDT), 2026-11-01 has 25 (EDT to EST)."""
     spring = {"startsAt": dt.datetime(2026, 3, 8, 5), "endsAt": dt.datetime(2026, 3, 9, 4)}
-    for when in (spring["startsAt"] - MS, spring["startsAt"], spring["endsAt"] - MS,
-                 spring["endsAt"]):
+    for when in (
+        spring["startsAt"] - MS,
+        spring["startsAt"],
+        spring["endsAt"] - MS,
+        spring["endsAt"],
+    ):
         await add_call(store, ws_a, when)
     body = await metrics(api, "from=2026-03-08&to=2026-03-09&timezone=America/New_York")
     days = body["byDay"]
@@ -94,17 +145,22 @@ async def test_days_start_at_local_midnight_across_dst(api, store, ws_a):
     ]
     assert body["timezone"] == "America/New_York" and body["totals"]["dials"] == 3
     autumn = await metrics(api, "from=2026-11-01&to=2026-11-01&timezone=America/New_York")
-    assert (autumn["startsAt"], autumn["endsAt"]) == ("2026-11-01T04:00:00.000Z",
-                                                      "2026-11-02T05:00:00.000Z")
+    assert (autumn["startsAt"], autumn["endsAt"]) == (
+        "2026-11-01T04:00:00.000Z",
+        "2026-11-02T05:00:00.000Z",
+    )
     utc = await metrics(api, "from=2026-03-08&to=2026-03-08")
     assert utc["totals"]["dials"] == 2  # 04:59:59.999Z and 05:00Z, not 03-09T03:59:59.999Z
 
 
-@pytest.mark.parametrize("zone,start", [
-    ("Asia/Kolkata", "2026-07-14T18:30:00.000Z"),       # +05:30
-    ("Pacific/Kiritimati", "2026-07-14T10:00:00.000Z"),  # +14:00
-    ("Pacific/Pago_Pago", "2026-07-15T11:00:00.000Z"),   # -11:00
-])
+@pytest.mark.parametrize(
+    "zone,start",
+    [
+        ("Asia/Kolkata", "2026-07-14T18:30:00.000Z"),  # +05:30
+        ("Pacific/Kiritimati", "2026-07-14T10:00:00.000Z"),  # +14:00
+        ("Pacific/Pago_Pago", "2026-07-15T11:00:00.000Z"),  # -11:00
+    ],
+)
 async def test_offsets_of_any_size(api, zone, start):
     body = await metrics(api, f"from=2026-07-15&to=2026-07-15&timezone={zone}")
     assert body["byDay"][0]["startsAt"] == start
@@ -121,7 +177,7 @@ BAD = {
     "from=2026-01-01&to=yesterday": "to",
     "from=0001-01-01&to=0001-01-02": "from",
     "from=2026-01-01&to=9999-12-31": "to",
-    "from=2025-01-01&to=2026-01-02": "to",   # 367 days counting both ends
+    "from=2025-01-01&to=2026-01-02": "to",  # 367 days counting both ends
     "from=2026-01-01&to=2026-01-02&timezone=Mars/Olympus": "timezone",
     "from=2026-01-01&to=2026-01-02&timezone=europe/berlin": "timezone",
     "from=2026-01-01&to=2026-01-02&timezone=../../etc/passwd": "timezone",
@@ -140,10 +196,15 @@ async def test_bad_parameters_are_400_with_a_pointer(api, query, parameter):
     assert (error["parameter"], error["pointer"]) == (parameter, f"#/query/{parameter}")
 
 
-@pytest.mark.parametrize("query", ["from=2024-01-01&to=2024-12-31",   # 366 days (leap year)
-                                   "from=2025-01-01&to=2026-01-01",   # 366 days
-                                   "from=2026-01-01&to=2026-01-01&timezone=UTC",
-                                   "from=2026-01-01&to=2026-01-01&timezone=Etc/GMT%2B5"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "from=2024-01-01&to=2024-12-31",  # 366 days (leap year)
+        "from=2025-01-01&to=2026-01-01",  # 366 days
+        "from=2026-01-01&to=2026-01-01&timezone=UTC",
+        "from=2026-01-01&to=2026-01-01&timezone=Etc/GMT%2B5",
+    ],
+)
 async def test_longest_ranges_and_plain_zones_are_accepted(api, query):
     body = await metrics(api, query)
     assert body["byDay"][-1]["endsAt"] == body["endsAt"]
@@ -174,6 +235,7 @@ async def test_metrics_are_isolated_between_workspaces(api, api_b, store, ws_a, 
 
 # --- reconciliation with GET /calls --------------------------------------------------------
 
+
 async def calls_of(api, query: str) -> tuple[list[dict], int]:
     return await walk_pages(api, f"/v1/calls?pageSize=100&{query}", "calls")
 
@@ -194,11 +256,18 @@ async def recount(api, starts: str, ends: str, user: str | None = None) -> dict:
     def ratio(a, b):
         return a / b if b else 0
 
-    return {"dials": total, "connects": connect_total, "connectRate": ratio(connect_total, total),
-            "conversations": conversations, "conversationRate": ratio(conversations, total),
-            "meetingsBooked": meetings, "meetingRate": ratio(meetings, total),
-            "voicemails": voicemail_total, "talkTimeSeconds": talk,
-            "averageTalkTimeSeconds": ratio(talk, connect_total)}
+    return {
+        "dials": total,
+        "connects": connect_total,
+        "connectRate": ratio(connect_total, total),
+        "conversations": conversations,
+        "conversationRate": ratio(conversations, total),
+        "meetingsBooked": meetings,
+        "meetingRate": ratio(meetings, total),
+        "voicemails": voicemail_total,
+        "talkTimeSeconds": talk,
+        "averageTalkTimeSeconds": ratio(talk, connect_total),
+    }
 
 
 def close(figures: dict, expected: dict) -> bool:
@@ -210,11 +279,19 @@ async def test_figures_reconcile_with_get_calls(api, store, ws_a):
     start = dt.datetime(2026, 10, 29, 0, 0)  # spans the DST change in New York (Nov 1)
     for _ in range(260):
         when = start + dt.timedelta(minutes=rng.randint(0, 7 * 24 * 60), seconds=rng.random())
-        disposition = rng.choice(["connected", "connected", "no_answer", "voicemail", "busy",
-                                  "failed", "wrong_number"])
-        await add_call(store, ws_a, when, user=rng.randint(0, 2), disposition=disposition,
-                       direction=rng.choice(["outbound"] * 5 + ["inbound"]),
-                       talk=rng.choice([5, 59, 60, 61, 240]), meeting=rng.random() < 0.15)
+        disposition = rng.choice(
+            ["connected", "connected", "no_answer", "voicemail", "busy", "failed", "wrong_number"]
+        )
+        await add_call(
+            store,
+            ws_a,
+            when,
+            user=rng.randint(0, 2),
+            disposition=disposition,
+            direction=rng.choice(["outbound"] * 5 + ["inbound"]),
+            talk=rng.choice([5, 59, 60, 61, 240]),
+            meeting=rng.random() < 0.15,
+        )
     body = await metrics(api, "from=2026-10-30&to=2026-11-03&timezone=America/New_York")
     assert body["totals"]["dials"] > 100
     assert close(body["totals"], await recount(api, body["startsAt"], body["endsAt"]))

@@ -6,46 +6,73 @@ import asyncio
 
 import pytest
 
-FIELDS = ("firstName", "lastName", "phoneNumber", "email", "companyName", "companyDomain",
-          "jobTitle", "linkedinUrl")
+FIELDS = (
+    "firstName",
+    "lastName",
+    "phoneNumber",
+    "email",
+    "companyName",
+    "companyDomain",
+    "jobTitle",
+    "linkedinUrl",
+)
 
 
 async def snapshot(store, workspace_id) -> dict:
-    return {name: [d for d in await store.documents(name) if d.get("workspaceId") == workspace_id]
-            for name in ("lists", "prospects", "activities")}
+    return {
+        name: [d for d in await store.documents(name) if d.get("workspaceId") == workspace_id]
+        for name in ("lists", "prospects", "activities")
+    }
 
 
 @pytest.mark.parametrize("field", FIELDS)
 async def test_a_lone_surrogate_in_any_contact_field_is_400_and_writes_nothing(
-        api, store, ws_a, new_list, field):
+    api, store, ws_a, new_list, field
+):
     listing = await new_list()
     before = await snapshot(store, ws_a.id)
-    body = ('{"contacts": [{"email": "fine@example.com", "firstName": "Fine"}, '
-            f'{{"{field}": "a\\ud800"}}]}}')
-    response = await api.fetch(f"/v1/lists/{listing['id']}/contacts", "POST", body=body,
-                               headers={"Content-Type": "application/json"})
+    body = (
+        '{"contacts": [{"email": "fine@example.com", "firstName": "Fine"}, '
+        f'{{"{field}": "a\\ud800"}}]}}'
+    )
+    response = await api.fetch(
+        f"/v1/lists/{listing['id']}/contacts",
+        "POST",
+        body=body,
+        headers={"Content-Type": "application/json"},
+    )
     assert response.code == 400
     assert response.json()["errors"][0]["pointer"] == f"#/contacts/1/{field}"
     assert await snapshot(store, ws_a.id) == before
 
 
-@pytest.mark.parametrize("body", [
-    '{"name": "\\udfff", "ownerUserId": "%s"}',
-    '{"name": "ok", "ownerUserId": "%s", "\\ud800": 1}',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "\\udfff", "ownerUserId": "%s"}',
+        '{"name": "ok", "ownerUserId": "%s", "\\ud800": 1}',
+    ],
+)
 async def test_a_lone_surrogate_in_a_list_is_400_and_writes_nothing(api, store, ws_a, body):
     before = await snapshot(store, ws_a.id)
-    response = await api.fetch("/v1/lists", "POST", body=body % ws_a.users[0]["id"],
-                               headers={"Content-Type": "application/json"})
+    response = await api.fetch(
+        "/v1/lists",
+        "POST",
+        body=body % ws_a.users[0]["id"],
+        headers={"Content-Type": "application/json"},
+    )
     assert response.code == 400 and response.json()["errors"][0]["pointer"].startswith("#")
     assert await snapshot(store, ws_a.id) == before
 
 
 async def test_a_surrogate_pair_is_text_and_accepted(api, new_list):
     listing = await new_list()
-    response = await api.fetch(f"/v1/lists/{listing['id']}/contacts", "POST",
-                               body='{"contacts": [{"firstName": "\\ud83d\\ude00"}]}',
-                               headers={"Content-Type": "application/json"})
+    response = await api.fetch(
+        f"/v1/lists/{listing['id']}/contacts",
+        "POST",
+        body='{"contacts": [{"firstName": "\\ud83d\\ude00"}]}',
+        headers={"Content-Type": "application/json"},
+    )
     assert response.code == 200
 
 
@@ -71,15 +98,28 @@ class SQLiteFaults:
 class MongoFaults:
     """Fails the n-th database operation of the upload's collections (a dropped connection)."""
 
-    METHODS = ("find", "find_one", "bulk_write", "update_one", "insert_one", "insert_many",
-               "count_documents", "find_one_and_update", "delete_one")
+    METHODS = (
+        "find",
+        "find_one",
+        "bulk_write",
+        "update_one",
+        "insert_one",
+        "insert_many",
+        "count_documents",
+        "find_one_and_update",
+        "delete_one",
+    )
 
     def __init__(self, store, monkeypatch):
         self.n, self.seen = None, 0
         import pymongo.errors
 
-        for collection in (store.prospects.col, store.activities.col, store.lists.col,
-                           store.prospects.leases.col):
+        for collection in (
+            store.prospects.col,
+            store.activities.col,
+            store.lists.col,
+            store.prospects.leases.col,
+        ):
             for name in self.METHODS:
                 original = getattr(collection, name)
 
@@ -107,18 +147,22 @@ def faults(store, monkeypatch):
 
 @pytest.mark.parametrize("same_key", [False, True])
 async def test_an_upload_failing_at_each_step_answers_503_and_its_retry_completes_it(
-        api, store, ws_a, new_list, faults, same_key):
+    api, store, ws_a, new_list, faults, same_key
+):
     existing = await new_list("Existing")
-    seeded = await api.post(f"/v1/lists/{existing['id']}/contacts",
-                            {"contacts": [{"email": "known@example.com"}]})
+    seeded = await api.post(
+        f"/v1/lists/{existing['id']}/contacts", {"contacts": [{"email": "known@example.com"}]}
+    )
     known = seeded.json()["results"][0]["prospectId"]
     failures, step = 0, 0
     while True:
         step += 1
         listing = await new_list(f"Step {step}")
-        contacts = [{"email": f"s{step}-a@example.com", "firstName": "A"},
-                    {"phoneNumber": f"+1415555{step:04d}", "lastName": "B"},
-                    {"email": "known@example.com", "jobTitle": f"Title {step}"}]
+        contacts = [
+            {"email": f"s{step}-a@example.com", "firstName": "A"},
+            {"phoneNumber": f"+1415555{step:04d}", "lastName": "B"},
+            {"email": "known@example.com", "jobTitle": f"Title {step}"},
+        ]
         path = f"/v1/lists/{listing['id']}/contacts"
         headers = {"Idempotency-Key": f"step-{step}"}
         faults.arm(step)
@@ -129,8 +173,9 @@ async def test_an_upload_failing_at_each_step_answers_503_and_its_retry_complete
         assert response.code == 503 and response.headers["Retry-After"], response
         failures += 1
         for _ in range(10):  # a client that honours Retry-After on 409 (the key being freed)
-            retry = await api.post(path, {"contacts": contacts},
-                                   headers=headers if same_key else {})
+            retry = await api.post(
+                path, {"contacts": contacts}, headers=headers if same_key else {}
+            )
             if retry.code != 409:
                 break
             await asyncio.sleep(float(retry.headers["Retry-After"]) / 4)
@@ -138,20 +183,29 @@ async def test_an_upload_failing_at_each_step_answers_503_and_its_retry_complete
         assert "Idempotent-Replayed" not in retry.headers
         result = retry.json()
         assert result["totalProspects"] == 3 and result["results"][2]["prospectId"] == known
-        prospects = [p for p in await store.documents("prospects")
-                     if p["workspaceId"] == ws_a.id and listing["id"] in p["listIds"]]
-        assert len(prospects) == 3 and all(p["listIds"].count(listing["id"]) == 1
-                                           for p in prospects)
+        prospects = [
+            p
+            for p in await store.documents("prospects")
+            if p["workspaceId"] == ws_a.id and listing["id"] in p["listIds"]
+        ]
+        assert len(prospects) == 3 and all(
+            p["listIds"].count(listing["id"]) == 1 for p in prospects
+        )
         assert {p["_id"] for p in prospects} == {r["prospectId"] for r in result["results"]}
-        added = [a for a in await store.documents("activities")
-                 if a["type"] == "list_added" and a["details"]["listId"] == listing["id"]]
+        added = [
+            a
+            for a in await store.documents("activities")
+            if a["type"] == "list_added" and a["details"]["listId"] == listing["id"]
+        ]
         assert sorted(a["prospectId"] for a in added) == sorted(p["_id"] for p in prospects)
-        assert (await api.get(f"/v1/lists/{listing['id']}")).json()["list"][
-            "prospectsCount"] == 3
+        assert (await api.get(f"/v1/lists/{listing['id']}")).json()["list"]["prospectsCount"] == 3
         assert step < 400
     assert failures >= 2  # the upload has several steps, and each was failed
-    emails = [p.get("emailNorm") for p in await store.documents("prospects")
-              if p["workspaceId"] == ws_a.id and p.get("emailNorm")]
+    emails = [
+        p.get("emailNorm")
+        for p in await store.documents("prospects")
+        if p["workspaceId"] == ws_a.id and p.get("emailNorm")
+    ]
     assert len(emails) == len(set(emails))  # no duplicate prospect anywhere
     found = [p for p in await store.documents("prospects") if p["_id"] == known]
     assert found[0]["jobTitle"] == "Title 1"  # filled once, by the first completed upload

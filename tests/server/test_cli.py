@@ -15,9 +15,10 @@ from store.database import open_store
 from tests.helpers import running_demo
 
 
-async def test_admin_commands_manage_workspaces_users_and_keys(config, services, capsys, anon,
-                                                               clock):
-    store, auth = services
+async def test_admin_commands_manage_workspaces_users_and_keys(
+    config, services, capsys, anon, clock
+):
+    store, _auth = services
 
     async def admin(*argv):
         code = await run_admin(config, build_parser().parse_args(list(argv)), services)
@@ -27,8 +28,18 @@ async def test_admin_commands_manage_workspaces_users_and_keys(config, services,
     code, out, _ = await admin("workspaces", "create", "Initech")
     assert code == 0
     wid = out["workspace"]["id"]
-    code, out, _ = await admin("users", "create", "--workspace", wid, "--email", "p@i.example",
-                               "--first-name", "Peter", "--last-name", "Gibbons")
+    code, out, _ = await admin(
+        "users",
+        "create",
+        "--workspace",
+        wid,
+        "--email",
+        "p@i.example",
+        "--first-name",
+        "Peter",
+        "--last-name",
+        "Gibbons",
+    )
     user_id = out["user"]["id"]
     code, out, err = await admin("keys", "create", "--workspace", wid, "--name", "crm")
     assert code == 0 and "shown once" in err
@@ -77,10 +88,10 @@ async def test_demo_seed_is_deterministic():
         store = open_store("memory", "demo")
         await store.ensure_indexes()
         from server.auth import KeyService
+
         await seed(store, KeyService("s" * 40, store.keys), seed=7)
         users = [(u["_id"], u["email"]) for u in await store.documents("users")]
-        lists = [(x["_id"], x["name"], x["prospectsCount"])
-                 for x in await store.documents("lists")]
+        lists = [(x["_id"], x["name"], x["prospectsCount"]) for x in await store.documents("lists")]
         count = len(await store.documents("prospects"))
         snapshots.append((users, lists, count))
     assert snapshots[0] == snapshots[1]
@@ -94,15 +105,18 @@ def demo_process(tmp_path):
 
 
 def http(method, url, key, body=None):
-    request = urllib.request.Request(url, method=method, headers={
-        "Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        data=json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(
+        url,
+        method=method,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        data=json.dumps(body).encode() if body is not None else None,
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return response.status, json.loads(response.read())
 
 
 def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
-    process, keys, log = demo_process
+    _process, keys, log = demo_process
     assert keys["baseUrl"].startswith("http://127.0.0.1:") and keys["baseUrl"].endswith("/v1")
     assert len(keys["workspaces"]) >= 2
     assert all(set(w) == {"id", "name", "apiKey"} for w in keys["workspaces"])
@@ -111,11 +125,16 @@ def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
     assert status == 200 and len(users["users"]) >= 2
     status, lists = http("GET", base + "/lists", key)
     assert status == 200 and lists["total"] >= 1 and lists["lists"][0]["prospectsCount"] > 0
-    status, created = http("POST", base + "/lists", key,
-                           {"name": "From test", "ownerUserId": users["users"][0]["id"]})
+    status, created = http(
+        "POST", base + "/lists", key, {"name": "From test", "ownerUserId": users["users"][0]["id"]}
+    )
     assert status == 201
-    status, result = http("POST", f"{base}/lists/{created['list']['id']}/contacts", key,
-                          {"contacts": [{"email": "demo@example.com"}]})
+    status, result = http(
+        "POST",
+        f"{base}/lists/{created['list']['id']}/contacts",
+        key,
+        {"contacts": [{"email": "demo@example.com"}]},
+    )
     assert status == 200 and result["totalProspects"] == 1
     # the other workspace sees none of this one's lists
     other = keys["workspaces"][1]["apiKey"]
@@ -136,9 +155,10 @@ def test_demo_calls_have_playable_recordings_and_one_missing(demo_process):
     assert len(recorded) >= 2
     statuses = {}
     for call in recorded[:5]:
-        request = urllib.request.Request(f"{base}/calls/{call['id']}/recording",
-                                         headers={"Authorization": f"Bearer {key}",
-                                                  "Range": "bytes=0-3"})
+        request = urllib.request.Request(
+            f"{base}/calls/{call['id']}/recording",
+            headers={"Authorization": f"Bearer {key}", "Range": "bytes=0-3"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 statuses[call["id"]] = response.status
@@ -154,8 +174,11 @@ def test_demo_calls_have_playable_recordings_and_one_missing(demo_process):
 
 
 def test_admin_commands_typed_into_the_demo_revoke_a_key_within_5_seconds(tmp_path):
-    with running_demo(tmp_path, "--calls", "50", "--timeline", "0",
-                      stdin=subprocess.PIPE) as (process, keys, log):
+    with running_demo(tmp_path, "--calls", "50", "--timeline", "0", stdin=subprocess.PIPE) as (
+        process,
+        keys,
+        log,
+    ):
         keys_file = tmp_path / "keys.json"
         deadline = time.monotonic() + 60
         assert oct(keys_file.stat().st_mode & 0o777) == "0o600"

@@ -50,8 +50,9 @@ def test_every_option_of_every_command_shows_its_default_in_help():
 
 
 def test_make_demo_takes_the_port():
-    run = subprocess.run(["make", "-n", "demo", "PORT=9000"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=30)
+    run = subprocess.run(
+        ["make", "-n", "demo", "PORT=9000"], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
     assert run.returncode == 0, run.stderr
     assert "workspace-api demo --port 9000" in run.stdout
 
@@ -61,11 +62,31 @@ def test_the_demo_listens_on_wsapi_port(tmp_path):
     log = tmp_path / "demo.log"
     with open(log, "w") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "demo", "--keys-file", str(keys_file),
-             "--calls", "0", "--prospects", "20", "--timeline", "0"],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, cwd=tmp_path,
-            env={**os.environ, "MONGODB_URI": "memory", "WSAPI_PORT": str(port),
-                 "PYTHONPATH": str(ROOT)})
+            [
+                sys.executable,
+                "-m",
+                "server.cli",
+                "demo",
+                "--keys-file",
+                str(keys_file),
+                "--calls",
+                "0",
+                "--prospects",
+                "20",
+                "--timeline",
+                "0",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+            env={
+                **os.environ,
+                "MONGODB_URI": "memory",
+                "WSAPI_PORT": str(port),
+                "PYTHONPATH": str(ROOT),
+            },
+        )
     try:
         deadline = time.monotonic() + 60
         while not keys_file.exists():
@@ -84,10 +105,20 @@ def test_the_demo_listens_on_wsapi_port(tmp_path):
 
 
 def test_a_mongodb_failure_names_host_port_and_time_out_but_no_credentials():
-    env = {**os.environ, "MONGODB_URI": "mongodb://admin:hunter2secret@127.0.0.1:1/?authSource=x",
-           "WSAPI_DB_TIMEOUT_SECONDS": "0.5", "WSAPI_SECRET": "s" * 40}
-    run = subprocess.run([sys.executable, "-m", "server.cli", "workspaces", "create", "X"],
-                         capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    env = {
+        **os.environ,
+        "MONGODB_URI": "mongodb://admin:hunter2secret@127.0.0.1:1/?authSource=x",
+        "WSAPI_DB_TIMEOUT_SECONDS": "0.5",
+        "WSAPI_SECRET": "s" * 40,
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "server.cli", "workspaces", "create", "X"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+    )
     assert run.returncode == 3
     assert "127.0.0.1:1 within 0.5 s" in run.stderr and "WSAPI_DB_TIMEOUT_SECONDS" in run.stderr
     assert "hunter2" not in run.stderr + run.stdout and "admin" not in run.stderr
@@ -104,13 +135,20 @@ def test_mongodb_hosts_never_include_credentials():
 @pytest.mark.parametrize("store", ["memory", "sqlite-file"])
 def test_serve_on_an_empty_embedded_store_says_how_to_get_a_key(tmp_path, store):
     log = tmp_path / "serve.log"
-    env = ({"MONGODB_URI": "memory"} if store == "memory" else
-           {"MONGODB_URI": "", "WSAPI_SECRET": "", "WSAPI_SQLITE_PATH": str(tmp_path / "db")})
+    env = (
+        {"MONGODB_URI": "memory"}
+        if store == "memory"
+        else {"MONGODB_URI": "", "WSAPI_SECRET": "", "WSAPI_SQLITE_PATH": str(tmp_path / "db")}
+    )
     with open(log, "w") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve", "--port", str(free_port())],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, cwd=ROOT,
-            env={**os.environ, **env})
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, **env},
+        )
     try:
         deadline = time.monotonic() + 30
         while "keys create" not in log.read_text():

@@ -14,18 +14,28 @@ def test_defaults_come_from_config_yaml():
 
 
 def test_environment_overrides_every_key():
-    config = load_config(environ={"MONGODB_URI": "mongodb://db:27017", "WSAPI_PORT": "9001",
-                                  "WSAPI_HOST": "0.0.0.0", "WSAPI_SECRET": "s" * 40,
-                                  "WSAPI_KEY_CACHE_SECONDS": "1.5"})
-    assert (config.mongodb_uri, config.port, config.host) == ("mongodb://db:27017", 9001,
-                                                                "0.0.0.0")
+    config = load_config(
+        environ={
+            "MONGODB_URI": "mongodb://db:27017",
+            "WSAPI_PORT": "9001",
+            "WSAPI_HOST": "0.0.0.0",
+            "WSAPI_SECRET": "s" * 40,
+            "WSAPI_KEY_CACHE_SECONDS": "1.5",
+        }
+    )
+    assert (config.mongodb_uri, config.port, config.host) == ("mongodb://db:27017", 9001, "0.0.0.0")
     assert config.key_cache_seconds == 1.5 and not config.embedded
 
 
-@pytest.mark.parametrize("environ", [
-    {"WSAPI_PORT": "http"}, {"WSAPI_PORT": "0"}, {"MONGODB_URI": "postgres://x"},
-    {"WSAPI_KEY_CACHE_SECONDS": "30"},
-])
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"WSAPI_PORT": "http"},
+        {"WSAPI_PORT": "0"},
+        {"MONGODB_URI": "postgres://x"},
+        {"WSAPI_KEY_CACHE_SECONDS": "30"},
+    ],
+)
 def test_unusable_values_are_refused(environ):
     with pytest.raises(ConfigError):
         load_config(environ=environ)

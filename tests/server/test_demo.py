@@ -37,8 +37,9 @@ WALL_CLOCK = {"lists": ["updatedAt"], "users": ["deletedAt"]}  # set by store.li
 
 async def seeded(seed_value=7, scale=SMALL, now=None):
     store = open_store("memory", "demo")
-    workspaces = await seed(store, KeyService("s" * 40, store.keys), seed=seed_value, now=now,
-                            scale=scale)
+    workspaces = await seed(
+        store, KeyService("s" * 40, store.keys), seed=seed_value, now=now, scale=scale
+    )
     return store, workspaces
 
 
@@ -88,14 +89,18 @@ async def test_the_data_is_consistent_and_plausible(moved_to, monkeypatch):
     calls = data["calls"]
     assert {c["workspaceId"] for c in calls} == {w["id"] for w in workspaces}
     for call in calls:
-        record = json.loads(jsonio.dumps(
-            {k: v for k, v in call.items() if k not in ("_id", "workspaceId", "recordingRef")}
-            | {"id": call["_id"]}))
+        record = json.loads(
+            jsonio.dumps(
+                {k: v for k, v in call.items() if k not in ("_id", "workspaceId", "recordingRef")}
+                | {"id": call["_id"]}
+            )
+        )
         assert schemas.errors("/schemas/records/call.json", record) == []
         prospect = prospects[call["prospectId"]]
         assert prospect["workspaceId"] == call["workspaceId"]
         assert (call["toNumber"] if call["direction"] == "outbound" else call["fromNumber"]) == (
-            prospect["phoneE164"])
+            prospect["phoneE164"]
+        )
         assert NOW - dt.timedelta(days=90) <= call["startedAt"] <= call["endedAt"] < NOW
         assert call["createdAt"] == call["startedAt"] < call["updatedAt"] < NOW
         assert call["listId"] is None or call["listId"] in prospect["listIds"]
@@ -109,26 +114,47 @@ async def test_the_data_is_consistent_and_plausible(moved_to, monkeypatch):
 
     outbound = [c for c in calls if c["direction"] == "outbound"]
     dispositions = Counter(c["disposition"] for c in outbound)
-    assert set(dispositions) == {"connected", "no_answer", "voicemail", "busy", "failed",
-                                 "wrong_number"}
+    assert set(dispositions) == {
+        "connected",
+        "no_answer",
+        "voicemail",
+        "busy",
+        "failed",
+        "wrong_number",
+    }
     assert 0.08 < dispositions["connected"] / len(outbound) < 0.3
     assert dispositions["no_answer"] == max(dispositions.values())
     assert any(c["meetingBooked"] for c in calls)
-    assert {c["userId"] for c in calls} >= {u["_id"] for u in data["users"]
-                                            if u["workspaceId"] == first}  # deleted one too
+    assert {c["userId"] for c in calls} >= {
+        u["_id"] for u in data["users"] if u["workspaceId"] == first
+    }  # deleted one too
 
     for listing in data["lists"]:
         members = [p for p in data["prospects"] if listing["_id"] in p["listIds"]]
         assert listing["prospectsCount"] == len(members) > 0
 
     activities = data["activities"]
-    assert {a["type"] for a in activities} == {"call", "note", "email", "list_added",
-                                               "meeting_booked", "status_change"}
+    assert {a["type"] for a in activities} == {
+        "call",
+        "note",
+        "email",
+        "list_added",
+        "meeting_booked",
+        "status_change",
+    }
     assert Counter(a["type"] for a in activities)["call"] == len(calls)
     for activity in activities[:500]:
-        record = json.loads(jsonio.dumps({"id": activity["_id"], **{
-            k: activity[k] for k in ("type", "occurredAt", "userId", "callId", "summary",
-                                     "details")}}))
+        record = json.loads(
+            jsonio.dumps(
+                {
+                    "id": activity["_id"],
+                    **{
+                        k: activity[k]
+                        for k in ("type", "occurredAt", "userId", "callId", "summary", "details")
+                    },
+                }
+            )
+        )
         assert schemas.errors("/schemas/records/activity.json", record) == []
     dana = [p for p in data["prospects"] if p.get("email") == LONG_TIMELINE_CONTACT["email"]]
     assert len(dana) == 1 and dana[0]["workspaceId"] == first
@@ -184,8 +210,9 @@ def test_fast_seeding_shows_no_progress():
 
 
 def test_demo_scale_flags():
-    args = build_parser().parse_args(["demo", "--calls", "20000", "--prospects", "3000",
-                                 "--timeline", "100000"])
+    args = build_parser().parse_args(
+        ["demo", "--calls", "20000", "--prospects", "3000", "--timeline", "100000"]
+    )
     assert (args.calls, args.prospects, args.timeline) == (20000, 3000, 100000)
     defaults = build_parser().parse_args(["demo"])
     assert (defaults.calls, defaults.prospects, defaults.timeline) == (5000, 500, 5000)
@@ -198,8 +225,11 @@ def test_demo_scale_flags():
 def small_demo(tmp_path, monkeypatch):
     """A demo process with its anchor moved (the process inherits the environment)."""
     monkeypatch.setenv(ANCHOR_ENV, "2029-03-25")  # the 90 days before cross a DST change
-    with running_demo(tmp_path, "--calls", "300", "--prospects", "60", "--timeline",
-                      "200") as (_, keys, log):
+    with running_demo(tmp_path, "--calls", "300", "--prospects", "60", "--timeline", "200") as (
+        _,
+        keys,
+        log,
+    ):
         yield keys, log
 
 
@@ -221,8 +251,11 @@ def test_the_demo_serves_calls_prospects_timelines_and_metrics(small_demo):
     assert len(timeline["activities"]) > 200
     # the calls started in the 90 days before the anchor (2029-03-25T00:00Z, the evening of
     # the 24th in New York); the local days cover them all and nothing else
-    metrics = get(base, key, "/reporting/dialer-metrics?from=2028-12-24&to=2029-03-24"
-                             "&timezone=America/New_York")
+    metrics = get(
+        base,
+        key,
+        "/reporting/dialer-metrics?from=2028-12-24&to=2029-03-24&timezone=America/New_York",
+    )
     outbound = get(base, key, "/calls?direction=outbound")["total"]
     assert metrics["totals"]["dials"] == outbound > 0
     assert len(metrics["byDay"]) == 91

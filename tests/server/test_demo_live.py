@@ -23,11 +23,17 @@ from tests.helpers import running_demo
 
 async def test_the_live_writer_adds_recent_calls_meetings_recordings_and_notes_changes():
     store = open_store("memory", "live")
-    workspaces = await seed(store, KeyService("s" * 40, store.keys), seed=3,
-                            scale=Scale(calls=50, prospects=40, timeline=0))
+    workspaces = await seed(
+        store,
+        KeyService("s" * 40, store.keys),
+        seed=3,
+        scale=Scale(calls=50, prospects=40, timeline=0),
+    )
     ids = [w["id"] for w in workspaces]
-    before = {wid: {c["id"]: c for c in (await store.calls.page(wid, Window(500, 1))).items}
-              for wid in ids}
+    before = {
+        wid: {c["id"]: c for c in (await store.calls.page(wid, Window(500, 1))).items}
+        for wid in ids
+    }
     writer = LiveWriter(store, ids, 600, rng=random.Random(1))
     await writer.prepare()
     started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -44,31 +50,43 @@ async def test_the_live_writer_adds_recent_calls_meetings_recordings_and_notes_c
         # New calls land behind the newest ones: not every one is newer than all before it.
         newest = max(c["createdAt"] for c in new)
         assert any(c["createdAt"] < newest for c in new)
-        refs = {c["id"]: await store.calls.recording_ref(wid, c["id"]) for c in new
-                if c["hasRecording"]}
+        refs = {
+            c["id"]: await store.calls.recording_ref(wid, c["id"]) for c in new if c["hasRecording"]
+        }
         assert all(ref and ref != MISSING_RECORDING_REF for ref in refs.values())
-        changed = [c for c in calls if c["id"] in before[wid]
-                   and c["notes"] != before[wid][c["id"]]["notes"]]
+        changed = [
+            c
+            for c in calls
+            if c["id"] in before[wid] and c["notes"] != before[wid][c["id"]]["notes"]
+        ]
         changed += [c for c in new if c["notes"] and c["notes"].startswith("Called back: ")]
-        assert changed and all(c["updatedAt"] >= started - dt.timedelta(milliseconds=1)
-                               for c in changed)
+        assert changed and all(
+            c["updatedAt"] >= started - dt.timedelta(milliseconds=1) for c in changed
+        )
         meeting = next(c for c in new if c["meetingBooked"])
-        kinds = {(a["type"], a["callId"])
-                 async for batch in store.activities.timeline(wid, meeting["prospectId"])
-                 for a in batch}
+        kinds = {
+            (a["type"], a["callId"])
+            async for batch in store.activities.timeline(wid, meeting["prospectId"])
+            for a in batch
+        }
         assert {("call", meeting["id"]), ("meeting_booked", meeting["id"])} <= kinds
 
 
 def test_demo_help_shows_the_live_and_settle_options_with_defaults():
-    shown = subprocess.run([sys.executable, "-m", "server.cli", "demo", "--help"],
-                           capture_output=True, text=True, check=True).stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "server.cli", "demo", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     text = " ".join(shown.split())
     assert re.search(r"--live-calls-per-minute N [^-]*\(default: 0\)", text)
     assert re.search(r"--sync-settle-seconds N [^-]*\$WSAPI_SYNC_SETTLE_SECONDS, 5\)", text)
     args = build_parser().parse_args(["demo"])
     assert args.live_calls_per_minute == 0 and args.sync_settle_seconds is None
-    args = build_parser().parse_args(["demo", "--live-calls-per-minute", "600",
-                                      "--sync-settle-seconds", "0.5"])
+    args = build_parser().parse_args(
+        ["demo", "--live-calls-per-minute", "600", "--sync-settle-seconds", "0.5"]
+    )
     assert (args.live_calls_per_minute, args.sync_settle_seconds) == (600, 0.5)
     for bad in (["--live-calls-per-minute", "-1"], ["--sync-settle-seconds", "soon"]):
         with pytest.raises(SystemExit):
@@ -82,9 +100,19 @@ def get(url, key):
 
 
 def test_a_live_demo_keeps_adding_calls_that_a_sync_client_follows(tmp_path):
-    with running_demo(tmp_path, "--calls", "100", "--prospects", "40", "--timeline", "0",
-                      "--live-calls-per-minute", "600", "--sync-settle-seconds", "1") \
-            as (_, keys, log):
+    with running_demo(
+        tmp_path,
+        "--calls",
+        "100",
+        "--prospects",
+        "40",
+        "--timeline",
+        "0",
+        "--live-calls-per-minute",
+        "600",
+        "--sync-settle-seconds",
+        "1",
+    ) as (_, keys, log):
         base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
         first = get(f"{base}/calls?pageSize=50", key)["total"]
         synced, cursor = {}, None

@@ -33,8 +33,9 @@ def all_calls(base: str, key: str) -> dict:
     order (never up), so this may see one twice but never misses one that existed before."""
     calls, page = {}, 1
     while True:
-        request = urllib.request.Request(f"{base}/calls?page={page}&pageSize=100",
-                                         headers={"Authorization": f"Bearer {key}"})
+        request = urllib.request.Request(
+            f"{base}/calls?page={page}&pageSize=100", headers={"Authorization": f"Bearer {key}"}
+        )
         with urllib.request.urlopen(request, timeout=20) as response:
             body = json.loads(response.read())
         calls.update((c["id"], c) for c in body["calls"])
@@ -46,9 +47,19 @@ def all_calls(base: str, key: str) -> dict:
 def test_the_readme_sync_loop_runs_as_printed_and_misses_nothing(tmp_path, monkeypatch):
     code = syncing_example()
     assert "sort" in code and "nextCursor" in code and "Retry-After" in code
-    with running_demo(tmp_path, "--calls", "150", "--prospects", "40", "--timeline", "0",
-                      "--live-calls-per-minute", "600", "--sync-settle-seconds",
-                      str(SETTLE)) as (_, keys, _log):
+    with running_demo(
+        tmp_path,
+        "--calls",
+        "150",
+        "--prospects",
+        "40",
+        "--timeline",
+        "0",
+        "--live-calls-per-minute",
+        "600",
+        "--sync-settle-seconds",
+        str(SETTLE),
+    ) as (_, keys, _log):
         (tmp_path / "demo-keys.json").write_text(json.dumps(keys))
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv("SYNC_POLLS", "3")

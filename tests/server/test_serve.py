@@ -2,6 +2,7 @@
 shutdown, and the refusals. Real processes, real sockets; each test kills what it started."""
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -30,8 +31,7 @@ def free_port() -> int:
 
 
 def get(url: str, key: str | None = None, timeout: float = 10) -> tuple[int, dict, dict]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key
-                                     else {})
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, dict(response.headers), json.loads(response.read())
@@ -50,7 +50,11 @@ class Server:
         with open(self.log, "w") as output:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "server.cli", "serve", "--port", str(self.port), *args],
-                stdout=output, stderr=subprocess.STDOUT, env=environ, start_new_session=True)
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env=environ,
+                start_new_session=True,
+            )
 
     def wait_until_up(self, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
@@ -69,10 +73,8 @@ class Server:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)  # the group this test started
-            except ProcessLookupError:
-                pass
         self.process.wait(10)
 
 
@@ -89,8 +91,10 @@ def unreachable_database() -> dict:
 
 
 def listening_on(process: psutil.Process, port: int) -> bool:
-    return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
-               for c in process.net_connections(kind="tcp"))
+    return any(
+        c.status == psutil.CONN_LISTEN and c.laddr.port == port
+        for c in process.net_connections(kind="tcp")
+    )
 
 
 def test_processes_are_refused_on_a_throwaway_store(monkeypatch, capsys):
@@ -106,7 +110,11 @@ def test_a_port_in_use_is_a_clear_error():
         busy.listen()
         done = subprocess.run(
             [sys.executable, "-m", "server.cli", "serve", "--port", str(busy.getsockname()[1])],
-            capture_output=True, text=True, timeout=60, env={**os.environ, "MONGODB_URI": "memory"})
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "MONGODB_URI": "memory"},
+        )
     assert done.returncode == 2
     assert "cannot listen on 127.0.0.1" in done.stderr and "Traceback" not in done.stderr
 
@@ -140,7 +148,7 @@ def test_n_workers_share_one_port_and_answer_503_while_the_database_is_down(tmp_
     everyone = [psutil.Process(server.process.pid), *server.workers()]
     server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(15) == 0
-    gone, alive = psutil.wait_procs(everyone, timeout=10)
+    _gone, alive = psutil.wait_procs(everyone, timeout=10)
     assert not alive
     log = server.log.read_text()
     assert log.count('"stopped (pid') == 2 and "restarting it" in log
@@ -154,8 +162,10 @@ def test_a_worker_finishes_requests_in_flight_on_sigterm(tmp_path, servers):
     server.wait_until_up()
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
         body = b'{"name": "x", "ownerUserId": "00000000-0000-4000-8000-000000000000"}'
-        conn.sendall(b"POST /v1/lists HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n" % len(body) + body[:10])
+        conn.sendall(
+            b"POST /v1/lists HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body) + body[:10]
+        )
         time.sleep(0.3)  # the request is in flight: headers read, body incomplete
         server.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 10

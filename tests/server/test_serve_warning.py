@@ -21,8 +21,10 @@ def test_serve_on_embedded_store_warns_and_serves(tmp_path):
     with open(log, "w") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-            stdout=output, stderr=subprocess.STDOUT,
-            env={**os.environ, "MONGODB_URI": "memory"})
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "MONGODB_URI": "memory"},
+        )
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -24,8 +24,13 @@ def file_env(path) -> dict:
 
 
 def admin(path, *argv) -> dict:
-    done = subprocess.run([sys.executable, "-m", "server.cli", *argv], capture_output=True,
-                          text=True, timeout=60, env=file_env(path))
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=file_env(path),
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -36,8 +41,9 @@ def serve_on_file(tmp_path):
 
     def run(path, *args) -> Server:
         # No secret configured: the one kept in the file signs and checks the keys.
-        server = Server(tmp_path, *args, WSAPI_SQLITE_PATH=str(path), WSAPI_SECRET="",
-                        MONGODB_URI="")
+        server = Server(
+            tmp_path, *args, WSAPI_SQLITE_PATH=str(path), WSAPI_SECRET="", MONGODB_URI=""
+        )
         started.append(server)
         server.wait_until_up()
         return server
@@ -51,8 +57,19 @@ def test_admin_cli_and_serve_share_the_file_and_survive_restarts(tmp_path, serve
     path = tmp_path / "data" / "api.sqlite3"
     workspace = admin(path, "workspaces", "create", "Acme")["workspace"]
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600  # created owner-only
-    user = admin(path, "users", "create", "--workspace", workspace["id"], "--email",
-                 "ann@acme.example", "--first-name", "Ann", "--last-name", "Lee")["user"]
+    user = admin(
+        path,
+        "users",
+        "create",
+        "--workspace",
+        workspace["id"],
+        "--email",
+        "ann@acme.example",
+        "--first-name",
+        "Ann",
+        "--last-name",
+        "Lee",
+    )["user"]
     kept = admin(path, "keys", "create", "--workspace", workspace["id"], "--name", "crm")
     revoked = admin(path, "keys", "create", "--workspace", workspace["id"], "--name", "old")
     admin(path, "keys", "revoke", revoked["key"]["id"])
@@ -61,8 +78,9 @@ def test_admin_cli_and_serve_share_the_file_and_survive_restarts(tmp_path, serve
     code, _, body = get(f"{server.origin}/v1/users", kept["apiKey"])
     assert code == 200 and [u["id"] for u in body["users"]] == [user["id"]]
     assert get(f"{server.origin}/v1/users", revoked["apiKey"])[0] == 401
-    code, _, created = _post(f"{server.origin}/v1/lists", kept["apiKey"],
-                             {"name": "Kept", "ownerUserId": user["id"]})
+    code, _, created = _post(
+        f"{server.origin}/v1/lists", kept["apiKey"], {"name": "Kept", "ownerUserId": user["id"]}
+    )
     assert code == 201
     server.stop()
 
@@ -76,8 +94,15 @@ def test_processes_share_one_file_and_one_rate_limit(tmp_path, serve_on_file):
     path = tmp_path / "api.sqlite3"
     workspace = admin(path, "workspaces", "create", "Acme")["workspace"]
     key = admin(path, "keys", "create", "--workspace", workspace["id"], "--name", "k")["apiKey"]
-    server = Server(tmp_path, "--processes", "2", WSAPI_SQLITE_PATH=str(path), WSAPI_SECRET="",
-                    MONGODB_URI="", WSAPI_RATE_LIMIT_PER_MINUTE="40")
+    server = Server(
+        tmp_path,
+        "--processes",
+        "2",
+        WSAPI_SQLITE_PATH=str(path),
+        WSAPI_SECRET="",
+        MONGODB_URI="",
+        WSAPI_RATE_LIMIT_PER_MINUTE="40",
+    )
     try:
         server.wait_until_up()
         deadline = time.monotonic() + 10
@@ -119,9 +144,12 @@ def _post(url: str, key: str, body: dict):
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Authorization": f"Bearer {key}",
-                                              "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, dict(response.headers), json.loads(response.read())

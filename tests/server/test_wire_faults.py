@@ -41,8 +41,9 @@ async def new_workspace(uri: str, name: str, database: str | None = None):
     """A workspace with users and a key in `database` (default: a fresh one) at `uri`:
     (workspace, database)."""
     environ = test_environ(MONGODB_URI=uri)
-    config = load_config(environ={**environ, "WSAPI_DATABASE": database or
-                                  environ["WSAPI_DATABASE"]})
+    config = load_config(
+        environ={**environ, "WSAPI_DATABASE": database or environ["WSAPI_DATABASE"]}
+    )
     store, auth = await open_services(config)
     try:
         return await make_workspace(store, auth, name), config.database
@@ -65,9 +66,13 @@ async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, h2_server
     Retry-After, /readyz turns 503; afterwards the same API process serves again and every list
     it acknowledged is there."""
     workspace, database = await new_workspace(h2_server.uri, "Faults")
-    env = {"MONGODB_URI": h2_server.uri, "WSAPI_DATABASE": database,
-           "WSAPI_SECRET": test_environ()["WSAPI_SECRET"],
-           "WSAPI_DB_TIMEOUT_SECONDS": str(DB_TIMEOUT), "WSAPI_RATE_LIMIT_PER_MINUTE": "100000"}
+    env = {
+        "MONGODB_URI": h2_server.uri,
+        "WSAPI_DATABASE": database,
+        "WSAPI_SECRET": test_environ()["WSAPI_SECRET"],
+        "WSAPI_DB_TIMEOUT_SECONDS": str(DB_TIMEOUT),
+        "WSAPI_RATE_LIMIT_PER_MINUTE": "100000",
+    }
     with serving(tmp_path, env=env) as (origin, log):
         client = Client(origin, workspace.key, connections=8)
         owner = workspace.users[0]["id"]
@@ -83,7 +88,8 @@ async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, h2_server
                 started = time.monotonic()
                 if i % 3:
                     response = await client.post(
-                        "/v1/lists", {"name": f"w{number}-{i}", "ownerUserId": owner})
+                        "/v1/lists", {"name": f"w{number}-{i}", "ownerUserId": owner}
+                    )
                 else:
                     response = await client.get("/v1/lists?pageSize=50")
                 took = time.monotonic() - started
@@ -149,9 +155,13 @@ async def test_two_processes_enforce_one_rate_limit_exactly(tmp_path):
     workers get exactly `quota` answers that are not 429, each with its own remaining count."""
     quota, extra = 120, 60
     uri, database = os.environ["MONGODB_URI"], test_environ()["WSAPI_DATABASE"]
-    env = {"MONGODB_URI": uri, "WSAPI_DATABASE": database,
-           "WSAPI_SECRET": test_environ()["WSAPI_SECRET"],
-           "WSAPI_RATE_LIMIT_PER_MINUTE": str(quota), "WSAPI_LOG_LEVEL": "info"}
+    env = {
+        "MONGODB_URI": uri,
+        "WSAPI_DATABASE": database,
+        "WSAPI_SECRET": test_environ()["WSAPI_SECRET"],
+        "WSAPI_RATE_LIMIT_PER_MINUTE": str(quota),
+        "WSAPI_LOG_LEVEL": "info",
+    }
     with serving(tmp_path, "--processes", "2", env=env) as (origin, log):
         for _ in range(20):  # both workers ready (readiness needs no key and counts nothing)
             while (await asyncio.to_thread(readyz, origin))[0] != 200:
@@ -164,8 +174,7 @@ async def test_two_processes_enforce_one_rate_limit_exactly(tmp_path):
             if end - time.time() > 20:
                 break
         client = Client(origin, workspace.key, connections=20)
-        responses = await asyncio.gather(*[client.get("/v1/users")
-                                           for _ in range(quota + extra)])
+        responses = await asyncio.gather(*[client.get("/v1/users") for _ in range(quota + extra)])
         assert time.time() < end, "the burst crossed a window boundary"
 
     allowed = [r for r in responses if r.code != 429]

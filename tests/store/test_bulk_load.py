@@ -20,8 +20,12 @@ SCALE = Scale(calls=600, prospects=50, timeline=5)
 def indexes(path) -> set[str]:
     conn = sqlite3.connect(path)
     try:
-        return {row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+        return {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+            )
+        }
     finally:
         conn.close()
 
@@ -34,8 +38,7 @@ async def seeded(path, bulk_from: int, monkeypatch) -> tuple[list[dict], list[di
         await seed(store, KeyService("s" * 40, store.keys), seed=3, scale=SCALE)
         page = await store.calls.page((await store.workspaces.list())[0]["id"], Window(5))
         assert page.total >= SCALE.calls
-        return (await store.documents("calls"), await store.documents("activities"),
-                indexes(path))
+        return (await store.documents("calls"), await store.documents("activities"), indexes(path))
     finally:
         store.close()
 
@@ -50,7 +53,6 @@ async def test_a_bulk_seeding_ends_with_every_index_and_the_same_data(tmp_path, 
 async def test_a_load_that_fails_still_builds_the_indexes(store):
     with pytest.raises(RuntimeError):
         async with store.bulk_load():
-            assert not {"calls_ws_newest", "activities_ws_prospect_timeline"} & indexes(
-                store.path)
+            assert not {"calls_ws_newest", "activities_ws_prospect_timeline"} & indexes(store.path)
             raise RuntimeError("the seeding failed")
     assert set(INDEXES) <= indexes(store.path)

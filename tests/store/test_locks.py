@@ -25,8 +25,14 @@ async def test_one_holder_at_a_time_per_workspace(store):
 
 async def test_an_expired_lease_is_taken_over(store):
     leases = store.prospects.leases
-    await leases.col.insert_one({"_id": "ws-a:job", "workspaceId": "ws-a", "token": "dead",
-                                 "expiresAt": dt.datetime(2000, 1, 1)})
+    await leases.col.insert_one(
+        {
+            "_id": "ws-a:job",
+            "workspaceId": "ws-a",
+            "token": "dead",
+            "expiresAt": dt.datetime(2000, 1, 1),
+        }
+    )
     assert await leases.try_acquire("ws-a", "job", ttl=30)
 
 
@@ -40,8 +46,10 @@ async def test_held_waits_for_the_holder_and_gives_up_with_store_busy(store):
             order.append(f"{name} out")
 
     await asyncio.gather(worker("first", 0.05), worker("second", 0))
-    assert order in (["first in", "first out", "second in", "second out"],
-                     ["second in", "second out", "first in", "first out"])
+    assert order in (
+        ["first in", "first out", "second in", "second out"],
+        ["second in", "second out", "first in", "first out"],
+    )
     token = await leases.try_acquire("ws-a", "job", ttl=30)
     with pytest.raises(StoreBusy):
         async with leases.held("ws-a", "job", wait=0.05):

@@ -1,6 +1,7 @@
 """Day boundaries of the dialer metrics and the shape of their pipeline."""
 
 import datetime as dt
+import itertools
 import json
 from zoneinfo import ZoneInfo
 
@@ -10,9 +11,13 @@ from store.mongo.metrics import pipeline
 
 def test_day_starts_are_local_midnights_in_utc():
     starts = day_starts(dt.date(2026, 3, 7), dt.date(2026, 3, 9), ZoneInfo("America/New_York"))
-    assert starts == [dt.datetime(2026, 3, 7, 5), dt.datetime(2026, 3, 8, 5),
-                      dt.datetime(2026, 3, 9, 4), dt.datetime(2026, 3, 10, 4)]
-    hours = [(b - a) / dt.timedelta(hours=1) for a, b in zip(starts, starts[1:], strict=False)]
+    assert starts == [
+        dt.datetime(2026, 3, 7, 5),
+        dt.datetime(2026, 3, 8, 5),
+        dt.datetime(2026, 3, 9, 4),
+        dt.datetime(2026, 3, 10, 4),
+    ]
+    hours = [(b - a) / dt.timedelta(hours=1) for a, b in itertools.pairwise(starts)]
     assert hours == [24, 23, 24]
 
 
@@ -33,9 +38,14 @@ def test_a_full_leap_year_has_367_boundaries():
 def test_the_pipeline_is_workspace_scoped_and_portable():
     starts = day_starts(dt.date(2026, 1, 1), dt.date(2026, 1, 2), ZoneInfo("Europe/Berlin"))
     stages = pipeline("ws-1", starts, "user-1")
-    assert stages[0] == {"$match": {"workspaceId": "ws-1", "direction": "outbound",
-                                    "userId": "user-1",
-                                    "createdAt": {"$gte": starts[0], "$lt": starts[-1]}}}
+    assert stages[0] == {
+        "$match": {
+            "workspaceId": "ws-1",
+            "direction": "outbound",
+            "userId": "user-1",
+            "createdAt": {"$gte": starts[0], "$lt": starts[-1]},
+        }
+    }
     text = json.dumps(stages, default=str)
     assert "$dateToString" not in text and "timezone" not in text  # no server-side zones
     assert stages[1]["$facet"]["byDay"][0]["$bucket"]["boundaries"] == starts

@@ -41,24 +41,31 @@ def plan(path, statement: str) -> list[str]:
 async def test_no_endpoint_scans_a_big_table(store, auth, origin, statements):
     from tests.helpers import Client
 
-    workspaces = await seed(store, auth, seed=5, scale=Scale(calls=300, prospects=60,
-                                                             timeline=50))
+    workspaces = await seed(store, auth, seed=5, scale=Scale(calls=300, prospects=60, timeline=50))
     api = Client(origin, workspaces[0]["apiKey"])
     users = (await api.get("/v1/users")).json()["users"]
     lists = (await api.get("/v1/lists")).json()["lists"]
     prospect = (await api.get("/v1/prospects?pageSize=100")).json()["prospects"][0]
-    call = next(c for c in (await api.get("/v1/calls?pageSize=100")).json()["calls"]
-                if c["hasRecording"])
+    call = next(
+        c for c in (await api.get("/v1/calls?pageSize=100")).json()["calls"] if c["hasRecording"]
+    )
     user, list_id = users[0]["id"], lists[0]["id"]
     since = "2020-01-01T00:00:00Z"
     paths = [
-        "/v1/lists", "/v1/lists?page=2", f"/v1/lists/{list_id}",
-        "/v1/calls?pageSize=100&page=3", f"/v1/calls?userId={user}",
-        f"/v1/calls?prospectId={prospect['id']}", f"/v1/calls?listId={list_id}",
-        "/v1/calls?direction=inbound", "/v1/calls?disposition=connected",
-        f"/v1/calls?createdFrom={since}&createdTo=2099-01-01", f"/v1/calls?updatedSince={since}",
+        "/v1/lists",
+        "/v1/lists?page=2",
+        f"/v1/lists/{list_id}",
+        "/v1/calls?pageSize=100&page=3",
+        f"/v1/calls?userId={user}",
+        f"/v1/calls?prospectId={prospect['id']}",
+        f"/v1/calls?listId={list_id}",
+        "/v1/calls?direction=inbound",
+        "/v1/calls?disposition=connected",
+        f"/v1/calls?createdFrom={since}&createdTo=2099-01-01",
+        f"/v1/calls?updatedSince={since}",
         f"/v1/calls?userId={user}&direction=outbound&disposition=voicemail",
-        "/v1/prospects?page=2", f"/v1/prospects?listId={list_id}",
+        "/v1/prospects?page=2",
+        f"/v1/prospects?listId={list_id}",
         f"/v1/prospects?listId={list_id}&updatedSince={since}",
         f"/v1/prospects?email={prospect['email']}",
         f"/v1/prospects?phoneNumber={prospect['phoneNumber']}",
@@ -72,11 +79,16 @@ async def test_no_endpoint_scans_a_big_table(store, auth, origin, statements):
     for path in paths:
         assert (await api.get(path)).code == 200, path
     created = (await api.post("/v1/lists", {"name": "Plans", "ownerUserId": user})).json()
-    contacts = [{"email": prospect["email"], "jobTitle": "CTO"}, {"phoneNumber": "+12125550199"},
-                {"linkedinUrl": "linkedin.com/in/plans"}, {"firstName": "Only a name"}]
+    contacts = [
+        {"email": prospect["email"], "jobTitle": "CTO"},
+        {"phoneNumber": "+12125550199"},
+        {"linkedinUrl": "linkedin.com/in/plans"},
+        {"firstName": "Only a name"},
+    ]
     for _ in range(2):
-        response = await api.post(f"/v1/lists/{created['list']['id']}/contacts",
-                                  {"contacts": contacts})
+        response = await api.post(
+            f"/v1/lists/{created['list']['id']}/contacts", {"contacts": contacts}
+        )
         assert response.code == 200
     assert await store.calls.recording_ref(workspaces[0]["id"], call["id"]) is not None
 
@@ -88,8 +100,11 @@ async def test_no_endpoint_scans_a_big_table(store, auth, origin, statements):
             assert not re.match(rf"SCAN ({'|'.join(BIG_TABLES)})\b", line), (statement, line)
             # A search bounded by the workspace alone walks all of its rows: fine under a
             # LIMIT (a page in index order), a defect anywhere else.
-            walks = re.match(rf"SEARCH ({'|'.join(BIG_TABLES)}|p|m) USING (COVERING )?INDEX "
-                             r"\w+ \(workspaceId=\?\)$", line)
+            walks = re.match(
+                rf"SEARCH ({'|'.join(BIG_TABLES)}|p|m) USING (COVERING )?INDEX "
+                r"\w+ \(workspaceId=\?\)$",
+                line,
+            )
             assert not (walks and " LIMIT " not in statement), (statement, line)
         checked += 1
     assert checked > 50

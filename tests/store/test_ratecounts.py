@@ -66,7 +66,7 @@ def test_a_foreign_or_torn_file_is_started_again(tmp_path):
     path.write_bytes(b"not a counter table")
     counters = SharedCounters(path)
     assert path.stat().st_size == ratecounts.SIZE
-    assert path.read_bytes()[:ratecounts.HEADER] == ratecounts.MAGIC
+    assert path.read_bytes()[: ratecounts.HEADER] == ratecounts.MAGIC
     counters.close()
 
 
@@ -85,8 +85,10 @@ HITTER = textwrap.dedent("""
 async def test_processes_sharing_the_file_count_exactly(tmp_path):
     path = tmp_path / "db-ratelimit"
     SharedCounters(path).close()
-    children = [subprocess.Popen([sys.executable, "-c", HITTER, str(path), "3000"],
-                                 cwd=os.getcwd()) for _ in range(3)]
+    children = [
+        subprocess.Popen([sys.executable, "-c", HITTER, str(path), "3000"], cwd=os.getcwd())
+        for _ in range(3)
+    ]
     assert [child.wait(60) for child in children] == [0, 0, 0]
     counters = SharedCounters(path)
     assert [await counters.count(f"ws-{i}", T0) for i in range(3)] == [3000, 3000, 3000]
@@ -98,9 +100,15 @@ async def test_a_lock_held_too_long_elsewhere_is_busy_not_a_wait(tmp_path, monke
     path = tmp_path / "db-ratelimit"
     counters = SharedCounters(path)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR);"
-         " fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(30)",
-         str(path)], stdout=subprocess.PIPE)
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR);"
+            " fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(30)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+    )
     try:
         assert holder.stdout.readline().strip() == b"held"
         ticks = 0
@@ -128,6 +136,7 @@ def _count_in_child(counters: SharedCounters, hits: int) -> None:
     async def run():
         for _ in range(hits):
             await counters.hit("ws-f", T0, T0 + 2 * MINUTE)
+
     asyncio.run(run())
 
 
@@ -138,9 +147,10 @@ async def test_a_forked_child_takes_its_own_lock(tmp_path):
 
     counters = SharedCounters(tmp_path / "db-ratelimit")
     await counters.hit("ws-f", T0, T0 + 2 * MINUTE)
-    children = [multiprocessing.get_context("fork").Process(target=_count_in_child,
-                                                             args=(counters, 3000))
-                for _ in range(2)]
+    children = [
+        multiprocessing.get_context("fork").Process(target=_count_in_child, args=(counters, 3000))
+        for _ in range(2)
+    ]
     for child in children:
         child.start()
     for _ in range(3000):

@@ -10,8 +10,17 @@ from store.activities import activity_document, derived_id, list_added_activity
 
 def notes(workspace_id, prospect_id, count):
     base = dt.datetime(2026, 1, 1)
-    return [activity_document(workspace_id, prospect_id, "note", base + dt.timedelta(minutes=i),
-                              f"n{i}", {"text": f"n{i}"}) for i in range(count)]
+    return [
+        activity_document(
+            workspace_id,
+            prospect_id,
+            "note",
+            base + dt.timedelta(minutes=i),
+            f"n{i}",
+            {"text": f"n{i}"},
+        )
+        for i in range(count)
+    ]
 
 
 async def test_timeline_batches_are_bounded_ordered_and_scoped(store):

@@ -233,8 +233,11 @@ async def test_missing_recordings(provider, ref) -> None:
 
 @pytest.mark.parametrize(
     "kind, status, content_type",
-    [("500", 500, "application/json"), ("404", 404, "application/json"),
-     ("html200", 200, "text/html")],
+    [
+        ("500", 500, "application/json"),
+        ("404", 404, "application/json"),
+        ("html200", 200, "text/html"),
+    ],
 )
 async def test_error_faults(provider, kind, status, content_type) -> None:
     provider.faults.set(kind)

@@ -35,8 +35,14 @@ def virtual_bytes(recording: Recording, start: int, end: int) -> bytes:
 def assert_clean(exc: BaseException, provider) -> None:
     """An error message never names the provider's host, port, path or credentials."""
     text = f"{exc!s} {exc!r} {exc.__cause__!r} {exc.__context__!r}"
-    for secret in (provider.state.account_id, provider.state.auth_token, provider.host,
-                   str(provider.port), "/2010-04-01", "Recordings"):
+    for secret in (
+        provider.state.account_id,
+        provider.state.auth_token,
+        provider.host,
+        str(provider.port),
+        "/2010-04-01",
+        "Recordings",
+    ):
         assert secret not in text
 
 
@@ -265,19 +271,47 @@ AUDIO = "HTTP/1.1 200 OK\nContent-Type: audio/mpeg\n"
     "script, range_header",
     [
         # A 206 nobody asked for, or one that disagrees with itself.
-        (answer("HTTP/1.1 206 Partial\nContent-Type: audio/mpeg\nContent-Range: bytes 0-9/100\n"
-                "Content-Length: 10\n", b"x" * 10), None),
-        (answer("HTTP/1.1 206 Partial\nContent-Type: audio/mpeg\nContent-Length: 10\n",
-                b"x" * 10), "bytes=0-9"),
-        (answer("HTTP/1.1 206 Partial\nContent-Type: audio/mpeg\nContent-Range: bytes 0-9/100\n"
-                "Content-Length: 11\n", b"x" * 11), "bytes=0-9"),
-        (answer("HTTP/1.1 206 Partial\nContent-Type: audio/mpeg\nContent-Range: bytes 0-100/100\n"
-                "Content-Length: 101\n", b"x" * 101), "bytes=0-"),
-        (answer("HTTP/1.1 200 OK\nContent-Type: application/octet-stream\nContent-Length: 1\n",
-                b"x"), None),
+        (
+            answer(
+                "HTTP/1.1 206 Partial\nContent-Type: audio/mpeg\nContent-Range: bytes 0-9/100\n"
+                "Content-Length: 10\n",
+                b"x" * 10,
+            ),
+            None,
+        ),
+        (
+            answer(
+                "HTTP/1.1 206 Partial\nContent-Type: audio/mpeg\nContent-Length: 10\n", b"x" * 10
+            ),
+            "bytes=0-9",
+        ),
+        (
+            answer(
+                "HTTP/1.1 206 Partial\nContent-Type: audio/mpeg\nContent-Range: bytes 0-9/100\n"
+                "Content-Length: 11\n",
+                b"x" * 11,
+            ),
+            "bytes=0-9",
+        ),
+        (
+            answer(
+                "HTTP/1.1 206 Partial\nContent-Type: audio/mpeg\nContent-Range: bytes 0-100/100\n"
+                "Content-Length: 101\n",
+                b"x" * 101,
+            ),
+            "bytes=0-",
+        ),
+        (
+            answer(
+                "HTTP/1.1 200 OK\nContent-Type: application/octet-stream\nContent-Length: 1\n", b"x"
+            ),
+            None,
+        ),
         (answer("HTTP/1.1 200 OK\nContent-Type: audio/mpeg\nContent-Length: nine\n"), None),
-        (answer("HTTP/1.1 301 Moved\nLocation: http://elsewhere.example/\nContent-Length: 0\n"),
-         None),
+        (
+            answer("HTTP/1.1 301 Moved\nLocation: http://elsewhere.example/\nContent-Length: 0\n"),
+            None,
+        ),
         (answer("garbage\n"), None),
         (answer("", reset=True), None),
     ],

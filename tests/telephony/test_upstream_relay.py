@@ -30,8 +30,14 @@ class CountingServer:
     async def start(self) -> UpstreamClient:
         self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
         port = self.server.sockets[0].getsockname()[1]
-        return UpstreamClient(f"http://127.0.0.1:{port}", "AC1", "tok", header_timeout=0.5,
-                              idle_timeout=0.3, buffer_bytes=256 * 1024)
+        return UpstreamClient(
+            f"http://127.0.0.1:{port}",
+            "AC1",
+            "tok",
+            header_timeout=0.5,
+            idle_timeout=0.3,
+            buffer_bytes=256 * 1024,
+        )
 
     async def handle(self, reader, writer) -> None:
         self.connections += 1
@@ -39,8 +45,10 @@ class CountingServer:
         try:
             while self.close_after is None or answered < self.close_after:
                 await reader.readuntil(b"\r\n\r\n")
-                head = (f"HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\n"
-                        f"Content-Length: {len(self.body)}\r\n\r\n").encode()
+                head = (
+                    f"HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\n"
+                    f"Content-Length: {len(self.body)}\r\n\r\n"
+                ).encode()
                 if self.pause_after:
                     writer.write(head + self.body[: self.pause_after])
                     await writer.drain()
@@ -118,8 +126,9 @@ async def test_borrowed_pieces_are_the_body_in_order(provider, upstream) -> None
 
 
 @pytest.mark.skipif(not upstream_module.SPLICE, reason="splice(2) is Linux-only")
-@pytest.mark.parametrize("header, start, end", [(None, 0, 6_999_999),
-                                                ("bytes=1234567-5678900", 1234567, 5678900)])
+@pytest.mark.parametrize(
+    "header, start, end", [(None, 0, 6_999_999), ("bytes=1234567-5678900", 1234567, 5678900)]
+)
 async def test_splice_moves_the_exact_bytes(provider, upstream, header, start, end) -> None:
     ref = make_ref("spliced")
     recording = provider.library.add(ref, 7_000_000)

@@ -278,8 +278,9 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
         read_call(call)
     assert not isinstance(page.total, Unset) and page.calls
     assert page.has_more == (page.total > len(page.calls)) and isinstance(page.next_cursor, str)
-    following = expect("listCalls", list_calls.sync_detailed(client=api, cursor=page.next_cursor),
-                       200)
+    following = expect(
+        "listCalls", list_calls.sync_detailed(client=api, cursor=page.next_cursor), 200
+    )
     for call in following.calls:
         read_call(call)
     assert isinstance(following.total, Unset) and isinstance(following.page, Unset)
@@ -342,7 +343,7 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
     dials = read_metrics(report.totals)
     assert sum(read_metrics(day) for day in report.by_day) == dials
     assert sum(read_metrics(row) for row in report.by_user) == dials
-    assert [day.date for day in report.by_day][0] == first and report.by_day[-1].date == last
+    assert next(day.date for day in report.by_day) == first and report.by_day[-1].date == last
     assert all(day.starts_at < day.ends_at for day in report.by_day)
     assert all(isinstance(row.user_id, uuid.UUID) for row in report.by_user)
     expect_head(
