@@ -17,7 +17,12 @@ setup(
     },
     include_package_data=True,
     install_requires=[
-        "tornado>=6.5.6",
+        # 6.5.6 fixes request smuggling; below 7 because the service relies on Tornado
+        # internals that a major release may change: HTTPServerRequest._parse_body
+        # (handlers/base.py), HTTP1Connection._expected_content_remaining
+        # (handlers/recordings.py), IOStream._total_write_done_index (handlers/streams.py) and
+        # the HTTP1ServerConnection delegate interface wrapped by server/gate.py.
+        "tornado>=6.5.6,<7",
         "motor>=3.6,<4",
         # The wire test tier's mongo-java-server 1.47 speaks wire version 8 (MongoDB 4.2); pymongo
         # 4.18 and later require wire version 9 (MongoDB 4.4).
@@ -32,7 +37,6 @@ setup(
         # IANA time zones for dialer metrics even where the OS has no tz database.
         "tzdata>=2024.1",
         "lameenc>=1.7",
-        "limits>=4",
     ],
     extras_require={
         "test": [
