@@ -193,7 +193,7 @@ def to_row(doc: dict) -> dict:
 def to_doc(row: sqlite3.Row) -> dict:
     """A row as a document (the MongoDB document shape)."""
     doc = {}
-    for name in row:
+    for name in row.keys():  # noqa: SIM118 - iterating a sqlite3.Row gives its values
         if name in DERIVED:
             continue
         value = row[name]
