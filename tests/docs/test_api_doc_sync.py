@@ -1,4 +1,4 @@
-"""The README's "Syncing" example, run exactly as printed against a demo that keeps taking
+"""The "Syncing" example of docs/api.md, run exactly as printed against a demo that keeps taking
 writes: after it stops, its copy holds every call the API settled before its last poll, each
 with its current content, so the example can never go stale."""
 
@@ -6,20 +6,17 @@ import contextlib
 import datetime as dt
 import io
 import json
-import re
 import urllib.request
-from pathlib import Path
+from typing import Any
 
+from tests.docs.markdown import code_blocks, read, section
 from tests.helpers import running_demo
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 SETTLE = 1  # --sync-settle-seconds of the demo below
 
 
 def syncing_example() -> str:
-    text = README.read_text()
-    section = text.split("\n### Syncing\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    blocks = code_blocks(section(read("docs/api.md"), "## Syncing"), "python")
     assert len(blocks) == 1, "the Syncing section has one Python example"
     return blocks[0]
 
@@ -28,10 +25,11 @@ def instant(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def all_calls(base: str, key: str) -> dict:
+def all_calls(base: str, key: str) -> dict[str, dict]:
     """Every call by page number, newest first: arrivals meanwhile only push records down the
     order (never up), so this may see one twice but never misses one that existed before."""
-    calls, page = {}, 1
+    calls: dict[str, dict] = {}
+    page = 1
     while True:
         request = urllib.request.Request(
             f"{base}/calls?page={page}&pageSize=100", headers={"Authorization": f"Bearer {key}"}
@@ -44,7 +42,7 @@ def all_calls(base: str, key: str) -> dict:
         page += 1
 
 
-def test_the_readme_sync_loop_runs_as_printed_and_misses_nothing(tmp_path, monkeypatch):
+def test_the_documented_sync_loop_runs_as_printed_and_misses_nothing(tmp_path, monkeypatch):
     code = syncing_example()
     assert "sort" in code and "nextCursor" in code and "Retry-After" in code
     with running_demo(
@@ -63,9 +61,10 @@ def test_the_readme_sync_loop_runs_as_printed_and_misses_nothing(tmp_path, monke
         (tmp_path / "demo-keys.json").write_text(json.dumps(keys))
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv("SYNC_POLLS", "3")
-        output, namespace = io.StringIO(), {"__name__": "readme_example"}
+        output = io.StringIO()
+        namespace: dict[str, Any] = {"__name__": "documented_example"}
         with contextlib.redirect_stdout(output):
-            exec(compile(code, "README.md#syncing", "exec"), namespace)
+            exec(compile(code, "docs/api.md#syncing", "exec"), namespace)
         stopped = dt.datetime.now(dt.UTC)
         namespace["client"].close()
         base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
