@@ -8,7 +8,7 @@ setup(
     description="Self-hosted HTTP API over a dialer workspace's calling data",
     python_requires=">=3.11",
     packages=find_packages(
-        include=["server", "handlers", "store", "console", "schemas", "telephony"]
+        include=["server", "handlers", "store", "console", "schemas", "telephony", "demo"]
     ),
     package_data={
         "schemas": ["*.json", "*/*.json"],
