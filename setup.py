@@ -7,8 +7,13 @@ setup(
     version="0.1.0",
     description="Self-hosted HTTP API over a dialer workspace's calling data",
     python_requires=">=3.11",
+    # Each room with its subpackages (store.sqlite, store.mongo): `include` matches names exactly.
     packages=find_packages(
-        include=["server", "handlers", "store", "console", "schemas", "telephony"]
+        include=[
+            f"{room}{sub}"
+            for room in ("server", "handlers", "store", "console", "schemas", "telephony", "demo")
+            for sub in ("", ".*")
+        ]
     ),
     package_data={
         "schemas": ["*.json", "*/*.json"],

@@ -1,5 +1,5 @@
-"""JSON encoders measured on the API's real pages (issue 17): which one `handlers/jsonio.py`
-should use. Seeds the embedded store as the bench server does, takes a /users page, a /calls
+"""JSON encoders measured on the API's real pages: which one `handlers/jsonio.py` should
+use. Seeds the embedded store as the bench server does, takes a /users page, a /calls
 page of 100 and a batch of 500 prospect activities as the store returns them, and times each
 candidate encoder on each page (best of several repeats, in alternating order). Every
 candidate must produce exactly the bytes of the current encoder, or it is reported as WRONG.
@@ -22,7 +22,7 @@ from store.paging import Window
 
 
 def strftime_stamp(value: dt.datetime) -> str:
-    """The encoder before issue 17: strftime per field."""
+    """The standard library encoder with strftime per timestamp (what jsonio.py replaced)."""
     if value.tzinfo is not None:
         value = value.astimezone(dt.UTC).replace(tzinfo=None)
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"

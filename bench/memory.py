@@ -8,8 +8,6 @@ import time
 
 import psutil
 
-MB = 1024 * 1024
-
 
 class RSSSampler:
     """Samples a process's RSS; `peak` is the highest sample since `start`."""

@@ -21,8 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.common import HOST, MB, upload_body
 from bench.httpload import download, run_load
-from bench.run import HOST, MB, Bench, Settings, api_get, upload_body
+from bench.run import Bench, Settings, api_get
 
 TARGETS = ("users", "calls", "contacts", "activities", "recording")
 

@@ -1,4 +1,4 @@
-"""What one rate-limit decision costs, per scheme (issue 17): is there a cheaper exact one?
+"""What one rate-limit decision costs, per scheme: is there a cheaper exact one?
 
 Times `RateLimiter.hit` around each kind of counter, each exact across processes unless said:
 

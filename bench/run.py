@@ -1,10 +1,22 @@
-"""`make bench`: runs every benchmark of issues 7 and 17 and prints one table of ratios.
+"""`python -m bench` (`make bench`): the API's hot paths, each measured against a baseline in
+the same run, printed as one table of ratios with targets.
+
+- P1a-P1c the recording relay against nginx relaying the same provider: throughput, relay CPU
+  per GiB, and a 1 MiB seek's time to first byte over the provider's own.
+- P2 the API's RSS while a 500 MB recording streams to a slow and a fast client.
+- P3 GET /calls?pageSize=100 and P4 GET /users: requests per second against a bare handler
+  doing the same store work in the same process.
+- P5a, P5b contact uploads of 10 and 100 contacts: database round trips per request against
+  an upload of 1 (they must not grow with the upload).
+- P6 the API's RSS while a 100,000-activity timeline streams.
+- S1-S3 streamed responses under abuse (bench/streams.py): stalled readers, concurrent
+  timelines.
 
 The processes taking part: the API under test (`bench.server`, with the bare comparison
 handlers on a second port), the simulated provider (`bench.provider_proc`), for P1 two nginx
 relays of the same provider (`bench.nginx`, installed from Debian when missing), and this one,
-which generates the load on loopback and samples the API's RSS. Each figure is measured against its
-baseline in the same run, interleaved round by round (A B B A ...), and reported as a ratio.
+which generates the load on loopback and samples the API's RSS. Each figure is measured
+against its baseline in the same run, interleaved round by round (A B B A ...).
 
     python -m bench [--quick] [--only P1,P4] [--json results.json]
 """
@@ -31,13 +43,34 @@ from pathlib import Path
 import psutil
 
 from bench import nginx
+from bench.common import HOST, MB, Row, ms, percentile, table, upload_body, verdict
 from bench.httpload import download, request_bytes, run_load
-from bench.memory import MB, RSSSampler
+from bench.memory import RSSSampler
 from bench.processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
-ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "S1", "S2", "S3")
+# The figures `--only` selects, in the order they are printed, and the rows each reports.
+FIGURES = {
+    "P1": ("P1a", "P1b", "P1c"),
+    "P2": ("P2",),
+    "P3": ("P3",),
+    "P4": ("P4",),
+    "P5": ("P5a", "P5b"),
+    "P6": ("P6",),
+    "S1": ("S1",),
+    "S2": ("S2",),
+    "S3": ("S3",),
+}
+ROW_IDS = tuple(row_id for rows in FIGURES.values() for row_id in rows)
+COLUMNS = (
+    ("id", "id"),
+    ("what", "what"),
+    ("measured", "measured"),
+    ("baseline (same run)", "baseline"),
+    ("ratio / growth", "ratio"),
+    ("target", "target"),
+    ("result", "result"),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,18 +114,6 @@ QUICK = Settings(
     activities=2000,
     p6_runs=1,
 )
-
-
-@dataclasses.dataclass
-class Row:
-    id: str
-    what: str
-    measured: str
-    baseline: str
-    ratio: str
-    target: str
-    result: str  # PASS, MISS, or a reason it did not run
-    data: dict = dataclasses.field(default_factory=dict)
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -177,7 +198,11 @@ class Bench:
             )
         return self.provider
 
-    def start_server(self, name: str, *args: str, provider: bool = False) -> Process:
+    def start_server(
+        self, name: str, *args: str, provider: bool = False, module: str = "bench.server"
+    ) -> Process:
+        """A server process (`module`: bench.server, or bench.streams for S1-S3), stopped with
+        the others; with `provider`, pointed at the simulated provider."""
         extra = []
         if provider:
             port = self.start_provider().info["port"]
@@ -189,7 +214,7 @@ class Bench:
                 "--provider-token",
                 self.token,
             ]
-        return self.spawn("bench.server", [*args, *extra], name)
+        return self.spawn(module, [*args, *extra], name)
 
     def spawn(self, module: str, args: list[str], name: str) -> Process:
         process = Process(module, args, self.workdir / f"{name}.log")
@@ -215,22 +240,6 @@ async def dbops(server: Process) -> dict:
 
 
 # --- statistics ------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
 
 
 @dataclasses.dataclass
@@ -307,11 +316,11 @@ def throughput_row(row_id: str, what: str, api: Side, bare: Side, target: float)
         row_id,
         what,
         "API " + api.describe(),
-        "bare " + bare.describe(),
-        f"{ratio:.2f}",
         f">= {target:g}",
         result,
-        {
+        baseline="bare " + bare.describe(),
+        ratio=f"{ratio:.2f}",
+        data={
             "api": api.summary(),
             "bare": bare.summary(),
             "ratio": round(ratio, 3),
@@ -369,22 +378,6 @@ async def bench_p3(bench: Bench, server: Process) -> list[Row]:
     )
 
 
-def upload_body(start: int, count: int, run: str) -> bytes:
-    contacts = []
-    for n in range(start, start + count):
-        contacts.append(
-            {
-                "firstName": f"Bench{n}",
-                "lastName": "Upload",
-                "email": f"contact{n}@{run}.bench.example",
-                "phoneNumber": f"+1212{n % 10_000_000:07d}",
-                "companyName": "Bench Corp",
-                "jobTitle": "Tester",
-            }
-        )
-    return json.dumps({"contacts": contacts}).encode()
-
-
 async def bench_p5(bench: Bench, server: Process) -> list[Row]:
     s = bench.settings
     info = server.info
@@ -439,22 +432,22 @@ async def bench_p5(bench: Bench, server: Process) -> list[Row]:
     base_size = s.upload_sizes[0]
     base_rt, base_p50 = figures(base_size)
     rows = []
-    for size in s.upload_sizes[1:]:
+    for row_id, size in zip(FIGURES["P5"], s.upload_sizes[1:], strict=True):
         rt, p50 = figures(size)
         errors = stats[size]["errors"] + stats[base_size]["errors"]
         ok = rt <= base_rt + 0.01
         rows.append(
             Row(
-                "P5",
+                row_id,
                 f"POST /lists/{{id}}/contacts, {size} contacts: round trips, latency",
                 f"{rt:.2f} round trips/req, p50 {ms(p50)}",
-                f"{base_size} contact: {base_rt:.2f} round trips/req, p50 {ms(base_p50)}",
-                f"round trips x{rt / base_rt:.2f}, latency x{p50 / base_p50:.1f}"
-                if base_rt
-                else "-",
                 "round trips do not grow",
                 verdict(ok) if not errors else f"ERRORS ({errors})",
-                {
+                baseline=f"{base_size} contact: {base_rt:.2f} round trips/req, p50 {ms(base_p50)}",
+                ratio=f"round trips x{rt / base_rt:.2f}, latency x{p50 / base_p50:.1f}"
+                if base_rt
+                else "-",
+                data={
                     "size": size,
                     "round_trips": rt,
                     "p50_ms": p50 * 1000,
@@ -606,10 +599,10 @@ async def _p1_measure(
     what = f"recording relay, {s.p1_bytes // MB} MB"
     if peer is None:
         rows.append(
-            not_run("P1", what + ": throughput vs nginx 256 KiB", ">= 1.0", f"NOT RUN: {why}")
+            not_run("P1a", what + ": throughput vs nginx 256 KiB", ">= 1.0", f"NOT RUN: {why}")
         )
         rows.append(
-            not_run("P1", what + ": relay CPU vs nginx 256 KiB", "<= 1.2", f"NOT RUN: {why}")
+            not_run("P1b", what + ": relay CPU vs nginx 256 KiB", "<= 1.2", f"NOT RUN: {why}")
         )
     else:
         # The median of the per-round ratios (each pair ran back to back), as P3 and P4 do:
@@ -623,15 +616,15 @@ async def _p1_measure(
         )
         rows.append(
             Row(
-                "P1",
+                "P1a",
                 what + ": throughput",
                 f"API {api['mb_s']:,.0f} MB/s ({api['ratio_to_direct']:.2f} of direct "
                 f"{direct['mb_s']:,.0f})",
-                f"nginx 256 KiB {peer['mb_s']:,.0f} MB/s",
-                f"{ratio:.2f}",
                 ">= 1.0",
                 errors or verdict(ratio >= 1.0),
-                data,
+                baseline=f"nginx 256 KiB {peer['mb_s']:,.0f} MB/s",
+                ratio=f"{ratio:.2f}",
+                data=data,
             )
         )
         # (psutil's CPU times tick in 10 ms: a --quick transfer can measure 0)
@@ -642,27 +635,27 @@ async def _p1_measure(
         )
         rows.append(
             Row(
-                "P1",
+                "P1b",
                 what + ": relay CPU per GiB",
                 f"API {api['relay_cpu_s_per_gib']:.2f} s/GiB",
-                f"nginx 256 KiB {peer['relay_cpu_s_per_gib']:.2f} s/GiB",
-                f"{cpu_ratio:.2f}",
                 "<= 1.2",
                 errors or verdict(cpu_ratio <= 1.2),
-                {"cpu_ratio": round(cpu_ratio, 3)},
+                baseline=f"nginx 256 KiB {peer['relay_cpu_s_per_gib']:.2f} s/GiB",
+                ratio=f"{cpu_ratio:.2f}",
+                data={"cpu_ratio": round(cpu_ratio, 3)},
             )
         )
     extra = api["seek_ttfb_ms"] - direct["seek_ttfb_ms"]
     rows.append(
         Row(
-            "P1",
+            "P1c",
             "1 MiB seek: time to first byte",
             f"API {api['seek_ttfb_ms']:.2f} ms (store lookup alone {med(lookup) * 1000:.2f} ms)",
-            f"direct {direct['seek_ttfb_ms']:.2f} ms",
-            f"+{extra:.2f} ms",
             "<= +2 ms",
             errors or verdict(extra <= 2.0),
-            {"extra_ms": round(extra, 3)},
+            baseline=f"direct {direct['seek_ttfb_ms']:.2f} ms",
+            ratio=f"+{extra:.2f} ms",
+            data={"extra_ms": round(extra, 3)},
         )
     )
     return rows
@@ -720,11 +713,11 @@ async def bench_p2(bench: Bench, server: Process) -> list[Row]:
             "P2",
             f"API peak RSS, {s.p2_bytes // MB} MB recording, slow + fast client",
             measured,
-            f"at rest {rest / MB:.0f} MB",
-            f"+{growth:.1f} MB",
             "< 64 MB",
             verdict(growth < 64) if not problems else "ERRORS: " + "; ".join(problems),
-            {
+            baseline=f"at rest {rest / MB:.0f} MB",
+            ratio=f"+{growth:.1f} MB",
+            data={
                 "rest_mb": rest / MB,
                 "peak_mb": peak / MB,
                 "growth_mb": growth,
@@ -763,11 +756,11 @@ async def bench_p6(bench: Bench, server: Process) -> list[Row]:
             "P6",
             f"GET /prospect-activities, {s.activities:,} activities",
             f"TTFB {ms(ttfb)}, total {ms(total)} ({size:.0f} MB), peak +{growth:.1f} MB",
-            f"at rest {rest / MB:.0f} MB",
-            f"+{growth:.1f} MB",
             "< 100 MB",
             verdict(growth < 100) if not problems else "ERRORS: " + "; ".join(problems),
-            {
+            baseline=f"at rest {rest / MB:.0f} MB",
+            ratio=f"+{growth:.1f} MB",
+            data={
                 "ttfb_s": [r.ttfb for r in runs],
                 "total_s": [r.total for r in runs],
                 "body_mb": size,
@@ -800,7 +793,7 @@ def count_activities(body: bytes) -> int | None:
 
 
 def not_run(row_id: str, what: str, target: str, why: str) -> Row:
-    return Row(row_id, what, "-", "-", "-", target, why)
+    return Row(row_id, what, "-", target, why)
 
 
 async def run_all(
@@ -842,8 +835,9 @@ async def run_all(
                     await bench_p1(bench, main)
                     if features["recording"]
                     else [
-                        not_run(
-                            "P1", "recording relay", ">= 1.0", "NOT RUN: no recording endpoint yet"
+                        not_run(row_id, "recording relay", target, "NOT RUN: no recording endpoint")
+                        for row_id, target in zip(
+                            FIGURES["P1"], (">= 1.0", "<= 1.2", "<= +2 ms"), strict=True
                         )
                     ]
                 )
@@ -889,12 +883,12 @@ async def run_all(
         if only & {"S1", "S2", "S3"}:  # stalled readers, long timelines (bench/streams.py)
             from bench import streams
 
-            rows += await streams.run_rows(bench, only, Row, settings == QUICK)
+            rows += await streams.run_rows(bench, only, settings == QUICK)
     finally:
         bench.stop_all()
     if details is not None and bench.p1_detail:
         details["P1"] = bench.p1_detail
-    order = {row_id: i for i, row_id in enumerate(ALL)}
+    order = {row_id: i for i, row_id in enumerate(ROW_IDS)}
     return sorted(rows, key=lambda r: order[r.id])
 
 
@@ -918,28 +912,36 @@ def probe_features() -> dict:
     return _FEATURES
 
 
-def table(rows: list[Row]) -> str:
-    head = ("id", "what", "measured", "baseline (same run)", "ratio / growth", "target", "result")
-    cells = [head] + [
-        (r.id, r.what, r.measured, r.baseline, r.ratio, r.target, r.result) for r in rows
-    ]
-    lines = ["| " + " | ".join(row) + " |" for row in cells]
-    lines.insert(1, "|" + "|".join("---" for _ in head) + "|")
-    return "\n".join(lines)
+def figures_of(ids: str) -> set[str]:
+    """The figures that comma-separated figure or row ids name (P1b names P1); unknown ids
+    raise ValueError."""
+    figure_of = {row_id.upper(): figure for figure, rows in FIGURES.items() for row_id in rows}
+    figure_of.update((figure, figure) for figure in FIGURES)
+    names = [x.strip().upper() for x in ids.split(",") if x.strip()]
+    unknown = sorted(name for name in names if name not in figure_of)
+    if unknown:
+        raise ValueError(f"unknown ids: {', '.join(unknown)}")
+    return {figure_of[name] for name in names}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__.rpartition("\n\n    python -m bench")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes and durations (smoke)")
-    parser.add_argument("--only", help="comma-separated ids, e.g. P4,P5 (default: all)")
+    parser.add_argument(
+        "--only", help="comma-separated figures or rows, e.g. P4,P5 or P1c (default: all)"
+    )
     parser.add_argument("--json", help="also write the rows with their raw figures here")
     parser.add_argument("--keep-logs", action="store_true", help="keep the servers' logs")
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else Settings()
-    only = set(ALL) if not args.only else {x.strip().upper() for x in args.only.split(",")}
-    unknown = only - set(ALL)
-    if unknown:
-        parser.error(f"unknown ids: {', '.join(sorted(unknown))}")
+    try:
+        only = figures_of(args.only) if args.only else set(FIGURES)
+    except ValueError as exc:
+        parser.error(str(exc))
     workdir = Path(tempfile.mkdtemp(prefix="wsapi-bench-"))
     started = time.monotonic()
     load_before = os.getloadavg()
@@ -952,12 +954,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"logs: {workdir}", file=sys.stderr)
     elapsed = time.monotonic() - started
-    print(table(rows))
+    print(table(rows, COLUMNS))
     if "P1" in details:
         print("\nP1, every path side by side (medians):\n" + p1_table(details["P1"]))
     load = f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after"
     print(
-        f"\n{len(rows)} figures in {elapsed:.0f} s on {os.cpu_count()} CPUs ({load})"
+        f"\n{len(rows)} rows in {elapsed:.0f} s on {os.cpu_count()} CPUs ({load})"
         f"{' (quick mode: sizes too small to mean anything)' if args.quick else ''}"
     )
     if args.json:

@@ -1,23 +1,25 @@
 """`python -m bench.scale`: the API on the embedded SQLite store with 1,000,000 calls in one
-workspace (issue 11's performance targets, and issue 12's deep-page row), side by side.
+workspace: whether its pages, metrics, lookups and uploads stay fast and its memory flat at
+that size, each figure side by side with its baseline.
 
 Every figure is measured in this one run against real `workspace-api serve` processes on
 loopback (MONGODB_URI unset, WSAPI_SQLITE_PATH the data file, a rate limit too high to
 matter), and printed as one table with its target and PASS/MISS:
 
-- S1 GET /v1/calls?pageSize=100, 16 keep-alive clients, interleaved rounds: the API against a
+- L1 GET /v1/calls?pageSize=100, 16 keep-alive clients, interleaved rounds: the API against a
   bare Tornado handler (own process) serving the very bytes the API answered: ratio >= 0.2;
-  S2 the API's p99 in those rounds < 25 ms.
-- S3 page 1 at 1M calls over page 1 at 10k calls (a second file): <= 2. S4 (information) a
+  L2 the API's p99 in those rounds < 25 ms.
+- L3 page 1 at 1M calls over page 1 at 10k calls (a second file): <= 2. L4 (information) a
   filtered total (?direction=inbound page 1 counts its matches).
-- S5 dialer metrics over the 90 days of calls: < 1 s; S6 /healthz while it runs: < 50 ms.
-- S7 a recording's reference (`store.calls.recording_ref`, in-process on the 1M file, random
+- L5 dialer metrics over the 90 days of calls: < 1 s; L6 /healthz while it runs: < 50 ms.
+- L7 a recording's reference (`store.calls.recording_ref`, in-process on the 1M file, random
   calls): < 2 ms.
-- S8 100 new contacts into a workspace of 100,000 prospects: p50 < 100 ms; S9 the last 5 of
+- L8 100 new contacts into a workspace of 100,000 prospects: p50 < 100 ms; L9 the last 5 of
   40 uploads over the first 5: <= 1.5 (no growth with the uploads already made).
-- S10 the API's RSS after all the above with 1M calls: < 200 MB.
-- S11/S12 (issue 12) page 1 vs a page 100,000 records deep, by page number (page=1001) and by
-  cursor (the nextCursor of page 1000): the cursor's ratio <= 1.5; page numbers informative.
+- L10 the API's RSS after all the above with 1M calls: < 200 MB.
+- L11/L12 page 1 vs a page 100,000 records deep, by page number (page=1001) and by cursor
+  (the nextCursor of page 1000): the cursor's ratio <= 1.5 (a sync client walks every page);
+  page numbers informative.
 
 The data files are seeded once (a few minutes for 1M calls) and cached in bench/.data/
 (bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look).
@@ -42,6 +44,7 @@ from pathlib import Path
 
 import psutil
 
+from bench.common import HOST, MB, Row, ms, percentile, table, upload_body, verdict
 from bench.httpload import download, request_bytes, run_load
 from bench.processes import stop_process
 from bench.scale_data import (
@@ -52,31 +55,16 @@ from bench.scale_data import (
     working_copy,
 )
 
-HOST = "127.0.0.1"
-MB = 1024 * 1024
 REPO = Path(__file__).resolve().parent.parent
-
-
-@dataclasses.dataclass
-class Row:
-    figure: str
-    what: str
-    value: str
-    target: str
-    result: str
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms"
+# Every row this benchmark reports, in the order it prints them (bench/common.py: the ids).
+ROW_IDS = ("L1", "L2", "L3", "L4", "L11", "L12", "L5", "L6", "L7", "L8", "L9", "L10")
+COLUMNS = (
+    ("id", "id"),
+    ("figure", "what"),
+    ("measured", "measured"),
+    ("target", "target"),
+    ("result", "result"),
+)
 
 
 def free_port() -> int:
@@ -224,15 +212,15 @@ async def bench_throughput(args, big: Api, workdir: Path) -> list[Row]:
     )
     return [
         Row(
-            "S1",
+            "L1",
             f"GET /calls?pageSize=100, 16 clients ({args.calls:,} calls)",
             api_text,
             ">= 0.2",
             verdict(ratio >= 0.2) if not errors else f"ERRORS ({errors})",
         ),
         Row(
-            "S2",
-            "  API latency in those rounds",
+            "L2",
+            "API latency in those rounds",
             f"p50 {ms(percentile(latencies['api'], 0.5))}, p99 {ms(p99)} "
             f"(bare p99 {ms(percentile(latencies['bare'], 0.99))})",
             "p99 < 25 ms",
@@ -256,15 +244,15 @@ async def bench_page_one(args, big: Api, small: Api) -> list[Row]:
     ratio = big_p50 / small_p50
     return [
         Row(
-            "S3",
+            "L3",
             f"page 1 at {args.calls:,} calls / page 1 at {SMALL_CALLS:,}",
             f"{ms(big_p50)} / {ms(small_p50)} = {ratio:.2f}",
             "<= 2",
             verdict(ratio <= 2),
         ),
         Row(
-            "S4",
-            f"  (info) filtered page 1 ?direction=inbound (counts; {args.calls:,})",
+            "L4",
+            f"(info) filtered page 1 ?direction=inbound (counts; {args.calls:,})",
             f"p50 {ms(statistics.median(times_filtered))}, "
             f"p99 {ms(percentile(times_filtered, 0.99))}",
             "reported",
@@ -300,21 +288,21 @@ async def bench_metrics(args, big: Api) -> list[Row]:
         durations.append(answer.total)
         if answer.status != 200:  # 503: the query outlasted db_timeout_seconds
             statuses.append(f"{answer.status} after {answer.total:.1f} s")
-    worst = max(health_times) if health_times else float("nan")
+    worst = percentile(health_times, 1.0)  # nan when no probe ran wholly during a query
     p50 = statistics.median(durations)
     failed = f"; {', '.join(statuses)}" if statuses else ""
     return [
         Row(
-            "S5",
+            "L5",
             "GET /reporting/dialer-metrics, 90 days",
             f"p50 {ms(p50)} (runs: {', '.join(f'{d * 1000:.0f}' for d in durations)} ms{failed})",
             "< 1 s",
             verdict(p50 < 1 and not statuses),
         ),
         Row(
-            "S6",
-            "  /healthz while that query runs",
-            f"max {ms(worst)}, p50 {ms(statistics.median(health_times))} "
+            "L6",
+            "/healthz while that query runs",
+            f"max {ms(worst)}, p50 {ms(percentile(health_times, 0.5))} "
             f"({len(health_times)} probes; idle: max {ms(max(idle))}, p50 "
             f"{ms(statistics.median(idle))})",
             "< 50 ms",
@@ -356,29 +344,13 @@ async def bench_recording(args, path: Path, marker: dict) -> list[Row]:
     p50, p99 = percentile(times, 0.5), percentile(times, 0.99)
     return [
         Row(
-            "S7",
+            "L7",
             f"recording lookup before the first byte ({len(times)} random calls)",
             f"p50 {ms(p50)}, p99 {ms(p99)}",
             "< 2 ms",
             verdict(p50 < 0.002),
         )
     ]
-
-
-def upload_body(start: int, count: int, run: str) -> bytes:
-    contacts = []
-    for n in range(start, start + count):
-        contacts.append(
-            {
-                "firstName": f"Scale{n}",
-                "lastName": "Upload",
-                "email": f"contact{n}@{run}.scale.example",
-                "phoneNumber": f"+1646{n % 10_000_000:07d}",
-                "companyName": "Scale Corp",
-                "jobTitle": "Tester",
-            }
-        )
-    return json.dumps({"contacts": contacts}).encode()
 
 
 async def bench_uploads(args, small: Api) -> list[Row]:
@@ -401,15 +373,15 @@ async def bench_uploads(args, small: Api) -> list[Row]:
     growth = tail / head
     return [
         Row(
-            "S8",
+            "L8",
             f"POST /lists/{{id}}/contacts, 100 new ({args.prospects:,} prospects)",
             f"p50 {ms(p50)}, p99 {ms(percentile(times, 0.99))} ({len(times)} uploads)",
             "p50 < 100 ms",
             verdict(p50 < 0.1),
         ),
         Row(
-            "S9",
-            f"  last 5 / first 5 of {len(times)} uploads",
+            "L9",
+            f"last 5 / first 5 of {len(times)} uploads",
             f"{ms(tail)} / {ms(head)} = {growth:.2f}",
             "<= 1.5 (flat)",
             verdict(growth <= 1.5),
@@ -418,7 +390,8 @@ async def bench_uploads(args, small: Api) -> list[Row]:
 
 
 async def bench_deep(args, big: Api) -> list[Row]:
-    """Issue 12: page 1 and a page 100,000 records deep, by page number and by cursor."""
+    """Page 1 and a page 100,000 records deep, by page number and by cursor: a cursor page
+    must cost the same at any depth (a sync client walks them all)."""
     depth_page = min(1001, max(2, args.calls // 100))
     pages = []
     for number in (1, depth_page - 1):
@@ -447,14 +420,14 @@ async def bench_deep(args, big: Api) -> list[Row]:
     cursor_ratio = p50["cursor deep"] / p50["cursor 2"]
     return [
         Row(
-            "S11",
+            "L11",
             f"page number: page {depth_page} ({depth:,} deep) / page 1",
             f"{ms(p50['page deep'])} / {ms(p50['page 1'])} = {page_ratio:.2f}",
             "may grow",
             "INFO",
         ),
         Row(
-            "S12",
+            "L12",
             f"cursor: {depth:,} deep / 100 deep",
             f"{ms(p50['cursor deep'])} / {ms(p50['cursor 2'])} = {cursor_ratio:.2f}",
             "<= 1.5 (flat)",
@@ -464,15 +437,6 @@ async def bench_deep(args, big: Api) -> list[Row]:
 
 
 # --- the run ---------------------------------------------------------------------------------
-
-
-def table(rows: list[Row]) -> str:
-    heads = ("", "figure", "measured", "target", "result")
-    cells = [heads] + [(r.figure, r.what, r.value, r.target, r.result) for r in rows]
-    widths = [max(len(c[i]) for c in cells) for i in range(5)]
-    lines = ["  ".join(c[i].ljust(widths[i]) for i in range(5)).rstrip() for c in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def load_note() -> str:
@@ -514,7 +478,7 @@ async def run(args) -> list[Row]:
                 print(f"... {name} ({load_note()})", file=sys.stderr)
                 for row in await step():
                     print(
-                        f"    {row.figure} {row.what.strip()}: {row.value} "
+                        f"    {row.id} {row.what.strip()}: {row.measured} "
                         f"(target {row.target}: {row.result})",
                         file=sys.stderr,
                     )
@@ -522,7 +486,7 @@ async def run(args) -> list[Row]:
             rss = big.rss()
             rows.append(
                 Row(
-                    "S10",
+                    "L10",
                     f"API process RSS after the runs ({args.calls:,} calls)",
                     f"{rss / MB:.0f} MB",
                     "< 200 MB",
@@ -588,7 +552,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     rows = asyncio.run(run(args))
     print(f"\nbench.scale: SQLite store, {args.calls:,} calls in one workspace; {load_note()}")
-    print(table(rows))
+    print(table(rows, COLUMNS))
     if args.json:
         Path(args.json).write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
     return 0  # like `python -m bench`: the table is the result

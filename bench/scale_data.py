@@ -1,6 +1,6 @@
 """The data files of `python -m bench.scale`, seeded once and cached under bench/.data/.
 
-Two SQLite files, each seeded by `server.demo.seed` in a child process (bounded memory, and the
+Two SQLite files, each seeded by `demo.seeding.seed` in a child process (bounded memory, and the
 seeding's garbage never reaches the benchmark):
 - "big": `calls` calls in the first demo workspace (1,000,000 by default), 500 prospects;
 - "small": 10,000 calls and 100,000 prospects: page 1 at 10k calls, and the workspace that
@@ -81,9 +81,10 @@ def working_copy(path: Path, name: str) -> Path:
 
 
 async def _seed(path: Path, calls: int, prospects: int) -> dict:
+    from demo.data import Scale
+    from demo.seeding import Progress, estimate, seed
     from server.app import open_services
     from server.config import load_config
-    from server.demo import Progress, Scale, estimate, seed
 
     config = load_config(None, {}).replace(mongodb_uri="", sqlite_path=str(path))
     store, auth = await open_services(config)

@@ -86,6 +86,12 @@ async def main(args) -> None:
             "rate_limit": args.rate_limit,
         },
     )
+    await serve_until_stopped(info)
+
+
+async def serve_until_stopped(info: dict) -> None:
+    """Say the server is ready (one JSON line on stdout, which the harness reads: ports, key,
+    seeded ids) and serve until SIGINT or SIGTERM."""
     print(json.dumps(info), flush=True)
     os.dup2(2, 1)  # nobody reads stdout after the ready line: anything later goes to the log
     stop = asyncio.Event()

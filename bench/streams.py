@@ -1,4 +1,6 @@
-"""Streamed responses under abuse (issue 14): rows S1, S2 and S3 of `make bench`.
+"""Streamed responses under abuse: rows S1, S2 and S3 of `python -m bench`. A workspace's
+clients must not be able to pin the API's memory or slow everyone else down by opening
+streams and not reading them, or by reading many long ones at once.
 
 S1, S2: 200 clients of one workspace open a recording (S1) or a long timeline (S2) and stop
     reading. The API's RSS growth and the p99 of an ordinary GET /v1/users meanwhile; the
@@ -19,21 +21,23 @@ import argparse
 import asyncio
 import dataclasses
 import http.client
-import json
 import os
-import signal
 import socket
 import statistics
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import psutil
 
 from bench import seeding
+from bench.common import HOST, MB, Row, ms, percentile, verdict
 from bench.httpload import download, request_bytes
-from bench.memory import MB, RSSSampler
+from bench.memory import RSSSampler
 
-HOST = "127.0.0.1"
+if TYPE_CHECKING:  # bench.run imports this module when it runs S1-S3
+    from bench.run import Bench, Process
+
 TIMELINE = 5_060
 
 
@@ -63,7 +67,7 @@ QUICK = StreamSettings(
 async def serve(args) -> None:
     from tornado.netutil import bind_sockets
 
-    from bench.server import bench_config
+    from bench.server import bench_config, serve_until_stopped
     from server.app import http_server, make_app, open_services
     from server.logs import setup_logging
 
@@ -83,12 +87,7 @@ async def serve(args) -> None:
     sockets = bind_sockets(0, HOST)
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
     info.update(pid=os.getpid(), api_port=sockets[0].getsockname()[1])
-    print(json.dumps(info), flush=True)
-    os.dup2(2, 1)
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-    await stop.wait()
+    await serve_until_stopped(info)
 
 
 def parse_args(argv=None):
@@ -188,34 +187,18 @@ def established(pid: int, port: int) -> int:
 
 
 def p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] if ordered else 0.0
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms"
+    return percentile(values, 0.99)
 
 
 # --- the rows --------------------------------------------------------------------------------
 
 
-def start_server(bench, name: str, args: list[str], provider: bool = False):
+def start_server(bench: Bench, name: str, args: list[str], provider: bool = False) -> Process:
     """A `python -m bench.streams` server, a child of `bench` (stopped with the others)."""
-    extra = []
-    if provider:
-        port = bench.start_provider().info["port"]
-        extra = [
-            "--provider-url",
-            f"http://{HOST}:{port}",
-            "--provider-account",
-            bench.account,
-            "--provider-token",
-            bench.token,
-        ]
-    return bench.spawn("bench.streams", [*args, *extra], name)
+    return bench.start_server(name, *args, provider=provider, module="bench.streams")
 
 
-async def stalled_phase(bench, server, s: StreamSettings, target: str) -> dict:
+async def stalled_phase(bench: Bench, server: Process, s: StreamSettings, target: str) -> dict:
     """`s.stalled` clients open `target` and stop reading; the figures while they stall."""
     info, port = server.info, server.info["api_port"]
     headers = {"Authorization": f"Bearer {info['key']}"}
@@ -261,28 +244,28 @@ async def stalled_phase(bench, server, s: StreamSettings, target: str) -> dict:
     }
 
 
-def stalled_row(row, row_id: str, what: str, d: dict):
+def stalled_row(row_id: str, what: str, d: dict) -> Row:
     problems = []
     if d["other"]:
         problems.append(f"statuses {sorted(set(d['other']))}")
     if d["probe_errors"]:
         problems.append(f"{d['probe_errors']} ordinary requests failed")
     ok = d["growth_mb"] < 64 and d["p99_ms"] < 100 and d["open_after_stall"] <= 0
-    return row(
+    return Row(
         row_id,
         what,
         f"peak +{d['growth_mb']:.1f} MB; GET /v1/users p99 {d['p99_ms']:.1f} ms; {d['ok']} "
         f"admitted, {d['refused']} got 429; admitted still open {d['stall_seconds']:g} s + 3 s "
         f"later: {max(d['open_after_stall'], 0)}",
-        f"at rest {d['rest_mb']:.0f} MB; p99 {d['baseline_p99_ms']:.1f} ms without them",
-        f"+{d['growth_mb']:.1f} MB",
         "< 64 MB, p99 < 100 ms, all cut",
-        ("PASS" if ok else "MISS") if not problems else "ERRORS: " + "; ".join(problems),
-        d,
+        verdict(ok) if not problems else "ERRORS: " + "; ".join(problems),
+        baseline=f"at rest {d['rest_mb']:.0f} MB; p99 {d['baseline_p99_ms']:.1f} ms without them",
+        ratio=f"+{d['growth_mb']:.1f} MB",
+        data=d,
     )
 
 
-async def bench_s1(bench, s: StreamSettings, row) -> list:
+async def bench_s1(bench: Bench, s: StreamSettings) -> list[Row]:
     ref = bench.refs["p2"]  # the provider serves it (P2's recording: far more than buffers hold)
     server = start_server(
         bench,
@@ -300,10 +283,10 @@ async def bench_s1(bench, s: StreamSettings, row) -> list:
     path = f"/v1/calls/{server.info['recordingCalls'][ref]}/recording"
     d = await stalled_phase(bench, server, s, path)
     server.stop()
-    return [stalled_row(row, "S1", f"{s.stalled} stalled recording readers (one workspace)", d)]
+    return [stalled_row("S1", f"{s.stalled} stalled recording readers (one workspace)", d)]
 
 
-async def bench_s2(bench, s: StreamSettings, row) -> list:
+async def bench_s2(bench: Bench, s: StreamSettings) -> list[Row]:
     server = start_server(
         bench,
         "server-s2",
@@ -313,7 +296,6 @@ async def bench_s2(bench, s: StreamSettings, row) -> list:
     server.stop()
     return [
         stalled_row(
-            row,
             "S2",
             f"{s.stalled} stalled timeline readers "
             f"({s.stalled_activities:,} activities, one workspace)",
@@ -322,8 +304,8 @@ async def bench_s2(bench, s: StreamSettings, row) -> list:
     ]
 
 
-async def bench_s3(bench, s: StreamSettings, row) -> list:
-    """50 clients start reading the timeline at once (issue 14's scenario), each once."""
+async def bench_s3(bench: Bench, s: StreamSettings) -> list[Row]:
+    """50 clients start reading the timeline at once, each once (twice over)."""
     server = start_server(bench, "server-s3", ["--max-streams", "64"])  # all 50 stream
     info, port = server.info, server.info["api_port"]
     request = request_bytes(
@@ -354,19 +336,17 @@ async def bench_s3(bench, s: StreamSettings, row) -> list:
         problems.append(f"{prober.errors} ordinary requests failed")
     ttfb = statistics.median(r.ttfb for r in results)
     return [
-        row(
+        Row(
             "S3",
             f"GET /v1/users while {s.timelines} clients read a {TIMELINE:,}-activity "
             f"timeline at once (x{s.rounds})",
             f"p99 {ms(p99(during))}, max {ms(max(during, default=0))} ({len(during)} requests "
             f"in {elapsed:.1f} s; timeline TTFB median {ms(ttfb)})",
-            f"p99 {ms(p99(baseline))} alone",
-            f"{p99(during) / max(p99(baseline), 1e-6):.1f}x",
             "p99 < 200 ms",
-            ("PASS" if p99(during) < 0.2 else "MISS")
-            if not problems
-            else "ERRORS: " + "; ".join(problems),
-            {
+            verdict(p99(during) < 0.2) if not problems else "ERRORS: " + "; ".join(problems),
+            baseline=f"p99 {ms(p99(baseline))} alone",
+            ratio=f"{p99(during) / max(p99(baseline), 1e-6):.1f}x",
+            data={
                 "p99_ms": p99(during) * 1000,
                 "max_ms": max(during, default=0) * 1000,
                 "baseline_p99_ms": p99(baseline) * 1000,
@@ -379,16 +359,16 @@ async def bench_s3(bench, s: StreamSettings, row) -> list:
     ]
 
 
-async def run_rows(bench, only: set[str], row, quick: bool) -> list:
-    """The rows of `only` among S1, S2, S3; `row` builds a bench.run.Row."""
+async def run_rows(bench: Bench, only: set[str], quick: bool) -> list[Row]:
+    """The rows of `only` among S1, S2, S3, on servers started through `bench`."""
     s = QUICK if quick else StreamSettings()
     rows = []
     if "S1" in only:
-        rows += await bench_s1(bench, s, row)
+        rows += await bench_s1(bench, s)
     if "S2" in only:
-        rows += await bench_s2(bench, s, row)
+        rows += await bench_s2(bench, s)
     if "S3" in only:
-        rows += await bench_s3(bench, s, row)
+        rows += await bench_s3(bench, s)
     return rows
 
 

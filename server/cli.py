@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "provider":
             return run_simulated_provider(args)
         if args.command == "demo":
-            from server.demo import run_demo
+            from demo.runner import run_demo
 
             args.host = config.host if args.host is None else args.host
             args.port = config.port if args.port is None else args.port

@@ -18,9 +18,10 @@ from urllib.parse import quote
 
 import pytest
 
+from demo.data import Scale
+from demo.seeding import anchor, seed
 from handlers.base import APIHandler
 from server.app import collect_handlers
-from server.demo import Scale, anchor, seed
 from tests.helpers import Client
 
 TODAY = anchor().date()  # the day the demo seeder anchors its data at

@@ -8,9 +8,9 @@ import urllib.request
 
 import pytest
 
+from demo.seeding import seed
 from server.admin import run_admin
 from server.cli import build_parser, main
-from server.demo import seed
 from store.database import open_store
 from tests.helpers import running_demo
 
@@ -146,7 +146,7 @@ def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
 
 
 def test_demo_calls_have_playable_recordings_and_one_missing(demo_process):
-    from server.demo import MISSING_RECORDING_REF
+    from demo.data import MISSING_RECORDING_REF
 
     _, keys, log = demo_process
     base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
@@ -167,7 +167,7 @@ def test_demo_calls_have_playable_recordings_and_one_missing(demo_process):
                 assert len(head) == 4 and (head[:3] == b"ID3" or head[0] == 0xFF)
         except urllib.error.HTTPError as exc:
             statuses[call["id"]] = exc.code
-    # the newest recorded call is the one whose audio is missing upstream (see server/demo.py)
+    # the newest recorded call is the one whose audio is missing upstream (see demo/seeding.py)
     assert list(statuses.values()).count(404) == 1, statuses
     assert list(statuses.values()).count(206) == len(statuses) - 1
     assert MISSING_RECORDING_REF not in log.read_text()

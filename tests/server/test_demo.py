@@ -11,20 +11,13 @@ from collections import Counter
 
 import pytest
 
+from demo.data import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Scale
+from demo.seeding import ANCHOR_ENV, Progress, anchor, seed
 from handlers import jsonio
 from schemas import Schemas
 from server.auth import KeyService
 from server.cli import build_parser
 from server.config import ConfigError
-from server.demo import (
-    ANCHOR_ENV,
-    LONG_TIMELINE_CONTACT,
-    MISSING_RECORDING_REF,
-    Progress,
-    anchor,
-    seed,
-)
-from server.demo_data import Scale
 from store.database import open_store
 from tests.helpers import running_demo
 
@@ -268,7 +261,7 @@ def test_the_demo_serves_calls_prospects_timelines_and_metrics(small_demo):
 def test_admin_commands_are_read_from_pipes_but_never_by_a_background_job(tmp_path):
     import io
 
-    from server.demo import reads_commands
+    from demo.console import reads_commands
 
     assert reads_commands(None) is False
     closed = io.StringIO()

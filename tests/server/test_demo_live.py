@@ -12,10 +12,11 @@ import urllib.request
 
 import pytest
 
+from demo.data import LIVE_CALL_WINDOW, MISSING_RECORDING_REF, Scale
+from demo.live import LiveWriter, StoreRecorder
+from demo.seeding import seed
 from server.auth import KeyService
 from server.cli import build_parser
-from server.demo import LiveWriter, seed
-from server.demo_data import LIVE_CALL_WINDOW, MISSING_RECORDING_REF, Scale
 from store.database import open_store
 from store.paging import Window
 from tests.helpers import running_demo
@@ -70,6 +71,65 @@ async def test_the_live_writer_adds_recent_calls_meetings_recordings_and_notes_c
             for a in batch
         }
         assert {("call", meeting["id"]), ("meeting_booked", meeting["id"])} <= kinds
+
+
+class ReadsOnly:
+    """A store part that lets the live writer read (users, prospects, calls) and nothing else."""
+
+    READS = ("list_active", "page")
+
+    def __init__(self, part):
+        self.part = part
+
+    def __getattr__(self, name):
+        assert name in self.READS, f"the live writer used store.{name} past its recorder"
+        return getattr(self.part, name)
+
+
+class Recording:
+    """A recorder that keeps what it is given and records it in the store."""
+
+    def __init__(self, store, rng):
+        self.inner = StoreRecorder(store, rng)
+        self.calls: list[dict] = []
+        self.notes: list[tuple[str, str, str]] = []
+
+    async def record(self, workspace_id, calls):
+        self.calls += calls
+        return await self.inner.record(workspace_id, calls)
+
+    async def change_notes(self, workspace_id, call_id, notes):
+        self.notes.append((workspace_id, call_id, notes))
+        await self.inner.change_notes(workspace_id, call_id, notes)
+
+
+async def test_every_write_of_the_live_writer_goes_through_its_recorder():
+    store = open_store("memory", "live")
+    workspaces = await seed(
+        store,
+        KeyService("s" * 40, store.keys),
+        seed=5,
+        scale=Scale(calls=30, prospects=30, timeline=0),
+    )
+    ids = [w["id"] for w in workspaces]
+    reads_only = type("Store", (), {})()
+    for part in ("users", "prospects", "calls", "activities"):
+        setattr(reads_only, part, ReadsOnly(getattr(store, part)))
+    rng = random.Random(2)
+    recorder = Recording(store, rng)
+    writer = LiveWriter(reads_only, ids, 600, rng=rng, recorder=recorder)
+    await writer.prepare()
+    await writer.write(100)
+    assert sorted(c["workspaceId"] for c in recorder.calls) == sorted(ids * 100)
+    assert recorder.notes  # about one call in ten changes a recent call's notes
+    last = {(wid, call_id): notes for wid, call_id, notes in recorder.notes}
+    for (wid, call_id), notes in last.items():
+        assert call_id in writer.recent[wid] and notes.startswith("Called back: ")
+        stored = {c["id"]: c for c in (await store.calls.page(wid, Window(1000, 1))).items}
+        assert stored[call_id]["notes"] == notes
+    for wid in ids:  # the ids the recorder returned are the ones the writer changes notes of
+        newest = {c["_id"] for c in recorder.calls if c["workspaceId"] == wid}
+        assert newest <= set(writer.recent[wid])
 
 
 def test_demo_help_shows_the_live_and_settle_options_with_defaults():

@@ -6,9 +6,10 @@ import sqlite3
 
 import pytest
 
-from server import demo
+from demo import seeding
+from demo.data import Scale
+from demo.seeding import seed
 from server.auth import KeyService
-from server.demo import Scale, seed
 from store.paging import Window
 from store.sqlite import open_sqlite
 from store.sqlite.schema import INDEXES
@@ -32,7 +33,7 @@ def indexes(path) -> set[str]:
 
 async def seeded(path, bulk_from: int, monkeypatch) -> tuple[list[dict], list[dict], set]:
     """The calls and activities a seeding writes into a new file, and the file's indexes."""
-    monkeypatch.setattr(demo, "BULK_LOAD_CALLS", bulk_from)
+    monkeypatch.setattr(seeding, "BULK_LOAD_CALLS", bulk_from)
     store = open_sqlite(str(path))
     try:
         await seed(store, KeyService("s" * 40, store.keys), seed=3, scale=SCALE)

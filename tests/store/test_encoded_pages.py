@@ -9,8 +9,9 @@ import sqlite3
 
 import pytest
 
+from demo.data import Scale
+from demo.seeding import seed
 from handlers import jsonio
-from server.demo import Scale, seed
 from store.paging import RawJSON, Window
 from store.sqlite.schema import json_record
 

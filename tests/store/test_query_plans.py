@@ -8,7 +8,8 @@ import sqlite3
 
 import pytest
 
-from server.demo import Scale, seed
+from demo.data import Scale
+from demo.seeding import seed
 
 pytestmark = pytest.mark.sqlite
 

@@ -1,10 +1,12 @@
-"""Deterministic demo data: prospects, calls and activity timelines as store documents.
+"""Deterministic demo data: the one copy of the demo's names, companies and texts, and the
+prospects, calls and activity timelines made from them as store documents.
 
 Pure functions of a `random.Random` and a fixed `now`: the same seed gives the same documents,
-ids included. `server.demo` writes them through the store. The shapes are plausible for an
-outbound team: calls on weekdays in New York business hours over the last 90 days, most of
-them unanswered, a few long conversations that book meetings, recordings of answered calls,
-and timelines of calls, emails, notes, list memberships, meetings and status changes.
+ids included; demo.seeding and demo.live write them through the store. The shapes are
+plausible for an outbound team: calls on weekdays in New York business hours over the last 90
+days, most of them unanswered, a few long conversations that book meetings, recordings of
+answered calls, and timelines of calls, emails, notes, list memberships, meetings and status
+changes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import math
 import random
 import uuid
 from collections.abc import Iterator
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from store.activities import activity_document, list_added_activity
@@ -183,6 +186,33 @@ OUTBOUND = [
 ]
 INBOUND = [("connected", 80), ("no_answer", 12), ("voicemail", 8)]
 
+# The demo workspaces: each one's users (plus one deleted user), its lists, and its share of
+# the scale asked for (the first gets all of it, the second about a tenth).
+WORKSPACES: list[dict[str, Any]] = [
+    {
+        "name": "Acme Outbound",
+        "users": 5,
+        "lists": ["Q4 Enterprise", "SMB Re-engage", "Webinar Leads"],
+        "share": 1.0,
+    },
+    {"name": "Globex Sales", "users": 3, "lists": ["Inbound Trials"], "share": 0.1},
+]
+# Users are named from the first 20 first names and 16 last names only: the lists grew later
+# for prospects, and the same seed keeps naming the same users.
+USER_FIRST, USER_LAST = FIRST[:20], LAST[:16]
+
+
+def user_name(workspace_index: int, number: int) -> tuple[str, str]:
+    """The first and last name of a demo workspace's `number`th user."""
+    return USER_FIRST[(number * 7 + workspace_index) % len(USER_FIRST)], USER_LAST[
+        number % len(USER_LAST)
+    ]
+
+
+def user_email(workspace_name: str, first: str, last: str) -> str:
+    """A demo user's email: first.last@<the workspace's first word>.example, lowercase."""
+    return f"{first}.{last}@{workspace_name.split()[0].lower()}.example".lower()
+
 
 @dataclasses.dataclass
 class Scale:
@@ -208,7 +238,8 @@ def caller_id(index: int) -> str:
 
 def demo_contacts(rng: random.Random, count: int) -> list[dict]:
     """`count` contacts with distinct emails and phone numbers."""
-    emails, phones, contacts = {LONG_TIMELINE_CONTACT["email"]}, {"+14155550100"}, []
+    emails, phones = {LONG_TIMELINE_CONTACT["email"]}, {"+14155550100"}
+    contacts: list[dict] = []
     while len(contacts) < count:
         first, last = rng.choice(FIRST), rng.choice(LAST)
         company, domain = rng.choice(COMPANIES)
@@ -354,7 +385,17 @@ def build_calls(
         yield documents
 
 
-def _call(rng, workspace_id, users, deleted_user, prospects, members, weights, started, now):
+def _call(
+    rng: random.Random,
+    workspace_id: str,
+    users: list[dict],
+    deleted_user: dict,
+    prospects: list[dict],
+    members: list[dict],
+    weights: list[int],
+    started: dt.datetime,
+    now: dt.datetime,
+) -> dict:
     user_index = rng.choices(range(len(users)), weights)[0]
     user = users[user_index]
     if started < now - dt.timedelta(days=CALL_DAYS - 25) and rng.random() < 0.15:
@@ -419,7 +460,15 @@ def build_timelines(
     names = {x["id"]: x for x in lists}
     activities = []
 
-    def add(prospect, kind, at, summary, details, user=None, call=None):
+    def add(
+        prospect: dict,
+        kind: str,
+        at: dt.datetime,
+        summary: str,
+        details: dict,
+        user: str | None = None,
+        call: str | None = None,
+    ) -> None:
         activities.append(
             activity_document(
                 workspace_id,
@@ -515,7 +564,14 @@ def meeting_activity(rng: random.Random, workspace_id: str, call: dict) -> dict:
     )
 
 
-def _status(activities, rng, workspace_id, call, before, after):
+def _status(
+    activities: list[dict],
+    rng: random.Random,
+    workspace_id: str,
+    call: dict,
+    before: str,
+    after: str,
+) -> None:
     activities.append(
         activity_document(
             workspace_id,
@@ -542,7 +598,8 @@ def long_timeline(
     very long timeline (to try GET /prospect-activities streaming)."""
     activities = []
     statuses = ["contacted", "qualified", "meeting_set", "unqualified", "customer"]
-    current = None
+    current: str | None = None
+    details: dict[str, str | None]
     for i in range(count):
         at = now - dt.timedelta(days=730 * (count - i) / max(count, 1), minutes=rng.randint(0, 600))
         user = rng.choice(users)["id"]

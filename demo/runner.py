@@ -1,0 +1,190 @@
+"""The `workspace-api demo` process: the API on the embedded store, seeded with the demo data
+(or serving a kept data file), with the simulated telephony provider beside it.
+
+It writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey"}]} once it serves,
+prints the banner, runs the admin console on its standard input and, with
+`--live-calls-per-minute N`, the live writer; Ctrl-C stops it all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from tornado.netutil import bind_sockets
+
+from demo.console import admin_console
+from demo.data import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Scale
+from demo.live import live_writer
+from demo.seeding import Progress, anchor, estimate, seed
+from server.app import freeze_heap, http_server, make_app, open_services
+from server.config import Config, env_name
+from server.logs import secrets_of, setup_logging
+from telephony.simulated_provider import ProviderLibrary, start_provider
+
+log = logging.getLogger("workspace_api")
+
+# The demo's per-workspace limit unless --rate-limit or WSAPI_RATE_LIMIT_PER_MINUTE says
+# otherwise: high enough for exploring and for test suites run against the demo.
+DEMO_RATE_LIMIT = 60_000
+
+
+def run_demo(config: Config, args: argparse.Namespace) -> int:
+    """Run the demo until Ctrl-C; `args` are the `demo` command's options."""
+    rate_limit = args.rate_limit or (
+        config.rate_limit_per_minute
+        if env_name("rate_limit_per_minute") in os.environ
+        else DEMO_RATE_LIMIT
+    )
+    store = (
+        {"mongodb_uri": "", "sqlite_path": args.data} if args.data else {"mongodb_uri": "memory"}
+    )
+    settle = getattr(args, "sync_settle_seconds", None)
+    config = config.replace(
+        **store,
+        host=args.host,
+        port=args.port,
+        rate_limit_per_minute=rate_limit,
+        sync_settle_seconds=config.sync_settle_seconds if settle is None else settle,
+    )
+    setup_logging(config.log_level)
+    anchor()  # a malformed WSAPI_DEMO_ANCHOR is a configuration error before anything starts
+    try:
+        asyncio.run(_demo(config, args))
+    except KeyboardInterrupt:  # Ctrl-C is how a demo ends: no traceback
+        kept = f"its data is kept in {args.data}" if args.data else "its data is gone"
+        print(f"\nDemo stopped; {kept}.", file=sys.stderr)
+    return 0
+
+
+async def _demo(config: Config, args: argparse.Namespace) -> None:
+    store, auth = await open_services(config)
+    existing = await store.workspaces.list()
+    if existing:  # a kept data file: nothing is seeded again; every workspace gets a new key
+        log.info(
+            "using the data in %s (%d workspaces); issuing fresh demo keys",
+            args.data,
+            len(existing),
+        )
+        workspaces = []
+        for workspace in existing:
+            _, key = await auth.create(workspace["id"], "demo key")
+            workspaces.append({"id": workspace["id"], "name": workspace["name"], "apiKey": key})
+    else:
+        scale = Scale(calls=args.calls, prospects=args.prospects, timeline=args.timeline)
+        progress = Progress(estimate(scale))
+        workspaces = await seed(store, auth, args.seed, scale=scale, progress=progress)
+    config = await start_simulated_provider(config)
+    setup_logging(config.log_level, secrets_of(config))  # now also scrubs the provider's
+    sockets = bind_sockets(config.port, config.host)
+    port = sockets[0].getsockname()[1]
+    http_server(make_app(config, store, auth), config).add_sockets(sockets)
+    freeze_heap()
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    # Listening on every address: name the loopback one, a URL that works from this machine.
+    origin = reachable(f"http://{host}:{port}")
+    write_private(
+        Path(args.keys_file),
+        json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2),
+    )
+    live = getattr(args, "live_calls_per_minute", 0)
+    writer = None
+    if live:
+        writer = asyncio.ensure_future(
+            live_writer(
+                store,
+                auth,
+                f"{origin}/v1",
+                [w["id"] for w in workspaces],
+                live,
+                region=config.default_region,
+            ).run()
+        )
+    print(banner(origin, workspaces, args.keys_file, args.data, live), flush=True)
+    try:
+        await admin_console(config, store, auth)
+        await asyncio.Event().wait()
+    finally:  # the demo stops (Ctrl-C): so do its live writes
+        await stop(writer)
+
+
+async def stop(task: asyncio.Future[None] | None) -> None:
+    """Cancel a background task and wait until it has ended."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write the keys file atomically (a reader never sees it half written), owner-only."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as output:
+        output.write(text + "\n")
+    os.replace(temporary, path)
+
+
+async def start_simulated_provider(config: Config) -> Config:
+    """Run the simulated telephony provider on loopback with throwaway credentials; the demo's
+    recordings come from it (and MISSING_RECORDING_REF is missing there)."""
+    account_id = "AC" + secrets.token_hex(16)
+    auth_token = secrets.token_hex(16)
+    provider = await start_provider(
+        "127.0.0.1",
+        0,
+        account_id=account_id,
+        auth_token=auth_token,
+        library=ProviderLibrary(missing=[MISSING_RECORDING_REF]),
+    )
+    return config.replace(
+        provider_url=provider.base_url,
+        provider_account_id=account_id,
+        provider_auth_token=auth_token,
+    )
+
+
+def reachable(origin: str) -> str:
+    """The origin with a wildcard listen address replaced by the loopback one."""
+    return origin.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:")
+
+
+def banner(
+    origin: str, workspaces: list[dict], keys_file: str, data: str | None = None, live: int = 0
+) -> str:
+    """What the demo prints once it serves: where, with which key, and what to try first."""
+    origin = reachable(origin)
+    key = workspaces[0]["apiKey"]
+    kept = (
+        f"SQLite file {data}: the data is kept"
+        if data
+        else "throwaway SQLite file: nothing is kept; --data PATH keeps it"
+    )
+    lines = [
+        "",
+        f"Workspace Data API demo ({kept})",
+        f"  Base URL : {origin}/v1",
+        f"  Console  : {origin}/reference",
+        f"  API key  : {key}  ({workspaces[0]['name']})",
+        f"  All keys : {keys_file}",
+        *([f"  Live     : {live} new calls a minute in each workspace"] if live else []),
+        "",
+        f"  curl -H 'Authorization: Bearer {key}' {origin}/v1/users",
+        f"  curl -H 'Authorization: Bearer {key}' '{origin}/v1/calls?pageSize=100'",
+        f"  curl -H 'Authorization: Bearer {key}' "
+        f"'{origin}/v1/prospect-activities?email={LONG_TIMELINE_CONTACT['email']}'",
+        "",
+        "  Admin commands typed here run against the demo's store, for example:",
+        f"    keys list --workspace {workspaces[0]['id']}",
+        "    keys revoke KEY_ID",
+        "",
+    ]
+    return "\n".join(lines)

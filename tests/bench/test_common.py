@@ -1,0 +1,73 @@
+"""The helpers every benchmark shares (bench/common.py), and the row ids the performance
+document cites: stable, and unique across all benchmarks."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from bench import run, scale
+from bench.common import Row, ms, percentile, table, upload_body, verdict
+from schemas import Schemas
+
+
+def test_row_ids_are_stable_and_unique_across_benchmarks():
+    stable = ("P1a", "P1b", "P1c", "P2", "P3", "P4", "P5a", "P5b", "P6", "S1", "S2", "S3")
+    assert stable == run.ROW_IDS
+    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 13)}
+    every = run.ROW_IDS + scale.ROW_IDS
+    assert len(set(every)) == len(every)
+
+
+def test_only_takes_figures_or_rows():
+    assert run.figures_of("p4, P5") == {"P4", "P5"}
+    assert run.figures_of("P1c,p1a,S2") == {"P1", "S2"}
+    with pytest.raises(ValueError, match="P7, P9"):
+        run.figures_of("P9,P4,P7")
+
+
+def test_the_percentile_of_nothing_is_nan_and_never_passes():
+    value = percentile([], 0.99)
+    assert math.isnan(value)
+    assert verdict(value < 0.1) == verdict(value >= 0.1) == "MISS"
+    assert ms(value) == "none measured"
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"), [(0, 1.0), (0.25, 2.0), (0.5, 3.0), (0.99, 5.0), (1, 5.0)]
+)
+def test_percentile_is_the_nearest_rank(q, expected):
+    assert percentile([5.0, 1.0, 4.0, 2.0, 3.0], q) == expected  # any order
+
+
+def test_a_single_value_is_every_percentile():
+    assert {percentile([0.25], q) for q in (0, 0.5, 0.99, 1)} == {0.25}
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.0004, "0.4 ms"), (0.0123, "12.3 ms"), (9.5, "9500.0 ms"), (12.34, "12.3 s")],
+)
+def test_durations_print_in_milliseconds_then_seconds(seconds, text):
+    assert ms(seconds) == text
+
+
+def test_upload_bodies_are_valid_and_every_contact_is_new():
+    schemas = Schemas()
+    first, second = upload_body(0, 100, "runa"), upload_body(100, 100, "runa")
+    other_run = upload_body(0, 100, "runb")
+    contacts = [c for body in (first, second, other_run) for c in json.loads(body)["contacts"]]
+    for body in (first, second, other_run):
+        assert schemas.errors("/schemas/requests/contacts-upload.json", json.loads(body)) == []
+    assert len(contacts) == 300
+    assert len({c["email"] for c in contacts}) == 300
+    assert len({c["phoneNumber"] for c in contacts[:200]}) == 200
+
+
+def test_tables_are_markdown_with_the_columns_asked_for():
+    rows = [Row("X1", "a figure", "1 ms", "< 2 ms", "PASS"), Row("X2", "b", "3 ms", "-", "INFO")]
+    assert table(rows, [("id", "id"), ("what", "what"), ("result", "result")]) == (
+        "| id | what | result |\n|---|---|---|\n| X1 | a figure | PASS |\n| X2 | b | INFO |"
+    )
