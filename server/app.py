@@ -108,6 +108,6 @@ def freeze_heap() -> None:
     store) lives as long as the process, so it is moved out of the garbage collector's sight,
     and a full collection then walks only what requests made. Full collections over the
     start-up heap were 30-40 ms pauses that every request in flight waited out (the p99 of
-    `bench.scale` S2; docs/performance.md)."""
+    `bench.scale` L2; docs/performance.md)."""
     gc.collect()
     gc.freeze()
