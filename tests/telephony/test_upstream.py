@@ -12,13 +12,9 @@ from collections.abc import Awaitable, Callable
 import psutil
 import pytest
 
+from telephony.errors import UpstreamError, UpstreamNotFound, UpstreamRangeNotSatisfiable
 from telephony.simulated_provider import Recording, make_ref, start_provider
-from telephony.upstream import (
-    UpstreamClient,
-    UpstreamError,
-    UpstreamNotFound,
-    UpstreamRangeNotSatisfiable,
-)
+from telephony.upstream import UpstreamClient
 
 REF = make_ref("call-1")
 
