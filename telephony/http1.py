@@ -66,7 +66,8 @@ class Sink(Protocol):
 
     def on_end(self, reusable: bool) -> None:
         """The response is over; `reusable`: the connection may carry another request (a
-        kept-alive response that was read to its framed end with no byte after it)."""
+        kept-alive response read to its framed end). A byte after the end is a `ParseError`,
+        raised by the same `feed` call when it came with the response."""
         ...
 
 
@@ -282,6 +283,7 @@ class ResponseParser:
             self.mode, self.remaining = "length", length
 
     def _finish(self, complete: bool) -> None:
-        reusable = complete and self._keep_alive and self.mode != "close" and not self.buffer
+        # Bytes already received after the end make `feed` raise right after this call.
+        reusable = complete and self._keep_alive and self.mode != "close"
         self.mode = "done"
         self.sink.on_end(reusable)
