@@ -13,7 +13,7 @@ import pytest
 from handlers.ranges import ByteRange, InvalidRange, parse_range
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient
-from tests.helpers import add_call
+from tests.helpers import add_call, settled
 
 ACCOUNT_ID = "AC" + "7c" * 16
 AUTH_TOKEN = "upstream-secret-9d3a61"
@@ -383,8 +383,8 @@ async def test_slow_client_holds_the_provider_back(origin, calls, provider, ws_a
         read=1000,
         rcvbuf=64 * 1024,
     )
-    await asyncio.sleep(0.5)  # the client reads nothing more
-    sent = provider.stats.requests[-1].bytes_sent
+    record = provider.stats.requests[-1]
+    sent = await settled(lambda: record.bytes_sent)  # the client reads nothing more
     assert sent < 40_000_000  # socket buffers and the relay's bounded buffer, not the file
     writer.transport.abort()
     await provider.stats.wait_idle()
