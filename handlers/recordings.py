@@ -18,13 +18,13 @@ from tornado.web import Finish
 from handlers import ranges
 from handlers.base import UUID, APIError
 from handlers.streams import StreamingHandler
-from telephony.upstream import (
+from telephony.errors import (
     DownstreamClosed,
     UpstreamError,
     UpstreamNotFound,
     UpstreamRangeNotSatisfiable,
-    UpstreamResponse,
 )
+from telephony.response import UpstreamResponse
 
 log = logging.getLogger("workspace_api")
 

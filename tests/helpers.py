@@ -1,9 +1,11 @@
 """Helpers that tests import: the HTTP client that checks every response's invariants, seeded
-workspaces and calls, a fake clock, page walking, and a running demo process. Fixtures live in
+workspaces and calls, a fake clock, page walking, waiting for a value to settle, and a running
+demo process. Fixtures live in
 tests/conftest.py; this is a plain module."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
@@ -276,3 +279,23 @@ def serving(tmp_path, *args: str, env: dict, ready_timeout: float = 60):
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
+
+
+async def settled(measure: Callable[[], int], *, quiet: float = 0.5, timeout: float = 10) -> int:
+    """The value of `measure()` once it has stopped changing: the same over `quiet` seconds
+    and at least ten looks (so one slow turn of the event loop cannot pass for a standstill).
+    Fails when it still changes after `timeout` seconds. A bound on what a stalled reader lets
+    through is asserted on this value, never after a fixed sleep: on a slow machine broken
+    back-pressure could still be on its way up when the sleep ends."""
+    deadline = time.monotonic() + timeout
+    value, since, looks = measure(), time.monotonic(), 0
+    while True:
+        await asyncio.sleep(quiet / 10)
+        now, current = time.monotonic(), measure()
+        if current != value:
+            value, since, looks = current, now, 0
+        else:
+            looks += 1
+            if looks >= 10 and now - since >= quiet:
+                return value
+        assert now < deadline, f"still changing after {timeout} s (at {current})"

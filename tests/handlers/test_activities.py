@@ -13,6 +13,7 @@ from tornado.simple_httpclient import HTTPStreamClosedError
 from handlers.activities import ProspectActivitiesHandler
 from schemas import Schemas
 from store.activities import activity_document
+from tests.helpers import settled
 
 BASE = dt.datetime(2026, 1, 5, 9, 0)
 
@@ -274,8 +275,9 @@ async def test_a_client_disconnect_stops_the_cursor(
     head = await reader.readuntil(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200") and b"chunked" in head.lower()
     await reader.read(1000)  # the first chunk(s)
-    await asyncio.sleep(0.5)  # a stalled client: the server blocks in flush
-    assert 0 < tracked_timeline["batches"] < total // 20 and not tracked_timeline["closed"]
+    # A stalled client: the server blocks in flush and reads no further batch.
+    batches = await settled(lambda: tracked_timeline["batches"])
+    assert 0 < batches < total // 20 and not tracked_timeline["closed"]
     writer.transport.abort()  # the client goes away mid-body
     deadline = time.monotonic() + 10
     while not tracked_timeline["closed"]:

@@ -5,6 +5,7 @@ cannot be forged or moved between workspaces, and a syncer that ends with exactl
 import asyncio
 import datetime as dt
 import random
+import time
 import uuid
 from urllib.parse import quote
 
@@ -246,8 +247,9 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
     stop.set()
     await asyncio.gather(*tasks)
     await asyncio.sleep(SETTLE + 0.2)  # one settle period without writes
-    while not await poll():
-        pass
+    deadline = time.monotonic() + 30
+    while not await poll():  # a page of each resource per round, until all are caught up
+        assert time.monotonic() < deadline, "the syncer never caught up"
     for name, copy in copies.items():
         truth = {}
         page = 1

@@ -13,7 +13,7 @@ import pytest
 from handlers.ranges import ByteRange, InvalidRange, parse_range
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient
-from tests.helpers import add_call
+from tests.helpers import add_call, settled
 
 ACCOUNT_ID = "AC" + "7c" * 16
 AUTH_TOKEN = "upstream-secret-9d3a61"
@@ -86,7 +86,8 @@ async def raw_get(
     port: int, target: str, headers: dict, *, read: int | None = None, rcvbuf: int | None = None
 ):
     """A bare HTTP/1.1 exchange that shows truncation: (status, headers, body, clean end).
-    `read` stops after that many body bytes and leaves the connection open (returned)."""
+    `read` stops after that many body bytes and leaves the connection open (returned). A
+    server that stalls for 30 s fails the test (TimeoutError) rather than hanging it."""
     import socket
 
     sock = socket.socket()
@@ -98,6 +99,13 @@ async def raw_get(
     lines = [f"GET {target} HTTP/1.1", "Host: api", "Connection: close"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+    async with asyncio.timeout(30):
+        return await read_response(reader, writer, read)
+
+
+async def read_response(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, read: int | None
+) -> tuple:
     head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
     status = int(head[0].split()[1])
     fields = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:] if h)}
@@ -383,8 +391,8 @@ async def test_slow_client_holds_the_provider_back(origin, calls, provider, ws_a
         read=1000,
         rcvbuf=64 * 1024,
     )
-    await asyncio.sleep(0.5)  # the client reads nothing more
-    sent = provider.stats.requests[-1].bytes_sent
+    record = provider.stats.requests[-1]
+    sent = await settled(lambda: record.bytes_sent)  # the client reads nothing more
     assert sent < 40_000_000  # socket buffers and the relay's bounded buffer, not the file
     writer.transport.abort()
     await provider.stats.wait_idle()

@@ -105,7 +105,9 @@ async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, h2_server
 
         writers = [asyncio.ensure_future(writer(n)) for n in range(4)]
         try:
+            started = time.monotonic()
             while len(acknowledged) < 20:
+                assert time.monotonic() - started < 30, statuses[-20:]
                 await asyncio.sleep(0.05)
                 assert not any(w.done() for w in writers), [w.exception() for w in writers]
                 assert statuses.count(503) == 0 and len(statuses) < 500, statuses[-20:]
@@ -163,8 +165,10 @@ async def test_two_processes_enforce_one_rate_limit_exactly(tmp_path):
         "WSAPI_LOG_LEVEL": "info",
     }
     with serving(tmp_path, "--processes", "2", env=env) as (origin, log):
+        deadline = time.monotonic() + 30
         for _ in range(20):  # both workers ready (readiness needs no key and counts nothing)
             while (await asyncio.to_thread(readyz, origin))[0] != 200:
+                assert time.monotonic() < deadline, log.read_text()[-3000:]
                 await asyncio.sleep(0.1)
         # Windows are offset per workspace: take one whose window has time left for the burst
         # (the window ends in 60 s or less; a burst takes a few seconds).

@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from telephony import upstream as upstream_module
+from telephony.errors import DownstreamClosed, UpstreamError
 from telephony.simulated_provider import Recording, make_ref
-from telephony.upstream import DownstreamClosed, UpstreamClient, UpstreamError
+from telephony.splice import SPLICE
+from telephony.upstream import UpstreamClient
 
 REF = make_ref("relayed call")
 
@@ -125,7 +126,7 @@ async def test_borrowed_pieces_are_the_body_in_order(provider, upstream) -> None
     assert bytes(received) == virtual_bytes(recording, 0, recording.size - 1)
 
 
-@pytest.mark.skipif(not upstream_module.SPLICE, reason="splice(2) is Linux-only")
+@pytest.mark.skipif(not SPLICE, reason="splice(2) is Linux-only")
 @pytest.mark.parametrize(
     "header, start, end", [(None, 0, 6_999_999), ("bytes=1234567-5678900", 1234567, 5678900)]
 )
@@ -166,7 +167,7 @@ async def test_splice_moves_the_exact_bytes(provider, upstream, header, start, e
         right.close()
 
 
-@pytest.mark.skipif(not upstream_module.SPLICE, reason="splice(2) is Linux-only")
+@pytest.mark.skipif(not SPLICE, reason="splice(2) is Linux-only")
 async def test_splice_stops_on_a_stalled_provider_and_on_a_gone_client() -> None:
     server = CountingServer(b"z" * 2_000_000, pause_after=600_000)
     client = await server.start()
@@ -206,7 +207,7 @@ async def test_splice_stops_on_a_stalled_provider_and_on_a_gone_client() -> None
         await server.stop()
 
 
-@pytest.mark.skipif(not upstream_module.SPLICE, reason="splice(2) is Linux-only")
+@pytest.mark.skipif(not SPLICE, reason="splice(2) is Linux-only")
 async def test_splice_gives_up_on_a_client_that_stops_reading() -> None:
     server = CountingServer(b"s" * 8_000_000)
     client = await server.start()
