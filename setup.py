@@ -51,6 +51,8 @@ setup(
             "playwright>=1.45",
             "schemathesis>=4",
             "psutil>=5.9",
+            # tests/telephony/test_http1.py fuzzes the provider-response parser.
+            "hypothesis>=6.100",
             "ruff>=0.6",
             # tests/e2e/test_generated_clients.py: pinned, the generated code depends on them.
             "openapi-python-client==0.29.1",

@@ -162,7 +162,7 @@ class RecordingHandler(StreamingHandler):
         to the client's connection as it is (a borrowed buffer, never copied), then the relay
         waits until the client has taken all of them before it hands the buffers back for the
         provider's next bytes: the upstream is read only as fast as the client reads (see
-        telephony/upstream.py). Only the last write's future is awaited: HTTP1Connection
+        telephony/connection.py). Only the last write's future is awaited: HTTP1Connection
         resolves only its latest one. The head goes out first, as soon as the provider's head
         decided it, without waiting for the provider's first body bytes (a seek's time to
         first byte); from then on a provider failure can only cut the connection."""
