@@ -130,7 +130,7 @@ def services(io_loop, config, clock):
     yield store, auth
     if not store.embedded:
         io_loop.run_sync(store.drop)
-    store.close()
+    io_loop.run_sync(store.close)
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""The MongoDB backend: one motor database handle and the collection families built on it.
-Production at scale: replica sets, sharding, many hosts sharing one database."""
+"""The MongoDB backend: one database handle of PyMongo's asyncio client (AsyncMongoClient) and
+the collection families built on it. Production at scale: replica sets, sharding, many hosts
+sharing one database. Driver errors leave it as store.errors (store/mongo/errors.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import asyncio
 import contextlib
 
 import pymongo
+from pymongo import AsyncMongoClient
 
 from store.mongo.activities import Activities
 from store.mongo.calls import Calls
+from store.mongo.errors import driver_errors, translate_errors
 from store.mongo.idempotency import Idempotency
 from store.mongo.indexes import ensure_indexes
 from store.mongo.keys import Keys
@@ -21,6 +24,7 @@ from store.mongo.users import Users
 from store.mongo.workspaces import Workspaces
 
 
+@translate_errors
 class MongoStore:
     backend = "mongodb"
     embedded = False
@@ -70,29 +74,28 @@ class MongoStore:
     async def drop(self) -> None:
         await self.client.drop_database(self.db.name)
 
-    def close(self) -> None:
-        self.client.close()
+    async def close(self) -> None:
+        await self.client.close()
 
     async def documents(self, collection: str) -> list[dict]:
         """Every stored document of a collection (operators and tests; never a request)."""
-        return await self.db[collection].find({}).sort("_id").to_list(None)
+        return await self.db[collection].find({}).sort("_id").to_list()
 
 
 def open_mongo(
     uri: str, database: str, timeout_seconds: float = 5.0, default_region: str = "US"
 ) -> MongoStore:
-    from motor.motor_asyncio import AsyncIOMotorClient
-
     ms = int(timeout_seconds * 1000)
-    client = AsyncIOMotorClient(
-        uri,
-        # timeoutMS bounds every operation as a whole (selection, connection, server time), so
-        # a request never waits longer than this on the database: it gets a 503 instead.
-        timeoutMS=ms,
-        serverSelectionTimeoutMS=ms,
-        connectTimeoutMS=ms,
-        socketTimeoutMS=max(ms, 30000),
-        tz_aware=False,
-        appname="workspace-data-api",
-    )
+    with driver_errors():  # a malformed URI
+        client: AsyncMongoClient = AsyncMongoClient(
+            uri,
+            # timeoutMS bounds every operation as a whole (selection, connection, server time), so
+            # a request never waits longer than this on the database: it gets a 503 instead.
+            timeoutMS=ms,
+            serverSelectionTimeoutMS=ms,
+            connectTimeoutMS=ms,
+            socketTimeoutMS=max(ms, 30000),
+            tz_aware=False,
+            appname="workspace-data-api",
+        )
     return MongoStore(client[database], client, default_region)

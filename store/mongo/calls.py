@@ -9,6 +9,7 @@ from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
 from store.calls import record as _record
 from store.clock import utcnow
 from store.mongo.activities import Activities
+from store.mongo.errors import translate_errors
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 
@@ -48,6 +49,7 @@ def call_filters(
     return query
 
 
+@translate_errors
 class Calls:
     def __init__(self, db):
         self.col = db["calls"]

@@ -11,7 +11,10 @@ import datetime as dt
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
+from store.mongo.errors import translate_errors
 
+
+@translate_errors
 class RateLimits:
     def __init__(self, db):
         self.col = db["rate_limits"]

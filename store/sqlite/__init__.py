@@ -125,7 +125,12 @@ class SQLiteStore:
     async def collections(self) -> list[str]:
         return list(schema.TABLES)
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Close the connections (waiting for the work in flight, on a thread of its own: never
+        on the event loop) and remove a throwaway file."""
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
         self.engine.close()
         self.ratelimits.close()
         if self._throwaway_dir:

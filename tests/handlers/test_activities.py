@@ -6,13 +6,13 @@ import json
 import time
 import uuid
 
-import pymongo.errors
 import pytest
 from tornado.simple_httpclient import HTTPStreamClosedError
 
 from handlers.activities import ProspectActivitiesHandler
 from schemas import Schemas
 from store.activities import activity_document
+from store.errors import StoreUnavailable
 
 BASE = dt.datetime(2026, 1, 5, 9, 0)
 
@@ -288,7 +288,7 @@ async def test_a_database_failure_before_the_first_byte_is_a_503(api, store, ws_
     ada = await prospect(store, ws_a)
 
     async def failing(*args, **kwargs):
-        raise pymongo.errors.ServerSelectionTimeoutError("down")
+        raise StoreUnavailable("down")
         yield []
 
     monkeypatch.setattr(store.activities, "timeline", failing)
@@ -301,7 +301,7 @@ async def test_a_failure_mid_stream_cuts_the_body_short(api, store, ws_a, monkey
 
     async def failing(*args, **kwargs):
         yield [{"id": "first"}]
-        raise pymongo.errors.AutoReconnect("lost")
+        raise StoreUnavailable("lost")
 
     monkeypatch.setattr(store.activities, "timeline", failing)
     # The 200 and the first batch were sent; then the connection is closed without the end of

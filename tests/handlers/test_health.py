@@ -97,4 +97,4 @@ async def test_an_unreachable_database_gives_503_within_the_timeout(config, http
     finally:
         server.stop()
         await server.close_all_connections()
-        store.close()
+        await store.close()

@@ -48,7 +48,7 @@ async def new_workspace(uri: str, name: str, database: str | None = None):
     try:
         return await make_workspace(store, auth, name), config.database
     finally:
-        store.close()
+        await store.close()
 
 
 def readyz(origin: str) -> tuple[int, dict]:
