@@ -1,6 +1,6 @@
 """The expiry sweep (store.sweep_expired): records past their expiry time are deleted in bounded
 batches and the others stay, on every backend; TTL indexes are not needed for it (FerretDB has
-none). The background task that runs it in `serve` is tested in tests/server/test_expiry_sweep.py."""
+none). The background task that runs it in `serve`: tests/server/test_expiry_sweep.py."""
 
 import datetime as dt
 
