@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from typing import Any
 
 from store.clock import utcnow
 from store.errors import StoreError
@@ -23,7 +24,7 @@ log = logging.getLogger("workspace_api")
 
 
 class ExpirySweeper:
-    def __init__(self, store, interval: float, batch: int = 1000) -> None:
+    def __init__(self, store: Any, interval: float, batch: int = 1000) -> None:
         self.store = store
         self.interval = interval
         self.batch = batch
