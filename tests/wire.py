@@ -45,8 +45,8 @@ def binary() -> Path:
     if BINARY.exists() and BINARY.stat().st_mtime >= newest:
         return BINARY
     go = shutil.which("go")
-    version = go and go_version(go)
-    if not version or version < GO_MINIMUM:
+    version = go_version(go) if go else None
+    if go is None or version is None or version < GO_MINIMUM:
         found = f"found go{version[0]}.{version[1]}" if version else "found no Go toolchain"
         raise RuntimeError(
             f"the wire tier builds its server (FerretDB) with Go {'.'.join(map(str, GO_MINIMUM))} "
