@@ -80,8 +80,10 @@ LIMITS = {
     "aggregation": "the aggregation stages $facet and $bucket and the expressions $cond, $eq "
     "and $and are not implemented, and the dialer-metrics pipeline uses them",
     "scan": "no query but one on _id alone uses an index: every other query reads the whole "
-    "collection and sorts it in memory, so the first batch of a 100,000-activity timeline "
-    "outlasts the 5 s database timeout",
+    "collection (and sorts it in memory), so reading a large collection, or many such queries "
+    "in a row, outlasts the API's time limits (the first batch of a 100,000-activity timeline "
+    "the 5 s database timeout; 20 concurrent uploads to one workspace, which take turns, the "
+    "10 s an upload waits for its turn)",
     "update_batch": "an update command of 100 or more operations that match a document "
     "deadlocks (each operation keeps one of the connections of its pool of 100 until the "
     "command ends)",

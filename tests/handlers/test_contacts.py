@@ -273,6 +273,7 @@ async def test_exactly_100_contacts_are_accepted(api, new_list):
     assert (await upload(api, created["id"], contacts))["totalProspects"] == 100
 
 
+@pytest.mark.server_limit("scan")
 async def test_concurrent_overlapping_uploads_create_no_duplicates(origin, store, ws_a, new_list):
     """20 uploads at once, each on its own connection, over overlapping windows of 40 people:
     email plus phone, or the phone alone in another format (different dedupe keys, so only
