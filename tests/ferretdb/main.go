@@ -97,14 +97,18 @@ func main() {
 		fmt.Fprintf(os.Stderr, "wire-server: %s\n", err)
 		os.Exit(1)
 	}
-	go (&relay{backend: backend.Host, logger: logger}).serve(listener)
+	clients := newRelay(listener, backend.Host, logger)
+	go clients.serve()
+	// FerretDB stops only once the relay has dropped every client (relay.shutdown).
+	running, stopFerretDB := context.WithCancel(context.Background())
 	go func() {
 		<-ctx.Done()
-		listener.Close() // no new clients; FerretDB closes the open connections
+		clients.shutdown()
+		stopFerretDB()
 	}()
 	fmt.Printf("listening on %d\n", listener.Addr().(*net.TCPAddr).Port)
 
-	if err := server.Run(ctx); err != nil {
+	if err := server.Run(running); err != nil {
 		fmt.Fprintf(os.Stderr, "wire-server: %s\n", err)
 		os.Exit(1)
 	}

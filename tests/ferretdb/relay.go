@@ -33,26 +33,64 @@ var writeCommands = map[string]bool{
 }
 
 type relay struct {
-	backend string
-	writes  sync.Mutex
-	logger  *slog.Logger
+	backend  string
+	listener net.Listener
+	logger   *slog.Logger
+	writes   sync.Mutex
+
+	mu      sync.Mutex
+	clients map[net.Conn]struct{} // nil once shut down
 }
 
-func (r *relay) serve(listener net.Listener) {
+func newRelay(listener net.Listener, backend string, logger *slog.Logger) *relay {
+	return &relay{
+		backend: backend, listener: listener, logger: logger, clients: map[net.Conn]struct{}{},
+	}
+}
+
+func (r *relay) serve() {
 	for {
-		client, err := listener.Accept()
+		client, err := r.listener.Accept()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				r.logger.Error("accept", "error", err)
 			}
 			return
 		}
-		go r.handle(client)
+		r.mu.Lock()
+		if r.clients == nil {
+			client.Close()
+		} else {
+			r.clients[client] = struct{}{}
+			go r.handle(client)
+		}
+		r.mu.Unlock()
 	}
 }
 
+// shutdown stops accepting clients and drops every client connection at once, as a MongoDB
+// server going down does: a command in flight gets no answer (the driver sees a network
+// error), never an error reply. Only then is FerretDB stopped (main.go), which would answer
+// the commands it cancels with an InternalError.
+func (r *relay) shutdown() {
+	r.listener.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for client := range r.clients {
+		client.Close()
+	}
+	r.clients = nil
+}
+
 func (r *relay) handle(client net.Conn) {
-	defer client.Close()
+	defer func() {
+		r.mu.Lock()
+		if r.clients != nil {
+			delete(r.clients, client)
+		}
+		r.mu.Unlock()
+		client.Close()
+	}()
 	server, err := net.Dial("tcp", r.backend)
 	if err != nil {
 		r.logger.Error("dial FerretDB", "error", err)
