@@ -28,10 +28,8 @@ setup(
         # (handlers/recordings.py), IOStream._total_write_done_index (handlers/streams.py) and
         # the HTTP1ServerConnection delegate interface wrapped by server/gate.py.
         "tornado>=6.5.6,<7",
-        "motor>=3.6,<4",
-        # The wire test tier's mongo-java-server 1.47 speaks wire version 8 (MongoDB 4.2); pymongo
-        # 4.18 and later require wire version 9 (MongoDB 4.4).
-        "pymongo>=4.9,<4.18",
+        # PyMongo's own asyncio API (AsyncMongoClient); the release the wire tier is tested with.
+        "pymongo>=4.20",
         "jsonschema>=4.23",
         "pyjwt>=2.9",
         "jinja2>=3.1",

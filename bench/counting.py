@@ -60,10 +60,9 @@ class CountingCollection:
 
 
 def is_collection(value) -> bool:
-    # Both motor's and mongomock-motor's collections pass this check (the latter masquerades).
-    from motor.motor_asyncio import AsyncIOMotorCollection
+    from pymongo.asynchronous.collection import AsyncCollection
 
-    return isinstance(value, AsyncIOMotorCollection)
+    return isinstance(value, AsyncCollection)
 
 
 def install_sqlite(store, counts: Counter) -> Counter:

@@ -340,7 +340,7 @@ async def bench_recording(args, path: Path, marker: dict) -> list[Row]:
             times.append(time.perf_counter() - started)
             assert ref, call_id
     finally:
-        store.close()
+        await store.close()
     p50, p99 = percentile(times, 0.5), percentile(times, 0.99)
     return [
         Row(

@@ -96,7 +96,7 @@ async def _seed(path: Path, calls: int, prospects: int) -> dict:
             store, auth, now=now, scale=scale, progress=Progress(estimate(scale))
         )
     finally:
-        store.close()
+        await store.close()
     seconds = time.monotonic() - started
     # Fold the WAL into the main file, so that the cache is one file that copies whole.
     with sqlite3.connect(path) as conn:

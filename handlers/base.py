@@ -12,13 +12,13 @@ import logging
 import os
 import re
 
-import pymongo.errors
 from tornado.httputil import HTTPServerRequest
 from tornado.web import HTTPError, RequestHandler
 
 from handlers import jsonio
 from handlers.errors import UUID, APIError, invalid, not_found, path_uuid
 from schemas.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
+from store.errors import StoreUnavailable
 
 __all__ = ["UUID", "APIError", "APIHandler", "NotFoundHandler", "invalid", "not_found", "path_uuid"]
 
@@ -30,12 +30,8 @@ JSON_TYPE = re.compile(r"^application/json\s*(;\s*charset\s*=\s*\"?utf-8\"?\s*)?
 INTEGER = re.compile(r"-?[0-9]+")
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 NO_QUERY = "/schemas/queries/none.json"
-DB_DOWN = (
-    pymongo.errors.ConnectionFailure,
-    pymongo.errors.ServerSelectionTimeoutError,
-    pymongo.errors.ExecutionTimeout,
-    TimeoutError,
-)
+# The store's StoreUnavailable (every backend), and a deadline that ran out around a store call.
+DB_DOWN = (StoreUnavailable, TimeoutError)
 RETRY_AFTER_DB = "5"
 
 
@@ -252,7 +248,8 @@ class APIHandler(RequestHandler):
         if isinstance(value, APIError | HTTPError):
             return
         if isinstance(value, DB_DOWN):
-            log.warning("database unavailable: %s (request %s)", typ.__name__, self.request_id)
+            cause = type(value.__cause__ or value).__name__  # the backend's error, never its text
+            log.warning("database unavailable: %s (request %s)", cause, self.request_id)
             return
         log.error("unhandled error in request %s", self.request_id, exc_info=(typ, value, tb))
 

@@ -85,7 +85,7 @@ async def run_admin(config: Config, args, services=None) -> int:
         return 1
     finally:
         if owned:
-            store.close()
+            await store.close()
     return 0
 
 

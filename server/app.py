@@ -82,7 +82,7 @@ async def open_services(
         if secret is None:  # SQLite without a configured secret: the one kept in the file
             secret = await store.settings.signing_secret()
     except Exception:
-        store.close()
+        await store.close()
         raise
     auth = KeyService(secret, store.keys, config.key_cache_seconds, clock)
     return store, auth

@@ -9,10 +9,10 @@ import logging
 import sys
 from urllib.parse import urlsplit
 
-from pymongo.errors import ConnectionFailure, PyMongoError
-
 from server.admin import add_admin_commands
 from server.config import ConfigError, load_config
+from store.database import is_mongodb
+from store.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger("workspace_api")
 
@@ -248,10 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"workspace-api: configuration error: {exc}", file=sys.stderr)
         return 2
-    except PyMongoError as exc:
+    except StoreError as exc:
+        if not is_mongodb(config.mongodb_uri):
+            raise
         # Never echo the URI or the driver's message: they may carry credentials.
         hosts = mongodb_hosts(config.mongodb_uri)
-        if isinstance(exc, ConnectionFailure):
+        if isinstance(exc, StoreUnavailable):
             why = (
                 f"no answer from {hosts} within {config.db_timeout_seconds:g} s "
                 "(db_timeout_seconds, WSAPI_DB_TIMEOUT_SECONDS)"
@@ -259,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             why = f"{hosts} refused the operation"
         print(
-            f"workspace-api: MongoDB is not usable ({type(exc).__name__}): {why}", file=sys.stderr
+            f"workspace-api: MongoDB is not usable ({type(exc.__cause__ or exc).__name__}): {why}",
+            file=sys.stderr,
         )
         return 3
 

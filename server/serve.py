@@ -18,13 +18,14 @@ import os
 import signal
 import time
 
-from pymongo.errors import ConnectionFailure, ExecutionTimeout, PyMongoError
 from tornado.netutil import bind_sockets
 
 from server.app import freeze_heap, http_server, make_app, open_services
 from server.auth import resolve_secret
 from server.config import Config, ConfigError, validate
+from server.expiry import ExpirySweeper
 from server.logs import secrets_of, setup_logging
+from store.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger("workspace_api")
 
@@ -79,6 +80,7 @@ async def run_worker(config: Config, sockets) -> int:
     if not store.indexes_ready:
         indexes = asyncio.create_task(ensure_indexes_when_reachable(store))
     app = make_app(config, store, auth)
+    sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
     freeze_heap()
@@ -104,7 +106,8 @@ async def run_worker(config: Config, sockets) -> int:
     await server.close_all_connections()
     if indexes:
         indexes.cancel()
-    store.close()
+    await sweeper.stop()
+    await store.close()
     log.info("stopped (pid %d)", os.getpid())
     return 0
 
@@ -116,11 +119,13 @@ async def ensure_indexes_when_reachable(store, delay: float = 0.5) -> None:
             await store.ensure_indexes()
             log.info("database ready")
             return
-        except (ConnectionFailure, ExecutionTimeout) as exc:
+        except StoreUnavailable as exc:
             log.warning(
-                "database not reachable (%s); retrying in %.1f s", type(exc).__name__, delay
+                "database not reachable (%s); retrying in %.1f s",
+                type(exc.__cause__ or exc).__name__,
+                delay,
             )
-        except PyMongoError as exc:  # e.g. an index conflict: an operator has to look
+        except StoreError as exc:  # e.g. an index conflict: an operator has to look
             log.error("cannot create the indexes (%s); retrying in %.1f s", exc, delay)
         await asyncio.sleep(delay)
         delay = min(delay * 2, MAX_RETRY_DELAY)

@@ -1,16 +1,16 @@
 """Opening the store: one interface, two backends.
 
-`MONGODB_URI=mongodb://...` selects MongoDB through motor (store/mongo: production at scale);
-anything else selects SQLite (store/sqlite: the embedded default), in the file at `sqlite_path`,
-or in a throwaway file for `MONGODB_URI=memory`. Both backends expose the same objects
-(`store.calls`, `store.prospects`, ...) with the same methods, and raise store.errors.
+`MONGODB_URI=mongodb://...` selects MongoDB through PyMongo's async API (store/mongo: production
+at scale); anything else selects SQLite (store/sqlite: the embedded default), in the file at
+`sqlite_path`, or in a throwaway file for `MONGODB_URI=memory`. Both backends expose the same
+objects (`store.calls`, `store.prospects`, ...) with the same methods, and raise store.errors.
 """
 
 from __future__ import annotations
 
-from store.errors import StoreBusy, StoreUnavailable
+from store.errors import StoreBusy, StoreError, StoreUnavailable
 
-__all__ = ["StoreBusy", "StoreUnavailable", "is_mongodb", "open_store"]
+__all__ = ["StoreBusy", "StoreError", "StoreUnavailable", "is_mongodb", "open_store"]
 
 
 def is_mongodb(uri: str) -> bool:

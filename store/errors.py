@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 
-class StoreUnavailable(TimeoutError):
+class StoreError(Exception):
+    """The database refused or failed an operation (a conflict, a broken invariant): not the
+    client's fault, and retrying it as it is will not help (500; an operator has to look)."""
+
+
+class StoreUnavailable(StoreError, TimeoutError):
     """The database did not answer in time; the request should be retried later (503)."""
 
 

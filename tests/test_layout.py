@@ -107,3 +107,25 @@ def test_the_demo_is_reached_only_by_the_dispatch_and_reaches_no_handler():
     assert into_demo == {DISPATCH[0]}
     edges = graph(lambda name: name.partition(".")[0])
     assert "handlers" not in edges["demo"]
+
+
+def test_only_the_mongodb_backend_knows_the_driver():
+    """Driver errors become store.errors inside store/mongo/; nothing else imports PyMongo (or
+    the BSON package that ships with it), so handlers and the process never know the backend.
+    (Tests and bench/ that measure the backend's own mechanics may.)"""
+    drivers = {"pymongo", "bson", "gridfs", "motor"}
+    known = modules()
+    importers = set()
+    for name, path in known.items():
+        if name == "store.mongo" or name.startswith("store.mongo."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                roots = {alias.name.partition(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                roots = {node.module.partition(".")[0]}
+            else:
+                continue
+            if roots & drivers:
+                importers.add(str(path.relative_to(ROOT)))
+    assert importers == set()

@@ -1,15 +1,20 @@
-"""The MongoDB backend: one motor database handle and the collection families built on it.
-Production at scale: replica sets, sharding, many hosts sharing one database."""
+"""The MongoDB backend: one database handle of PyMongo's asyncio client (AsyncMongoClient) and
+the collection families built on it. Production at scale: replica sets, sharding, many hosts
+sharing one database. Driver errors leave it as store.errors (store/mongo/errors.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 
 import pymongo
+from pymongo import AsyncMongoClient
 
 from store.mongo.activities import Activities
 from store.mongo.calls import Calls
+from store.mongo.errors import driver_errors, translate_errors
+from store.mongo.expiry import sweep_expired
 from store.mongo.idempotency import Idempotency
 from store.mongo.indexes import ensure_indexes
 from store.mongo.keys import Keys
@@ -21,6 +26,7 @@ from store.mongo.users import Users
 from store.mongo.workspaces import Workspaces
 
 
+@translate_errors
 class MongoStore:
     backend = "mongodb"
     embedded = False
@@ -42,14 +48,23 @@ class MongoStore:
         # False until ensure_indexes() has succeeded: the API answers 503 until then, because
         # the unique indexes are what keeps concurrent writes free of duplicates.
         self.indexes_ready = False
+        # Whether the server keeps TTL indexes (known once the indexes are ensured).
+        self.ttl_indexes: bool | None = None
 
     async def ensure_indexes(self, build_timeout: float = 600) -> None:
         # The ping fails fast (timeoutMS) when the server is away; the index builds then get
         # longer, as a first build on a large collection may outlast the per-operation timeout.
         await self.db.command("ping")
         with pymongo.timeout(build_timeout):
-            await ensure_indexes(self.db)
+            self.ttl_indexes = await ensure_indexes(self.db)
         self.indexes_ready = True
+
+    async def sweep_expired(
+        self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete expired Idempotency-Key records, rate-limit windows and leases in bounded
+        batches (store/mongo/expiry.py); how many were deleted."""
+        return await sweep_expired(self.db, now, batch, max_batches)
 
     @contextlib.asynccontextmanager
     async def bulk_load(self):
@@ -70,29 +85,28 @@ class MongoStore:
     async def drop(self) -> None:
         await self.client.drop_database(self.db.name)
 
-    def close(self) -> None:
-        self.client.close()
+    async def close(self) -> None:
+        await self.client.close()
 
     async def documents(self, collection: str) -> list[dict]:
         """Every stored document of a collection (operators and tests; never a request)."""
-        return await self.db[collection].find({}).sort("_id").to_list(None)
+        return await self.db[collection].find({}).sort("_id").to_list()
 
 
 def open_mongo(
     uri: str, database: str, timeout_seconds: float = 5.0, default_region: str = "US"
 ) -> MongoStore:
-    from motor.motor_asyncio import AsyncIOMotorClient
-
     ms = int(timeout_seconds * 1000)
-    client = AsyncIOMotorClient(
-        uri,
-        # timeoutMS bounds every operation as a whole (selection, connection, server time), so
-        # a request never waits longer than this on the database: it gets a 503 instead.
-        timeoutMS=ms,
-        serverSelectionTimeoutMS=ms,
-        connectTimeoutMS=ms,
-        socketTimeoutMS=max(ms, 30000),
-        tz_aware=False,
-        appname="workspace-data-api",
-    )
+    with driver_errors():  # a malformed URI
+        client: AsyncMongoClient = AsyncMongoClient(
+            uri,
+            # timeoutMS bounds every operation as a whole (selection, connection, server time), so
+            # a request never waits longer than this on the database: it gets a 503 instead.
+            timeoutMS=ms,
+            serverSelectionTimeoutMS=ms,
+            connectTimeoutMS=ms,
+            socketTimeoutMS=max(ms, 30000),
+            tz_aware=False,
+            appname="workspace-data-api",
+        )
     return MongoStore(client[database], client, default_region)

@@ -21,8 +21,10 @@ from store.activities import (
     list_added_activity,
 )
 from store.activities import record as _record
+from store.mongo.errors import translate_errors
 
 
+@translate_errors
 class Activities:
     def __init__(self, db):
         self.col = db["activities"]

@@ -9,6 +9,7 @@ from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
 from store.calls import record as _record
 from store.clock import utcnow
 from store.mongo.activities import Activities
+from store.mongo.errors import translate_errors
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 
@@ -48,6 +49,7 @@ def call_filters(
     return query
 
 
+@translate_errors
 class Calls:
     def __init__(self, db):
         self.col = db["calls"]
@@ -85,7 +87,8 @@ class Calls:
         doc = await self.col.find_one_and_update(
             {"_id": call_id, "workspaceId": workspace_id},
             {"$set": {"notes": notes, "updatedAt": utcnow()}},
-            projection=CALL_FIELDS,
+            # No projection (FerretDB 1.24 does not implement findAndModify's `fields`): the
+            # record takes its fields from the document, which holds nothing large.
             return_document=ReturnDocument.AFTER,
         )
         return doc and _record(doc)

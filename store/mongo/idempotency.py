@@ -8,6 +8,8 @@ import datetime as dt
 
 from pymongo.errors import DuplicateKeyError
 
+from store.mongo.errors import translate_errors
+
 FIELDS = {
     "_id": 0,
     "fingerprint": 1,
@@ -20,6 +22,7 @@ FIELDS = {
 }
 
 
+@translate_errors
 class Idempotency:
     def __init__(self, db):
         self.col = db["idempotency"]

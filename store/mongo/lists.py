@@ -5,6 +5,7 @@ from __future__ import annotations
 from pymongo import ReturnDocument
 
 from store.clock import new_id, utcnow
+from store.mongo.errors import translate_errors
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.records import list_record as _record
@@ -20,6 +21,7 @@ LIST_FIELDS = {
 }
 
 
+@translate_errors
 class Lists:
     def __init__(self, db):
         self.col = db["lists"]
@@ -68,7 +70,7 @@ class Lists:
         doc = await self.col.find_one_and_update(
             {"_id": list_id, "workspaceId": workspace_id},
             {"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}},
-            projection=LIST_FIELDS,
+            # No projection: FerretDB 1.24 does not implement findAndModify's `fields`.
             return_document=ReturnDocument.AFTER,
         )
         return doc and _record(doc)

@@ -18,10 +18,12 @@ from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id, utcnow
 from store.errors import StoreBusy
+from store.mongo.errors import translate_errors
 
 log = logging.getLogger("workspace_api")
 
 
+@translate_errors
 class Leases:
     def __init__(self, db):
         self.col = db["leases"]

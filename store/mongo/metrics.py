@@ -9,6 +9,7 @@ import datetime as dt
 from zoneinfo import ZoneInfo
 
 from store.metrics import CONVERSATION_SECONDS, COUNTS, day_starts, rates, report
+from store.mongo.errors import translate_errors
 
 
 def _is(field: str, value) -> dict:
@@ -66,6 +67,7 @@ def _figures(row: dict) -> dict:
     return rates({name: row[name] for name in COUNTS})
 
 
+@translate_errors
 class DialerMetrics:
     def __init__(self, db):
         self.col = db["calls"]
@@ -80,7 +82,8 @@ class DialerMetrics:
     ) -> dict:
         """The dialer-metrics result for the local days `first`..`last` (inclusive)."""
         starts = day_starts(first, last, zone)
-        [result] = await self.col.aggregate(pipeline(workspace_id, starts, user_id)).to_list(1)
+        cursor = await self.col.aggregate(pipeline(workspace_id, starts, user_id))
+        [result] = await cursor.to_list(1)
         return report(
             first,
             last,

@@ -17,6 +17,7 @@ from pymongo.errors import BulkWriteError
 from store.clock import new_id, utcnow
 from store.identity import normalize_email, normalize_phone
 from store.mongo.activities import Activities
+from store.mongo.errors import translate_errors
 from store.mongo.locks import Leases
 from store.mongo.paging import page_query
 from store.paging import Page, Window
@@ -36,6 +37,7 @@ from store.prospects import (
 from store.prospects import record as _record
 
 
+@translate_errors
 class Prospects:
     def __init__(self, db, default_region: str = "US"):
         self.col = db["prospects"]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from store.clock import new_id, utcnow
+from store.mongo.errors import translate_errors
 from store.records import user_record as _record
 
 USER_FIELDS = {"_id": 1, "email": 1, "firstName": 1, "lastName": 1, "createdAt": 1}
 
 
+@translate_errors
 class Users:
     def __init__(self, db):
         self.col = db["users"]

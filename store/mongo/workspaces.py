@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from store.clock import new_id, utcnow
+from store.mongo.errors import translate_errors
 from store.records import workspace_record
 
 
+@translate_errors
 class Workspaces:
     def __init__(self, db):
         self.col = db["workspaces"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import datetime as dt
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,7 +19,14 @@ from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.ratecounts import SharedCounters, counters_path
-from store.sqlite.small import Idempotency, Keys, Settings, Users, Workspaces
+from store.sqlite.small import (
+    Idempotency,
+    Keys,
+    Settings,
+    Users,
+    Workspaces,
+    delete_expired_idempotency,
+)
 
 BULK_INDEXES = ("calls_", "activities_")
 INDEX_BUILD_TIMEOUT = 900.0
@@ -108,6 +116,19 @@ class SQLiteStore:
             return False
         return True
 
+    async def sweep_expired(
+        self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete expired Idempotency-Key records in bounded batches; how many were deleted.
+        (Rate-limit windows reuse their slots in the counters file; SQLite needs no leases.)"""
+        deleted = 0
+        for _ in range(max_batches):
+            found = await self.engine.write(delete_expired_idempotency, now, batch)
+            deleted += found
+            if found < batch:
+                break
+        return deleted
+
     async def documents(self, collection: str) -> list[dict]:
         """Every stored row of a table as a document (operators and tests; never a request)."""
         if collection not in schema.TABLES:
@@ -125,7 +146,12 @@ class SQLiteStore:
     async def collections(self) -> list[str]:
         return list(schema.TABLES)
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Close the connections (waiting for the work in flight, on a thread of its own: never
+        on the event loop) and remove a throwaway file."""
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
         self.engine.close()
         self.ratelimits.close()
         if self._throwaway_dir:

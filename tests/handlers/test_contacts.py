@@ -266,12 +266,14 @@ async def test_invalid_uploads_are_400_and_change_nothing(
     assert await prospects(store, ws_a.id) == []
 
 
+@pytest.mark.server_limit("update_batch")
 async def test_exactly_100_contacts_are_accepted(api, new_list):
     created = await new_list()
     contacts = [{"email": f"c{i}@example.com"} for i in range(100)]
     assert (await upload(api, created["id"], contacts))["totalProspects"] == 100
 
 
+@pytest.mark.server_limit("scan")
 async def test_concurrent_overlapping_uploads_create_no_duplicates(origin, store, ws_a, new_list):
     """20 uploads at once, each on its own connection, over overlapping windows of 40 people:
     email plus phone, or the phone alone in another format (different dedupe keys, so only

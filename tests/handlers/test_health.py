@@ -72,7 +72,7 @@ def closed_port() -> int:
 
 
 async def test_an_unreachable_database_gives_503_within_the_timeout(config, http_server_port):
-    """A real motor client pointed at a closed port: requests get a 503 with Retry-After after
+    """A real PyMongo client pointed at a closed port: requests get a 503 with Retry-After after
     about db_timeout_seconds, never a hang or a 500; /readyz says so too."""
     config = config.replace(
         db_timeout_seconds=0.5, mongodb_uri=f"mongodb://127.0.0.1:{closed_port()}"
@@ -97,4 +97,4 @@ async def test_an_unreachable_database_gives_503_within_the_timeout(config, http
     finally:
         server.stop()
         await server.close_all_connections()
-        store.close()
+        await store.close()

@@ -16,10 +16,10 @@ import urllib.request
 import jwt
 import psutil
 import pytest
-from pymongo.errors import OperationFailure, ServerSelectionTimeoutError
 
 from server.cli import main
 from server.serve import ensure_indexes_when_reachable
+from store.errors import StoreError, StoreUnavailable
 
 SECRET = "s" * 40
 
@@ -194,9 +194,9 @@ async def test_indexes_are_retried_until_the_database_answers():
         async def ensure_indexes(self):
             self.attempts += 1
             if self.attempts <= 2:
-                raise ServerSelectionTimeoutError("down")
+                raise StoreUnavailable("down")
             if self.attempts == 3:
-                raise OperationFailure("index conflict")
+                raise StoreError("index conflict")
             self.indexes_ready = True
 
     store = Flaky()

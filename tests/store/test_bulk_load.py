@@ -41,7 +41,7 @@ async def seeded(path, bulk_from: int, monkeypatch) -> tuple[list[dict], list[di
         assert page.total >= SCALE.calls
         return (await store.documents("calls"), await store.documents("activities"), indexes(path))
     finally:
-        store.close()
+        await store.close()
 
 
 async def test_a_bulk_seeding_ends_with_every_index_and_the_same_data(tmp_path, monkeypatch):
