@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from store.mongo.indexes import EXPIRY as MONGO_EXPIRY
 from store.mongo.indexes import INDEXES as MONGO_INDEXES
 from store.sqlite.schema import INDEXES as SQLITE_INDEXES
 from store.sqlite.schema import TABLES
@@ -54,6 +55,8 @@ def mongo_defined() -> dict[tuple[str, str], tuple[str, ...]]:
                 + (["TTL"] if "expireAfterSeconds" in document else [])
             )
             defined[(collection, document["name"])] = (*fields, *flags)
+    for collection, field in MONGO_EXPIRY.items():  # TTL, or a plain index where refused
+        defined[(collection, "ttl")] = (field, "TTL")
     return defined
 
 
