@@ -12,11 +12,8 @@ from tornado.simple_httpclient import HTTPStreamClosedError
 from handlers.activities import ProspectActivitiesHandler
 from schemas import Schemas
 from store.activities import activity_document
-<<<<<<< HEAD
-from tests.helpers import settled
-=======
 from store.errors import StoreUnavailable
->>>>>>> 60462958b720481fe0c92cdd7cd38de083571c45
+from tests.helpers import settled
 
 BASE = dt.datetime(2026, 1, 5, 9, 0)
 
