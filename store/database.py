@@ -8,6 +8,7 @@ objects (`store.calls`, `store.prospects`, ...) with the same methods, and raise
 
 from __future__ import annotations
 
+from store.contract import Store
 from store.errors import StoreBusy, StoreError, StoreUnavailable
 
 __all__ = ["StoreBusy", "StoreError", "StoreUnavailable", "is_mongodb", "open_store"]
@@ -23,7 +24,7 @@ def open_store(
     timeout_seconds: float = 5.0,
     default_region: str = "US",
     sqlite_path: str | None = None,
-):
+) -> Store:
     if is_mongodb(uri):
         from store.mongo import open_mongo
 

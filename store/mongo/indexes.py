@@ -10,6 +10,7 @@ from __future__ import annotations
 from pymongo import ASCENDING as ASC
 from pymongo import DESCENDING as DESC
 from pymongo import IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
 
 INDEXES: dict[str, list[IndexModel]] = {
     "users": [
@@ -80,6 +81,6 @@ INDEXES: dict[str, list[IndexModel]] = {
 }
 
 
-async def ensure_indexes(db) -> None:
+async def ensure_indexes(db: AsyncDatabase) -> None:
     for collection, models in INDEXES.items():
         await db[collection].create_indexes(models)
