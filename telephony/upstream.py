@@ -41,10 +41,15 @@ import socket
 import ssl
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from tornado import httputil
+
+if TYPE_CHECKING:
+    from server.config import Config
 
 SAFE_REF = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 FIELD_VALUE = re.compile(r"^[\x20-\x7e]*$")
@@ -119,7 +124,9 @@ class _Connection(asyncio.BufferedProtocol):
     pace. Once a response is complete the connection can carry the next request.
     """
 
-    def __init__(self, high_water: int, slot_bytes: int, on_lost):
+    def __init__(
+        self, high_water: int, slot_bytes: int, on_lost: Callable[[_Connection], None]
+    ) -> None:
         self.loop = asyncio.get_running_loop()
         self.high_water = high_water
         count = max(2, high_water // slot_bytes)
@@ -395,8 +402,8 @@ class UpstreamResponse:
         expected_bytes: int | None,
         connection: _Connection,
         idle_timeout: float,
-        release,
-    ):
+        release: Callable[[_Connection], None],
+    ) -> None:
         self.status = status
         self.headers = headers
         self.content_range = content_range
@@ -406,6 +413,7 @@ class UpstreamResponse:
         self._expected = expected_bytes
         self._received = 0
         self._connection = connection
+        assert connection.x is not None  # a response is made by its connection's exchange
         self._exchange = connection.x
         self._idle_timeout = idle_timeout
         self._release = release
@@ -439,7 +447,7 @@ class UpstreamResponse:
         connection = self._connection
         x = self._exchange
         while True:
-            pieces = []
+            pieces: list[bytes | memoryview] = []
             while len(pieces) < limit:
                 item = connection.take()
                 if item is None:
@@ -488,7 +496,10 @@ class UpstreamResponse:
         )
 
     async def splice_to(
-        self, sock: socket.socket, client_closed, client_timeout: float | None = None
+        self,
+        sock: socket.socket,
+        client_closed: Callable[[], bool],
+        client_timeout: float | None = None,
     ) -> int:
         """Move the rest of the body from the provider's socket to `sock` (non-blocking) inside
         the kernel, through a pipe, with splice(2): no byte enters this process. Waits on the
@@ -556,7 +567,7 @@ class _Splicer:
         self,
         connection: _Connection,
         sock: socket.socket,
-        client_closed,
+        client_closed: Callable[[], bool],
         idle_timeout: float,
         client_timeout: float | None = None,
     ):
@@ -723,7 +734,7 @@ class UpstreamClient:
         self._idle: list[_Connection] = []
 
     @classmethod
-    def from_config(cls, config) -> UpstreamClient | None:
+    def from_config(cls, config: Config) -> UpstreamClient | None:
         """The client for the configured provider, or None when no provider_url is set."""
         if not config.provider_url:
             return None
