@@ -3,14 +3,15 @@
 `Store` is the object `store.database.open_store` returns; each of its collection families
 (`store.calls`, `store.prospects`, ...) is one Protocol below. Handlers and server code depend
 on these Protocols only, never on a backend class. Both backends (store/sqlite: SQLiteStore,
-store/mongo: MongoStore) are checked against them by mypy (`open_store`'s return type, and the
-assignments at the end of store/database.py), and tests/store/test_contract.py checks that
-neither backend has a public method the contract does not declare.
+store/mongo: MongoStore) are checked against them by mypy through `open_store`'s return type
+(store/database.py), and tests/store/test_contract.py checks that neither backend has a public
+method the contract does not declare.
 
-To add a method: declare it here, implement it on both backends, run mypy. Every method takes
-the workspace id first unless it is an operator's (admin CLI) call, and raises store.errors,
-never a driver's error. Records are the API's dicts (store/records.py and the resources'
-modules); instants are naive UTC datetimes with millisecond precision (store/clock.py).
+To add a method: declare it here, implement it on both backends, run mypy. A method over a
+workspace's data takes the workspace id first (operators' calls, marked so, excepted), and
+every method raises store.errors, never a driver's error. Records are the API's dicts
+(store/records.py and the resources' modules); instants are naive UTC datetimes with
+millisecond precision (store/clock.py).
 """
 
 from __future__ import annotations
