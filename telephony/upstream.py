@@ -43,13 +43,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import quote, urlsplit
 
 from tornado import httputil
-
-if TYPE_CHECKING:
-    from server.config import Config
 
 SAFE_REF = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 FIELD_VALUE = re.compile(r"^[\x20-\x7e]*$")
@@ -697,6 +694,21 @@ def _expire(waiter: asyncio.Future[bool]) -> None:
         waiter.set_result(False)
 
 
+class ProviderConfig(Protocol):
+    """The configuration keys of the provider (server.config.Config has them)."""
+
+    @property
+    def provider_url(self) -> str: ...
+    @property
+    def provider_account_id(self) -> str: ...
+    @property
+    def provider_auth_token(self) -> str: ...
+    @property
+    def provider_connect_timeout(self) -> float: ...
+    @property
+    def provider_header_timeout(self) -> float: ...
+
+
 class UpstreamClient:
     """Fetches recording media from the provider with the service's own credentials.
 
@@ -734,7 +746,7 @@ class UpstreamClient:
         self._idle: list[_Connection] = []
 
     @classmethod
-    def from_config(cls, config: Config) -> UpstreamClient | None:
+    def from_config(cls, config: ProviderConfig) -> UpstreamClient | None:
         """The client for the configured provider, or None when no provider_url is set."""
         if not config.provider_url:
             return None
