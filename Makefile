@@ -17,7 +17,8 @@ demo: $(STAMP)
 	$(VENV)/bin/workspace-api demo $(if $(PORT),--port $(PORT))
 
 # The whole suite twice: on the embedded store, then over a real MongoDB wire connection to a
-# mongo-java-server the suite starts (needs Java 17 and Maven). Both tiers always run; the target
+# FerretDB (SQLite backend) that the suite builds and starts (tests/ferretdb/: needs Go 1.24 or
+# later; .ci/run installs it where it is missing). Both tiers always run; the target
 # fails when either fails. PYTEST_ARGS passes options to both, e.g. PYTEST_ARGS='-m "not browser"'.
 test: $(STAMP)
 	@status=0; \

@@ -35,6 +35,7 @@ class Config:
     shutdown_timeout_seconds: float
     rate_limit_per_minute: int
     sync_settle_seconds: float
+    expiry_sweep_seconds: float
     stream_stall_seconds: float
     max_streams_per_workspace: int
     provider_url: str
@@ -125,3 +126,5 @@ def validate(config: Config) -> None:
         or config.sync_settle_seconds < 0
     ):
         raise ConfigError("timeouts must be positive")
+    if config.expiry_sweep_seconds <= 0:
+        raise ConfigError("expiry_sweep_seconds must be positive")

@@ -42,6 +42,7 @@ from server.demo_data import (
     long_timeline,
     meeting_activity,
 )
+from server.expiry import ExpirySweeper
 from server.logs import secrets_of, setup_logging
 from store.clock import utcnow
 from store.identity import normalize_phone
@@ -479,6 +480,7 @@ async def _demo(config: Config, args) -> None:
     sockets = bind_sockets(config.port, config.host)
     port = sockets[0].getsockname()[1]
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
+    sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
     freeze_heap()
     host = f"[{config.host}]" if ":" in config.host else config.host
     # Listening on every address: name the loopback one, a URL that works from this machine.
@@ -499,8 +501,9 @@ async def _demo(config: Config, args) -> None:
     try:
         await admin_console(config, store, auth)
         await asyncio.Event().wait()
-    finally:  # the demo stops (Ctrl-C): so do its live writes
+    finally:  # the demo stops (Ctrl-C): so do its live writes and the expiry sweep
         await stop(writer)
+        await sweeper.stop()
 
 
 def write_private(path: Path, text: str) -> None:

@@ -27,6 +27,7 @@ from tornado.netutil import bind_sockets
 from server.app import freeze_heap, http_server, make_app, open_services
 from server.auth import resolve_secret
 from server.config import Config, ConfigError, validate
+from server.expiry import ExpirySweeper
 from server.gate import Gate
 from server.logs import secrets_of, setup_logging
 from store.contract import Store
@@ -85,6 +86,7 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
     if not store.indexes_ready:
         indexes = asyncio.create_task(ensure_indexes_when_reachable(store))
     app = make_app(config, store, auth)
+    sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
     freeze_heap()
@@ -111,6 +113,7 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
     await server.close_all_connections()
     if indexes:
         indexes.cancel()
+    await sweeper.stop()
     await store.close()
     log.info("stopped (pid %d)", os.getpid())
     return 0

@@ -119,8 +119,10 @@ def record(doc: dict) -> dict:
         "id": doc["_id"],
         "type": doc["type"],
         "occurredAt": doc["occurredAt"],
-        "userId": doc["userId"],
-        "callId": doc["callId"],
+        # Absent and null are the same here: some servers leave a null out of a $setOnInsert
+        # (FerretDB 1.24), as record_list_added writes it.
+        "userId": doc.get("userId"),
+        "callId": doc.get("callId"),
         "summary": doc["summary"],
         "details": doc["details"],
     }

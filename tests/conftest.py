@@ -4,8 +4,9 @@ Helpers that tests import live in tests/helpers.py.
 
 The tier is chosen by WSAPI_TEST_TIER (printed in the header of every run):
 - embedded (the default): the embedded store, config.yaml's default (MONGODB_URI unset);
-- wire: a mongo-java-server process that the suite starts on a free loopback port (memory
-  backend), over a real MongoDB wire connection; MONGODB_URI points at it;
+- wire: a FerretDB process (tests/ferretdb/, SQLite backend in a temporary directory) that the
+  suite starts on a free loopback port, over a real MongoDB wire connection (wire version 21,
+  MongoDB 7.0); MONGODB_URI points at it;
 - mongodb: an external MongoDB at MONGODB_URI (the default tier when MONGODB_URI is a
   mongodb:// URI).
 Every test gets its own database on every tier.
@@ -49,8 +50,8 @@ BACKEND = "sqlite" if TIER == "embedded" else "mongodb"
 def pytest_report_header(config):
     detail = {
         "embedded": "the in-process embedded store",
-        "wire": "mongo-java-server 1.47.0 over the MongoDB wire protocol, started by the "
-        "suite (tests/mongo-server/)",
+        "wire": "FerretDB 1.24.2 on SQLite over the MongoDB wire protocol (wire version 21), "
+        "started by the suite (tests/ferretdb/)",
         "mongodb": "MongoDB at MONGODB_URI",
     }[TIER]
     return f"test tier: {TIER} ({detail})"
@@ -59,8 +60,13 @@ def pytest_report_header(config):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "wire: stops and starts a database server process of its own (mongo-java-"
-        "server with the H2 backend); runs on the wire tier only",
+        "wire: stops, kills and starts a database server process of its own (FerretDB "
+        "on SQLite); runs on the wire tier only",
+    )
+    config.addinivalue_line(
+        "markers",
+        "server_limit(name): meets a known limit of the wire tier's server (tests/wire.py "
+        "LIMITS); skipped there with the limit as its reason",
     )
     config.addinivalue_line(
         "markers",
@@ -75,7 +81,7 @@ def pytest_collection_modifyitems(config, items):
     - `mongodb` and `server_db`: the MongoDB backend's own mechanics, or a MongoDB server
       shared by several processes (the SQLite twins are marked `sqlite`);
     - `sqlite`: the SQLite backend's own mechanics;
-    - `wire`: stops and starts a mongo-java-server process of its own (wire tier only)."""
+    - `wire`: stops, kills and starts a FerretDB process of its own (wire tier only)."""
 
     def wanted(item) -> bool:
         if item.get_closest_marker("wire") and TIER != "wire":
@@ -83,6 +89,11 @@ def pytest_collection_modifyitems(config, items):
         if BACKEND == "sqlite":
             return not (item.get_closest_marker("mongodb") or item.get_closest_marker("server_db"))
         return not item.get_closest_marker("sqlite")
+
+    for item in items:
+        for marker in item.iter_markers("server_limit"):
+            if reason := wire.limit(marker.args[0]):
+                item.add_marker(pytest.mark.skip(reason=reason))
 
     deselected = [item for item in items if not wanted(item)]
     if deselected:
@@ -92,15 +103,16 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def database_server(tmp_path_factory):
-    """On the wire tier: one mongo-java-server (memory backend) for the whole run, on a free
-    loopback port, killed at the end; MONGODB_URI points at it for the tests and for the
-    processes they start. None on the other tiers."""
+    """On the wire tier: one FerretDB (SQLite files in a temporary directory) for the whole
+    run, on a free loopback port, stopped at the end; MONGODB_URI points at it for the tests
+    and for the processes they start. None on the other tiers."""
     if TIER != "wire":
         yield None
         return
     try:
-        server = wire.WireServer(tmp_path_factory.mktemp("mongo-server") / "server.log").start()
-    except RuntimeError as exc:  # no Java or Maven, or the server did not start: say so once
+        directory = tmp_path_factory.mktemp("wire-server")
+        server = wire.WireServer(directory / "server.log", directory / "data").start()
+    except RuntimeError as exc:  # no Go toolchain, or the server did not start: say so once
         pytest.exit(f"the wire tier cannot start its database server: {exc}", returncode=1)
     previous = os.environ.get("MONGODB_URI")
     os.environ["MONGODB_URI"] = server.uri

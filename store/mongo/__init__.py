@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 from collections.abc import AsyncIterator
 
 import pymongo
@@ -15,6 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from store.mongo.activities import Activities
 from store.mongo.calls import Calls
 from store.mongo.errors import driver_errors, translate_errors
+from store.mongo.expiry import sweep_expired
 from store.mongo.idempotency import Idempotency
 from store.mongo.indexes import ensure_indexes
 from store.mongo.keys import Keys
@@ -52,14 +54,23 @@ class MongoStore:
         # False until ensure_indexes() has succeeded: the API answers 503 until then, because
         # the unique indexes are what keeps concurrent writes free of duplicates.
         self.indexes_ready = False
+        # Whether the server keeps TTL indexes (known once the indexes are ensured).
+        self.ttl_indexes: bool | None = None
 
     async def ensure_indexes(self, build_timeout: float = 600) -> None:
         # The ping fails fast (timeoutMS) when the server is away; the index builds then get
         # longer, as a first build on a large collection may outlast the per-operation timeout.
         await self.db.command("ping")
         with pymongo.timeout(build_timeout):
-            await ensure_indexes(self.db)
+            self.ttl_indexes = await ensure_indexes(self.db)
         self.indexes_ready = True
+
+    async def sweep_expired(
+        self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete expired Idempotency-Key records, rate-limit windows and leases in bounded
+        batches (store/mongo/expiry.py); how many were deleted."""
+        return await sweep_expired(self.db, now, batch, max_batches)
 
     @contextlib.asynccontextmanager
     async def bulk_load(self) -> AsyncIterator[None]:

@@ -91,7 +91,8 @@ class Calls:
         doc = await self.col.find_one_and_update(
             {"_id": call_id, "workspaceId": workspace_id},
             {"$set": {"notes": notes, "updatedAt": utcnow()}},
-            projection=CALL_FIELDS,
+            # No projection (FerretDB 1.24 does not implement findAndModify's `fields`): the
+            # record takes its fields from the document, which holds nothing large.
             return_document=ReturnDocument.AFTER,
         )
         return doc and _record(doc)

@@ -1,16 +1,25 @@
 """Every index of the service, each prefixed by workspaceId, created idempotently at start-up.
 
 The README's index table documents which query each one serves. The exceptions to the
-prefix rule are the TTL indexes (rate-limit counters, Idempotency-Key records): MongoDB's TTL
-indexes are single-field. Idempotency records are found by `_id` (workspace and key).
+prefix rule are the expiry indexes (`EXPIRY`: Idempotency-Key records, rate-limit windows,
+leases), single-field on the expiry time, which the expiry sweep (store/mongo/expiry.py) reads
+across workspaces. Where the server has TTL indexes they are TTL indexes (`ttl`), so MongoDB
+removes expired records by itself too; a server that refuses TTL indexes (FerretDB 1.24:
+`expireAfterSeconds` is not implemented) gets a plain index (`expiry`) on the same field and
+the sweep alone. Idempotency records and leases are found by `_id` (workspace and name).
 """
 
 from __future__ import annotations
+
+import logging
 
 from pymongo import ASCENDING as ASC
 from pymongo import DESCENDING as DESC
 from pymongo import IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import OperationFailure
+
+log = logging.getLogger("workspace_api")
 
 INDEXES: dict[str, list[IndexModel]] = {
     "users": [
@@ -71,16 +80,49 @@ INDEXES: dict[str, list[IndexModel]] = {
             name="ws_prospect_timeline",
         ),
     ],
-    "idempotency": [
-        IndexModel([("expiresAt", ASC)], name="ttl", expireAfterSeconds=0),
-    ],
     "rate_limits": [
         IndexModel([("workspaceId", ASC), ("windowStart", ASC)], name="ws_window", unique=True),
-        IndexModel([("expireAt", ASC)], name="ttl", expireAfterSeconds=0),
     ],
 }
 
+# The collections whose records expire, and the field that holds each record's expiry time.
+EXPIRY = {"idempotency": "expiresAt", "rate_limits": "expireAt", "leases": "expiresAt"}
+# The server's answers to a TTL index that mean "no TTL indexes here" (not a conflict with an
+# existing index, which an operator has to look at): NotImplemented, CommandNotSupported,
+# InvalidIndexSpecificationOption.
+TTL_REFUSED = frozenset({238, 115, 197})
+_told_ttl_refused = False  # the log says so once per process
 
-async def ensure_indexes(db: AsyncDatabase) -> None:
+
+def ttl_index(field: str) -> IndexModel:
+    return IndexModel([(field, ASC)], name="ttl", expireAfterSeconds=0)
+
+
+def expiry_index(field: str) -> IndexModel:
+    return IndexModel([(field, ASC)], name="expiry")
+
+
+async def ensure_indexes(db: AsyncDatabase) -> bool:
+    """Create every index (idempotent); whether the server keeps TTL indexes."""
+    global _told_ttl_refused
     for collection, models in INDEXES.items():
-        await db[collection].create_indexes(models)
+        # One index per command: FerretDB 1.24 drops the connection (a server panic) when one
+        # createIndexes names several indexes of which more than one exists already.
+        for model in models:
+            await db[collection].create_indexes([model])
+    ttl = True
+    for collection, field in EXPIRY.items():
+        try:
+            await db[collection].create_indexes([ttl_index(field)])
+        except OperationFailure as exc:
+            if exc.code not in TTL_REFUSED:
+                raise
+            ttl = False
+            await db[collection].create_indexes([expiry_index(field)])
+    if not ttl and not _told_ttl_refused:
+        _told_ttl_refused = True
+        log.info(
+            "the MongoDB server does not keep TTL indexes: expired Idempotency-Key records, "
+            "rate-limit windows and leases are removed by the periodic expiry sweep only"
+        )
+    return ttl

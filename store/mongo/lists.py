@@ -73,7 +73,7 @@ class Lists:
         doc = await self.col.find_one_and_update(
             {"_id": list_id, "workspaceId": workspace_id},
             {"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}},
-            projection=LIST_FIELDS,
+            # No projection: FerretDB 1.24 does not implement findAndModify's `fields`.
             return_document=ReturnDocument.AFTER,
         )
         return doc and _record(doc)

@@ -30,9 +30,9 @@ class RateLimits:
         """
         query = {"workspaceId": workspace_id, "windowStart": window_start}
         update = {"$inc": {"count": 1}, "$setOnInsert": {"expireAt": expire_at}}
-        options: dict[str, Any] = dict(
-            upsert=True, return_document=ReturnDocument.AFTER, projection={"_id": 0, "count": 1}
-        )
+        # No projection (a small document): FerretDB 1.24 does not implement findAndModify's
+        # `fields`.
+        options: dict[str, Any] = dict(upsert=True, return_document=ReturnDocument.AFTER)
         try:
             doc = await self.col.find_one_and_update(query, update, **options)
         except DuplicateKeyError:

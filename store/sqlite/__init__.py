@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import datetime as dt
 import shutil
 import sqlite3
 import tempfile
@@ -20,7 +21,14 @@ from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.ratecounts import SharedCounters, counters_path
-from store.sqlite.small import Idempotency, Keys, Settings, Users, Workspaces
+from store.sqlite.small import (
+    Idempotency,
+    Keys,
+    Settings,
+    Users,
+    Workspaces,
+    delete_expired_idempotency,
+)
 
 BULK_INDEXES = ("calls_", "activities_")
 INDEX_BUILD_TIMEOUT = 900.0
@@ -109,6 +117,19 @@ class SQLiteStore:
         except Exception:
             return False
         return True
+
+    async def sweep_expired(
+        self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete expired Idempotency-Key records in bounded batches; how many were deleted.
+        (Rate-limit windows reuse their slots in the counters file; SQLite needs no leases.)"""
+        deleted = 0
+        for _ in range(max_batches):
+            found = await self.engine.write(delete_expired_idempotency, now, batch)
+            deleted += found
+            if found < batch:
+                break
+        return deleted
 
     async def documents(self, collection: str) -> list[dict]:
         """Every stored row of a table as a document (operators and tests; never a request)."""

@@ -189,6 +189,16 @@ class Settings:
         return await self.engine.write(secret)
 
 
+def delete_expired_idempotency(conn, now: dt.datetime, limit: int) -> int:
+    """Delete up to `limit` expired Idempotency-Key records, oldest first (index
+    idempotency_expire); how many were deleted."""
+    return conn.execute(
+        "DELETE FROM idempotency WHERE (workspaceId, key) IN (SELECT workspaceId, key "
+        "FROM idempotency WHERE expiresAt <= ? ORDER BY expiresAt LIMIT ?)",
+        (ms(now), limit),
+    ).rowcount
+
+
 class Idempotency:
     """Idempotency-Key records of a workspace: claimed while a request runs, then holding the
     response to replay, until they expire (expired ones are deleted when new keys are taken)."""

@@ -4,9 +4,14 @@
 //	wire-server PORT DIR
 //
 // It listens on 127.0.0.1:PORT (0 picks a free port) and keeps its databases in DIR (created
-// when missing), one SQLite file per database, in WAL mode with synchronous=FULL: a write is
-// acknowledged only once its transaction is on disk, so a server that is stopped, or killed
-// with SIGKILL, and started again on the same DIR has every write it acknowledged.
+// when missing), one SQLite file per database, in WAL mode with synchronous=NORMAL: a write is
+// acknowledged only once its transaction is in the write-ahead log, so a server that is
+// stopped, or killed with SIGKILL, and started again on the same DIR has every write it
+// acknowledged (only a crash of the machine itself could lose the last ones: no fsync per
+// commit, which would make the suite several times slower).
+//
+// FerretDB itself listens on another loopback port that the program picks; clients reach it
+// through a relay (relay.go) that runs write commands one at a time.
 //
 // It prints "listening on PORT" once it accepts connections. On SIGTERM or SIGINT it stops
 // listening, closes its connections and then its backend. It also stops when its standard
@@ -48,19 +53,27 @@ func main() {
 		os.Exit(1)
 	}
 
-	level := slog.LevelWarn
+	// FerretDB logs every error reply at WARN (a duplicate key is one): errors only, unless
+	// WIRE_SERVER_DEBUG is set.
+	level := slog.LevelError
 	if os.Getenv("WIRE_SERVER_DEBUG") != "" {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	// busy_timeout, journal_mode(wal) and auto_vacuum(none) are FerretDB's defaults; the
-	// synchronous pragma makes the durability of a commit explicit (see above).
-	query := url.Values{"_pragma": []string{"synchronous(full)"}}
+	// synchronous pragma sets the durability of a commit (see above).
+	query := url.Values{"_pragma": []string{"synchronous(normal)"}}
 	sqliteURL := (&url.URL{Scheme: "file", Opaque: dir + "/", RawQuery: query.Encode()}).String()
 
+	listener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wire-server: %s\n", err)
+		os.Exit(1)
+	}
+
 	server, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: sqliteURL,
@@ -78,13 +91,18 @@ func main() {
 		stop()
 	}()
 
-	// New has bound the socket: connections queue from now on, and Run accepts them.
-	bound, err := url.Parse(server.MongoDBURI())
+	// New has bound FerretDB's socket: connections queue from now on, and Run accepts them.
+	backend, err := url.Parse(server.MongoDBURI())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "wire-server: %s\n", err)
 		os.Exit(1)
 	}
-	fmt.Printf("listening on %s\n", bound.Port())
+	go (&relay{backend: backend.Host, logger: logger}).serve(listener)
+	go func() {
+		<-ctx.Done()
+		listener.Close() // no new clients; FerretDB closes the open connections
+	}()
+	fmt.Printf("listening on %d\n", listener.Addr().(*net.TCPAddr).Port)
 
 	if err := server.Run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "wire-server: %s\n", err)

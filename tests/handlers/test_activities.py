@@ -203,6 +203,7 @@ async def test_an_email_shared_by_two_prospects_is_422(api, store, ws_a):
     assert (await api.get("/v1/prospect-activities?phoneNumber=%2B14155550102")).code == 200
 
 
+@pytest.mark.server_limit("scan")
 async def test_a_100000_activity_timeline_is_streamed_whole_and_in_order(api, store, ws_a):
     ada = await prospect(store, ws_a)
     other = await prospect(store, ws_a, email="bob@example.com", phone="+14155550102")

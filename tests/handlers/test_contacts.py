@@ -266,6 +266,7 @@ async def test_invalid_uploads_are_400_and_change_nothing(
     assert await prospects(store, ws_a.id) == []
 
 
+@pytest.mark.server_limit("update_batch")
 async def test_exactly_100_contacts_are_accepted(api, new_list):
     created = await new_list()
     contacts = [{"email": f"c{i}@example.com"} for i in range(100)]

@@ -127,3 +127,28 @@ async def test_replays_count_against_the_rate_limit(api, owner):
     left_before = int(first.headers["RateLimit"].split("r=")[1].split(";")[0])
     left_after = int(again.headers["RateLimit"].split("r=")[1].split(";")[0])
     assert left_after == left_before - 1
+
+
+@pytest.mark.parametrize("swept", [False, True])
+async def test_an_expired_key_runs_anew(api, owner, store, ws_a, swept):
+    """A key whose record is past its 24 hours runs the request again, whether the record is
+    still there (it is taken over) or the expiry sweep has deleted it; then it replays anew."""
+    from handlers.idempotency import JSON_TYPE, LOCK, TTL, fingerprint
+    from store.clock import utcnow
+
+    body = {"name": "Anew", "ownerUserId": owner}
+    # The record the same request left two days ago, with the response it got then.
+    then = utcnow() - 2 * TTL
+    mark = fingerprint("POST", "/v1/lists", body)
+    assert await store.idempotency.begin(ws_a.id, "key-7", mark, then, LOCK, TTL) is None
+    stale = '{"list": {"id": "stale"}}'
+    await store.idempotency.complete(ws_a.id, "key-7", 201, stale, JSON_TYPE, "/v1/lists/stale")
+    if swept:
+        assert await store.sweep_expired(utcnow()) == 1
+        assert await store.documents("idempotency") == []
+    fresh = await create(api, body, "key-7")
+    assert fresh.code == 201 and "Idempotent-Replayed" not in fresh.headers
+    assert fresh.json()["list"]["id"] != "stale"
+    again = await create(api, body, "key-7")
+    assert again.headers["Idempotent-Replayed"] == "true" and again.body == fresh.body
+    assert len(await lists_named(api, "Anew")) == 1

@@ -1,9 +1,11 @@
-"""Real faults on the wire tier: the database server process stopped in the middle of traffic
-and started again on the same file, and one rate limit shared by two worker processes.
+"""Real faults on the wire tier: the database server process stopped (SIGTERM) or killed
+(SIGKILL) in the middle of traffic and started again on the same files, and one rate limit
+shared by two worker processes.
 
-`workspace-api serve` runs as a real process against a mongo-java-server that the test starts:
-the H2 backend on a file for the stop/start test (so the data outlives the server process, wire
-tier only), the tier's own server for the rate limit (wire tier, or a real MongoDB).
+`workspace-api serve` runs as a real process against a database server: for the stop/start
+test a FerretDB of the test's own on SQLite files in tmp_path (so the data outlives the server
+process; wire tier only), for the rate limit the tier's own server (wire tier, or a real
+MongoDB).
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ SLACK = 1.5
 
 
 @pytest.fixture
-def h2_server(tmp_path):
-    """mongo-java-server with the H2 backend on a file in tmp_path; stopped afterwards."""
-    server = WireServer(tmp_path / "h2-server.log", h2_file=tmp_path / "wsapi.mv").start()
+def own_server(tmp_path):
+    """A FerretDB of this test's own, its SQLite files in tmp_path; stopped afterwards."""
+    server = WireServer(tmp_path / "wire-server.log", tmp_path / "data").start()
     yield server
     server.stop()
 
@@ -60,14 +62,16 @@ def readyz(origin: str) -> tuple[int, dict]:
 
 
 @pytest.mark.wire
-async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, h2_server):
-    """Writers create lists while the database server is stopped (a clean SIGTERM) and started
-    again on the same H2 file: meanwhile every request ends in time, as 201/200 or as 503 with
-    Retry-After, /readyz turns 503; afterwards the same API process serves again and every list
-    it acknowledged is there."""
-    workspace, database = await new_workspace(h2_server.uri, "Faults")
+@pytest.mark.parametrize("how", ["stop", "kill"])
+async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, own_server, how):
+    """Writers create lists while the database server is stopped (`stop`: a clean SIGTERM) or
+    killed (`kill`: SIGKILL, as in a crash) and started again on the same SQLite files:
+    meanwhile every request ends in time, as 201/200 or as 503 with Retry-After, /readyz turns
+    503; afterwards the same API process serves again and every list it acknowledged is there
+    (the server commits a write to disk before it acknowledges it)."""
+    workspace, database = await new_workspace(own_server.uri, "Faults")
     env = {
-        "MONGODB_URI": h2_server.uri,
+        "MONGODB_URI": own_server.uri,
         "WSAPI_DATABASE": database,
         "WSAPI_SECRET": test_environ()["WSAPI_SECRET"],
         "WSAPI_DB_TIMEOUT_SECONDS": str(DB_TIMEOUT),
@@ -109,7 +113,8 @@ async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, h2_server
                 await asyncio.sleep(0.05)
                 assert not any(w.done() for w in writers), [w.exception() for w in writers]
                 assert statuses.count(503) == 0 and len(statuses) < 500, statuses[-20:]
-            await asyncio.to_thread(h2_server.stop)  # returns once the process has exited
+            # Returns once the process has exited.
+            await asyncio.to_thread(own_server.stop if how == "stop" else own_server.kill)
             before = len(acknowledged)
             phase["name"] = "down"
             down_at = time.monotonic()
@@ -119,7 +124,7 @@ async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, h2_server
             assert statuses.count(503) >= 4, statuses[-20:]
             acknowledged_while_down = len(acknowledged) - before
 
-            h2_server.start()
+            own_server.start()
             phase["name"] = "back"
             back_at = time.monotonic()
             while (await asyncio.to_thread(readyz, origin))[0] != 200:
@@ -145,7 +150,7 @@ async def test_the_database_stops_mid_traffic_and_comes_back(tmp_path, h2_server
         assert listed >= len(acknowledged)
         assert len(acknowledged) == len(set(acknowledged))
 
-    server_log = h2_server.log_path.read_text()
+    server_log = own_server.log_path.read_text()
     assert server_log.count("listening on") == 2  # one server process, then another
 
 

@@ -1,0 +1,64 @@
+"""The expiry sweep: a background task of every serving process that deletes expired
+Idempotency-Key records, rate-limit windows and leases through the store
+(`store.sweep_expired`, bounded batches on an indexed expiry time) every
+`expiry_sweep_seconds`.
+
+Expiry must not rest on TTL indexes alone: some MongoDB-compatible servers have none (FerretDB)
+and SQLite never had them. The API's answers do not wait for it (an expired record is treated
+as absent where it is read); the sweep keeps the collections from growing without end. With
+several processes or hosts each one sweeps: a second sweep finds less to delete, nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from typing import Any
+
+from store.clock import utcnow
+from store.errors import StoreError
+
+log = logging.getLogger("workspace_api")
+
+
+class ExpirySweeper:
+    def __init__(self, store: Any, interval: float, batch: int = 1000) -> None:
+        self.store = store
+        self.interval = interval
+        self.batch = batch
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> ExpirySweeper:
+        self._task = asyncio.ensure_future(self._run())
+        return self
+
+    async def stop(self) -> None:
+        if self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def sweep(self) -> int:
+        """One sweep now; how many records it deleted."""
+        return await self.store.sweep_expired(utcnow(), self.batch)
+
+    async def _run(self) -> None:
+        while True:
+            # Jittered, so that the processes sharing a database do not all sweep at once.
+            await asyncio.sleep(self.interval * random.uniform(0.8, 1.2))
+            if not self.store.indexes_ready:  # the expiry indexes are not there yet
+                continue
+            try:
+                deleted = await self.sweep()
+            except StoreError as exc:
+                log.warning("expiry sweep failed (%s); next in %g s", exc, self.interval)
+                continue
+            except Exception:
+                log.exception("expiry sweep failed; next in %g s", self.interval)
+                continue
+            if deleted:
+                log.debug("expiry sweep deleted %d expired records", deleted)
