@@ -349,6 +349,15 @@ class Store(Protocol):
         meanwhile (the demo's seeding); a backend may defer index work to its end."""
         ...
 
+    async def sweep_expired(
+        self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete records past their expiry time (Idempotency-Key records, and where the
+        backend keeps them in the database, rate-limit windows and leases) in at most
+        `max_batches` batches of `batch` per collection; how many were deleted
+        (server.expiry's periodic sweep: expiry never rests on TTL indexes alone)."""
+        ...
+
     async def ping(self, timeout: float = 2.0) -> bool:
         """Whether the database answers within `timeout` seconds (never raises)."""
         ...

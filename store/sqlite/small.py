@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import sqlite3
 
 from store.clock import new_id, utcnow
 from store.records import key_record, user_record, workspace_record
@@ -189,7 +190,7 @@ class Settings:
         return await self.engine.write(secret)
 
 
-def delete_expired_idempotency(conn, now: dt.datetime, limit: int) -> int:
+def delete_expired_idempotency(conn: sqlite3.Connection, now: dt.datetime, limit: int) -> int:
     """Delete up to `limit` expired Idempotency-Key records, oldest first (index
     idempotency_expire); how many were deleted."""
     return conn.execute(
