@@ -55,6 +55,9 @@ setup(
             # tests/e2e/test_generated_clients.py: pinned, the generated code depends on them.
             "openapi-python-client==0.29.1",
             "mypy==2.4.1",
+            # Type information for mypy (`make lint`) of the libraries that ship none.
+            "types-PyYAML",
+            "types-jsonschema",
         ],
         # `make bench` needs only psutil (also in "test"); the profilers are for chasing a miss.
         "bench": ["psutil>=5.9", "pyinstrument>=4.6", "py-spy>=0.3"],

@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import json
 import re
+from typing import Any
 
 from markupsafe import Markup, escape
 
@@ -113,7 +114,7 @@ class View:
         responses = []
         for status, spec in op["responses"].items():
             content = spec.get("content", {})
-            schema = next(iter(content.values()), {}).get("schema") if content else None
+            schema = next(iter(content.values())).get("schema") if content else None
             problems = [
                 {"code": code, "title": PROBLEMS[code][1]}
                 for code in spec.get("x-problem-codes", [])
@@ -309,7 +310,7 @@ class View:
         target = self.resolve(schema)
         return bool(target.get("properties") or target.get("allOf") or target.get("oneOf"))
 
-    def example(self, schema: dict, depth: int = 0):
+    def example(self, schema: dict, depth: int = 0) -> Any:
         """A plausible example value for a schema without one."""
         schema = self.resolve(schema)
         if "examples" in schema:
@@ -391,7 +392,6 @@ class View:
         for block in re.split(r"\n\s*\n", text.strip()):
             lines = [line for line in block.splitlines() if line.strip()]
             for is_item, group in itertools.groupby(lines, lambda line: line.startswith("- ")):
-                group = list(group)
                 if is_item:
                     items = "".join(f"<li>{self.inline(line[2:])}</li>" for line in group)
                     html.append(f"<ul>{items}</ul>")

@@ -40,9 +40,10 @@ class ProspectActivitiesHandler(StreamingHandler):
         prospect = await self.selected_prospect()
         self.set_header("Content-Type", "application/json; charset=utf-8")
         if self.request.method == "HEAD":
-            return self.finish()  # the length is unknown until streamed: no body, no cursor
+            self.finish()  # the length is unknown until streamed: no body, no cursor
+            return
         self.open_stream()
-        timeline = self.settings["store"].activities.timeline(
+        timeline = self.store.activities.timeline(
             self.workspace_id, prospect["id"], self.batch_size
         )
         self.write('{"prospect":' + jsonio.dumps(prospect) + ',"activities":[')
@@ -62,7 +63,7 @@ class ProspectActivitiesHandler(StreamingHandler):
                         separator = ","
                         flushed = True
                         await self.flush()
-                        if self.request.connection.stream.closed():
+                        if self.connection.stream.closed():
                             return
                         await asyncio.sleep(0)  # a flush that completes at once does not yield
             except StreamClosedError:
@@ -73,7 +74,7 @@ class ProspectActivitiesHandler(StreamingHandler):
                 log.exception(
                     "timeline stream failed after the status was sent (request %s)", self.request_id
                 )
-                self.request.connection.stream.close()
+                self.connection.stream.close()
                 return
         self.write("]}")
         try:
@@ -92,7 +93,7 @@ class ProspectActivitiesHandler(StreamingHandler):
                 "email, phoneNumber"
             )
             raise problem(given[1] if given else "prospectId", detail)
-        prospects = self.settings["store"].prospects
+        prospects = self.store.prospects
         found = await prospects.lookup(
             self.workspace_id,
             prospect_id=uuid_param(self.query, "prospectId"),

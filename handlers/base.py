@@ -11,13 +11,16 @@ import itertools
 import logging
 import os
 import re
+from types import TracebackType
+from typing import Any
 
 from tornado.httputil import HTTPServerRequest
-from tornado.web import HTTPError, RequestHandler
+from tornado.web import Application, HTTPError, RequestHandler
 
 from handlers import jsonio
 from handlers.errors import UUID, APIError, invalid, not_found, path_uuid
 from schemas.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
+from store.contract import Store
 from store.errors import StoreUnavailable
 
 __all__ = ["UUID", "APIError", "APIHandler", "NotFoundHandler", "invalid", "not_found", "path_uuid"]
@@ -33,6 +36,10 @@ NO_QUERY = "/schemas/queries/none.json"
 # The store's StoreUnavailable (every backend), and a deadline that ran out around a store call.
 DB_DOWN = (StoreUnavailable, TimeoutError)
 RETRY_AFTER_DB = "5"
+
+
+_ID_PREFIX: str
+_ID_NUMBERS: itertools.count[int]
 
 
 def _new_id_source() -> None:
@@ -61,11 +68,11 @@ class APIHandler(RequestHandler):
     auth_required = True
     query_schemas: dict[str, str] = {}
     body_schemas: dict[str, str] = {}
-    workspace_id: str | None = None
+    workspace_id: str  # set by authenticate(), before any method of a handler that needs a key
     query: dict = {}
-    body = None
+    body: Any = None  # the validated JSON body
 
-    def __init__(self, application, request: HTTPServerRequest, **kwargs) -> None:
+    def __init__(self, application: Application, request: HTTPServerRequest, **kwargs: Any) -> None:
         if type(request) is HTTPServerRequest:
             request.__class__ = UnparsedBodyRequest
         super().__init__(application, request, **kwargs)
@@ -87,7 +94,7 @@ class APIHandler(RequestHandler):
         for name, value in getattr(self, "_rate_headers", {}).items():  # kept on error replies
             self.set_header(name, value)
 
-    def compute_etag(self) -> None:
+    def compute_etag(self) -> str | None:
         """No automatic ETags: API responses are no-store; recordings set their own."""
         return None
 
@@ -98,9 +105,16 @@ class APIHandler(RequestHandler):
         ]
         return methods if "GET" in methods else [m for m in methods if m != "HEAD"]
 
-    async def head(self, *args) -> None:
+    @property
+    def store(self) -> Store:
+        """The store (built once at start-up): handlers know its contract, never its backend."""
+        return self.settings["store"]
+
+    async def head(self, *args: str) -> None:
         """HEAD is GET without the body (RFC 9110 9.3.2); Tornado drops the body bytes."""
-        await self.get(*args)
+        answered = self.get(*args)
+        if answered is not None:
+            await answered
 
     async def prepare(self) -> None:
         if self.request.method not in self.allowed_methods():
@@ -110,7 +124,7 @@ class APIHandler(RequestHandler):
         if cut or len(self.request.body) > limit:
             raise APIError("payload_too_large", f"the body must be at most {limit} bytes")
         if self.auth_required:
-            if not getattr(self.settings.get("store"), "indexes_ready", True):
+            if not self.store.indexes_ready:
                 raise APIError(
                     "service_unavailable",
                     "the database is not ready yet",
@@ -163,7 +177,8 @@ class APIHandler(RequestHandler):
         schema = schemas.documents[self.query_schemas.get(method, NO_QUERY)]
         if limit := getattr(self.request.connection, "query_fields_over", 0):  # server.gate
             raise invalid([{"pointer": "#/query", "detail": f"must have at most {limit} fields"}])
-        values, errors = {}, []
+        values: dict[str, int | str] = {}
+        errors: list[dict[str, str]] = []
         for name, raw in self.request.query_arguments.items():
             if len(raw) > 1:
                 errors.append({"parameter": name, "detail": "must be given at most once"})
@@ -185,7 +200,7 @@ class APIHandler(RequestHandler):
             raise invalid(errors)
         return values
 
-    def validated_body(self, schema_id: str):
+    def validated_body(self, schema_id: str) -> Any:
         content_type = self.request.headers.get("Content-Type", "")
         if not JSON_TYPE.match(content_type):
             raise APIError("unsupported_media_type", "send the body as application/json")
@@ -202,12 +217,12 @@ class APIHandler(RequestHandler):
             raise invalid(errors)
         return body
 
-    def send_json(self, value, status: int = 200) -> None:
+    def send_json(self, value: object, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(jsonio.dumps_bytes(value))
 
-    def write_error(self, status_code: int, **kwargs) -> None:
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, APIError):
             code, detail, errors = exc.code, exc.detail, exc.errors
@@ -244,14 +259,19 @@ class APIHandler(RequestHandler):
         problem["requestId"] = self.request_id
         return problem
 
-    def log_exception(self, typ, value, tb) -> None:
+    def log_exception(
+        self,
+        typ: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if isinstance(value, APIError | HTTPError):
             return
         if isinstance(value, DB_DOWN):
             cause = type(value.__cause__ or value).__name__  # the backend's error, never its text
             log.warning("database unavailable: %s (request %s)", cause, self.request_id)
             return
-        log.error("unhandled error in request %s", self.request_id, exc_info=(typ, value, tb))
+        log.error("unhandled error in request %s", self.request_id, exc_info=value)
 
 
 class NotFoundHandler(APIHandler):

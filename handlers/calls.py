@@ -31,7 +31,7 @@ class CallsHandler(APIHandler):
             "createdTo": instant(query, "createdTo"),
             "updatedSince": instant(query, "updatedSince"),
         }
-        calls = self.settings["store"].calls
+        calls = self.store.calls
 
         async def fetch(window, filters):
             start, end = filters.get("createdFrom"), filters.get("createdTo")

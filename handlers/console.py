@@ -46,7 +46,7 @@ class ConsolePages:
     def static_url(self, name: str) -> str:
         return f"/reference/static/{name}?v={self.versions[name]}"
 
-    def render(self, template: str, **values) -> str:
+    def render(self, template: str, **values: object) -> str:
         return self.env.get_template(template).render(view=self.view, **values)
 
 

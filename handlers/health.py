@@ -17,7 +17,7 @@ class ReadinessHandler(APIHandler):
     auth_required = False
 
     async def get(self) -> None:
-        store = self.settings["store"]
+        store = self.store
         if self.settings.get("draining"):
             reason = "the process is shutting down"
         elif not store.indexes_ready:

@@ -21,18 +21,22 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from handlers import jsonio
 from handlers.base import APIError, APIHandler
 from store.clock import utcnow
+from store.contract import Idempotency
 
 KEY = re.compile(r"[\x20-\x7e]{1,255}")
 TTL = dt.timedelta(hours=24)
 LOCK = dt.timedelta(seconds=60)  # a claim whose request died is taken over after this
+Handler = Callable[..., Awaitable[None]]  # a handler's method: (self, *path arguments)
 JSON_TYPE, PROBLEM_TYPE = "application/json; charset=utf-8", "application/problem+json"
 
 
-def fingerprint(method: str, path: str, body) -> str:
+def fingerprint(method: str, path: str, body: object) -> str:
     """What makes two requests the same: method, path and the parsed body (key order and
     whitespace do not matter)."""
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -43,9 +47,9 @@ class IdempotentHandler(APIHandler):
     """A handler whose `@idempotent` methods hold their response until it is stored."""
 
     _holding = False
-    _held: tuple | None = None
+    _held: tuple[object, int] | None = None
 
-    def send_json(self, value, status: int = 200) -> None:
+    def send_json(self, value: object, status: int = 200) -> None:
         if self._holding:
             self._held = (value, status)
             return
@@ -65,11 +69,11 @@ class IdempotentHandler(APIHandler):
         self.finish(body)
 
 
-def idempotent(method):
+def idempotent(method: Handler) -> Handler:
     """Make an IdempotentHandler's POST method honour Idempotency-Key."""
 
     @functools.wraps(method)
-    async def run(self: IdempotentHandler, *args) -> None:
+    async def run(self: IdempotentHandler, *args: str) -> None:
         raw = self.request.headers.get("Idempotency-Key")
         if raw is None:
             return await method(self, *args)
@@ -84,8 +88,8 @@ def idempotent(method):
                     }
                 ],
             )
-        records, workspace = self.settings["store"].idempotency, self.workspace_id
-        mark = fingerprint(self.request.method, self.request.path, self.body)
+        records, workspace = self.store.idempotency, self.workspace_id
+        mark = fingerprint(self.request.method or "", self.request.path, self.body)
         found = await records.begin(workspace, raw, mark, utcnow(), LOCK, TTL)
         if found is not None:
             if found["fingerprint"] != mark:
@@ -115,6 +119,8 @@ def idempotent(method):
             raise
         finally:
             self._holding = False
+        if self._held is None:
+            raise RuntimeError(f"{method.__qualname__} is @idempotent but sent no JSON")
         value, status = self._held
         await _complete(
             records,
@@ -130,7 +136,7 @@ def idempotent(method):
     return run
 
 
-async def _complete(records, workspace: str, key: str, *response) -> None:
+async def _complete(records: Idempotency, workspace: str, key: str, *response: Any) -> None:
     """Store the response; if that fails, free the key (the client sees a 5xx and retries)."""
     try:
         await records.complete(workspace, key, *response)
@@ -139,7 +145,7 @@ async def _complete(records, workspace: str, key: str, *response) -> None:
         raise
 
 
-async def _release(records, workspace: str, key: str) -> None:
+async def _release(records: Idempotency, workspace: str, key: str) -> None:
     """Free the key after a failure. If the database fails that too, keep trying in the
     background for as long as the claim's lock lasts (after which it lapses anyway), so that
     the retry of a request that failed because the database dropped finds the key free as soon
@@ -152,10 +158,10 @@ async def _release(records, workspace: str, key: str) -> None:
         task.add_done_callback(_pending.discard)
 
 
-_pending: set = set()  # background releases (a reference keeps each task alive)
+_pending: set[asyncio.Task] = set()  # background releases (a reference keeps each task alive)
 
 
-async def _release_later(records, workspace: str, key: str) -> None:
+async def _release_later(records: Idempotency, workspace: str, key: str) -> None:
     deadline = asyncio.get_running_loop().time() + LOCK.total_seconds()
     while asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.2)

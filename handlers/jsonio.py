@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import math
 import re
+from typing import Any, NoReturn
 
 import orjson
 
@@ -58,11 +59,11 @@ def _float(text: str) -> float:
     return value
 
 
-def _constant(name: str):
+def _constant(name: str) -> NoReturn:
     raise JSONInputError(f"{name} is not valid JSON")
 
 
-def _check(value, limit: int, path: str = "#") -> None:
+def _check(value: Any, limit: int, path: str = "#") -> None:
     """Nesting depth, and strings that UTF-8 cannot store (lone surrogates from \\ud800-style
     escapes), anywhere in the value; the error points at the place."""
     if limit < 0:
@@ -91,7 +92,7 @@ def _check(value, limit: int, path: str = "#") -> None:
             _check(child, limit - 1, where)
 
 
-def parse(body: bytes):
+def parse(body: bytes) -> Any:
     """Parse a request body strictly: no duplicate or $-keys, NaN, huge numbers, deep nesting."""
     try:
         value = json.loads(
@@ -122,7 +123,7 @@ def format_timestamp(value: dt.datetime) -> str:
     return value.isoformat(timespec="milliseconds") + "Z"
 
 
-def _default(value):
+def _default(value: object) -> object:
     if type(value) is dt.datetime and value.tzinfo is None:  # the common case, inlined
         return value.isoformat(timespec="milliseconds") + "Z"
     if type(value) is RawJSON:  # records the store encoded already, written as they are
@@ -137,12 +138,12 @@ def _default(value):
 OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
 
 
-def dumps_bytes(value) -> bytes:
+def dumps_bytes(value: object) -> bytes:
     """The value as compact UTF-8 JSON."""
     return orjson.dumps(value, default=_default, option=OPTIONS)
 
 
-def dumps(value, indent: int | None = None) -> str:
+def dumps(value: object, indent: int | None = None) -> str:
     """The value as compact JSON text (or indented, for people: the admin CLI)."""
     if indent:
         return json.dumps(

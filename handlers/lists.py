@@ -10,7 +10,7 @@ class ListsHandler(IdempotentHandler):
     body_schemas = {"POST": "/schemas/requests/list-create.json"}
 
     async def get(self) -> None:
-        lists = self.settings["store"].lists
+        lists = self.store.lists
 
         async def fetch(window, filters):
             return await lists.page(self.workspace_id, window, encoded=True)
@@ -19,7 +19,7 @@ class ListsHandler(IdempotentHandler):
 
     @idempotent
     async def post(self) -> None:
-        store = self.settings["store"]
+        store = self.store
         owner = self.body["ownerUserId"].lower()
         if not await store.users.is_active(self.workspace_id, owner):
             raise APIError(
@@ -35,7 +35,7 @@ class ListsHandler(IdempotentHandler):
 class ListHandler(APIHandler):
     async def get(self, list_id: str) -> None:
         list_id = path_uuid(list_id, "list")
-        found = await self.settings["store"].lists.get(self.workspace_id, list_id)
+        found = await self.store.lists.get(self.workspace_id, list_id)
         if found is None:
             raise not_found("list")
         self.send_json({"list": found})
@@ -46,7 +46,7 @@ class ContactsHandler(IdempotentHandler):
 
     @idempotent
     async def post(self, list_id: str) -> None:
-        store = self.settings["store"]
+        store = self.store
         list_id = path_uuid(list_id, "list")
         target = await store.lists.get(self.workspace_id, list_id)
         if target is None:
@@ -54,6 +54,8 @@ class ContactsHandler(IdempotentHandler):
         contacts = self.body["contacts"]
         upload = await store.prospects.add_to_list(self.workspace_id, target, contacts)
         updated = await store.lists.set_count(self.workspace_id, list_id, upload.members)
+        if updated is None:  # lists are never deleted: found above, so found here
+            raise not_found("list")
         self.send_json(
             {
                 "listId": list_id,

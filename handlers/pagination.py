@@ -18,7 +18,7 @@ import math
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlencode
 
-from handlers.base import APIError
+from handlers.base import APIError, APIHandler
 from handlers.params import problem
 from store.clock import utcnow
 from store.cursors import InvalidCursor
@@ -41,18 +41,20 @@ def link_header(path: str, query: dict, page: Page) -> str:
         own = {"page": f"page={number}", "pageSize": f"pageSize={page.page_size}"}
         return f"{path}?{'&'.join(encoded.get(name) or own[name] for name in names)}"
 
-    last = max(1, math.ceil(page.total / page.page_size))
+    total, number = page.total, page.page
+    assert total is not None and number is not None  # a page by number, with its count
+    last = max(1, math.ceil(total / page.page_size))
     links = [(1, "first")]
-    if page.page > 1:
-        links.append((min(page.page - 1, last), "prev"))
+    if number > 1:
+        links.append((min(number - 1, last), "prev"))
     if page.has_more:
-        links.append((page.page + 1, "next"))
+        links.append((number + 1, "next"))
     links.append((last, "last"))
     return ", ".join(f'<{url(n)}>; rel="{rel}"' for n, rel in links)
 
 
 def _decode(
-    handler, resource: str, token: str, sort: str | None, filters: dict
+    handler: APIHandler, resource: str, token: str, sort: str | None, filters: dict
 ) -> tuple[str, dict, Position | None]:
     """The cursor's order, filters and position, after checking the request agrees with them."""
     if "page" in handler.query:
@@ -79,7 +81,7 @@ def _decode(
     return made_sort, made_filters, position
 
 
-async def serve_page(handler, resource: str, filters: dict, fetch: Fetch) -> None:
+async def serve_page(handler: APIHandler, resource: str, filters: dict, fetch: Fetch) -> None:
     """Answer a paginated GET of `resource` ("calls", ...): `filters` are the request's filter
     values by parameter name (None when absent), `fetch(window, filters)` reads the store."""
     query = handler.query
@@ -106,7 +108,7 @@ async def serve_page(handler, resource: str, filters: dict, fetch: Fetch) -> Non
         next_cursor = handler.settings["cursors"].encode(
             handler.workspace_id, resource, sort, filters, resume
         )
-    body = {resource: page.items}
+    body: dict[str, object] = {resource: page.items}
     if number is None:
         if next_cursor:
             params = urlencode({"cursor": next_cursor, "pageSize": window.page_size})

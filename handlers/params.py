@@ -10,6 +10,7 @@ import datetime as dt
 import functools
 import re
 import zoneinfo
+from collections.abc import Callable
 
 from handlers.base import APIError, invalid
 
@@ -93,7 +94,7 @@ def timezone(query: dict, name: str, default: str = "UTC") -> zoneinfo.ZoneInfo:
     return zoneinfo.ZoneInfo(raw)
 
 
-def phone(query: dict, name: str, normalize) -> str | None:
+def phone(query: dict, name: str, normalize: Callable[[str], str | None]) -> str | None:
     """A phone number normalised by the store's `normalize`; unreadable numbers are 400."""
     raw = query.get(name)
     if raw is None:

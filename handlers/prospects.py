@@ -18,7 +18,7 @@ class ProspectsHandler(APIHandler):
     query_schemas = {"GET": "/schemas/queries/prospects.json"}
 
     async def get(self) -> None:
-        prospects = self.settings["store"].prospects
+        prospects = self.store.prospects
         query = self.query
         filters = {
             "listId": uuid_param(query, "listId"),

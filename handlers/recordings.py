@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
+from tornado.http1connection import HTTP1Connection
 from tornado.iostream import StreamClosedError
 from tornado.web import Finish
 
@@ -25,8 +28,10 @@ from telephony.errors import (
     UpstreamRangeNotSatisfiable,
 )
 from telephony.response import UpstreamResponse
+from telephony.upstream import UpstreamClient
 
 log = logging.getLogger("workspace_api")
+T = TypeVar("T")
 
 
 def no_recording() -> APIError:
@@ -49,29 +54,27 @@ def unsatisfiable(length: int | None) -> APIError:
     )
 
 
-def count_written(connection, sent: int) -> None:
+def count_written(connection: HTTP1Connection, sent: int) -> None:
     """Tell Tornado's HTTP1Connection about body bytes that went out past it (spliced), so that
     its Content-Length check at finish() holds. server/gate.py wraps the connection."""
     raw = getattr(connection, "_raw", connection)
-    if getattr(raw, "_expected_content_remaining", None) is not None:
-        raw._expected_content_remaining -= sent
+    remaining = getattr(raw, "_expected_content_remaining", None)
+    if remaining is not None:
+        raw._expected_content_remaining = remaining - sent
 
 
 class RecordingHandler(StreamingHandler):
     pending: asyncio.Future | None = None
     upstream_response: UpstreamResponse | None = None
 
-    async def get(self, call_id: str) -> None:
-        await self.relay(call_id)
-
-    async def head(self, call_id: str) -> None:
+    async def get(self, call_id: str) -> None:  # and HEAD (APIHandler.head)
         await self.relay(call_id)
 
     async def relay(self, call_id: str) -> None:
         if not UUID.match(call_id):
             raise no_recording()
         call_id = call_id.lower()
-        ref = await self.settings["store"].calls.recording_ref(self.workspace_id, call_id)
+        ref = await self.store.calls.recording_ref(self.workspace_id, call_id)
         if ref is None:
             raise no_recording()
         try:
@@ -103,7 +106,9 @@ class RecordingHandler(StreamingHandler):
         finally:
             response.close()
 
-    async def ask(self, call, wanted: ranges.ByteRange | None = None):
+    async def ask(
+        self, call: Callable[[UpstreamClient], Awaitable[T]], wanted: ranges.ByteRange | None = None
+    ) -> T:
         """Run one upstream call and map its failures to the API's problems."""
         upstream = self.settings.get("upstream")
         if upstream is None:
@@ -115,7 +120,7 @@ class RecordingHandler(StreamingHandler):
         try:
             return await self.pending
         except asyncio.CancelledError:
-            if not self.pending.cancelled() or not self.request.connection.stream.closed():
+            if not self.pending.cancelled() or not self.connection.stream.closed():
                 raise
             raise Finish() from None  # the client is gone: nothing left to answer
         except UpstreamNotFound:
@@ -166,31 +171,32 @@ class RecordingHandler(StreamingHandler):
         resolves only its latest one. The head goes out first, as soon as the provider's head
         decided it, without waiting for the provider's first body bytes (a seek's time to
         first byte); from then on a provider failure can only cut the connection."""
-        write = self.request.connection.write
+        write = self.connection.write
         self.flush()
         sent = True
         try:
             while pieces := await response.next_pieces():
                 for piece in pieces:
-                    pending = write(piece)
+                    # IOStream.write takes any buffer; HTTP1Connection.write's hint says bytes.
+                    pending = write(piece)  # type: ignore[arg-type]
                 await pending
-                stream = self.request.connection.stream
+                stream = self.connection.stream
                 if stream.closed():
                     return  # (a write to a closed stream still resolves its future)
                 if response.can_splice:
                     # The rest moves inside the kernel, socket to socket (Linux, plain TCP).
                     moved = await response.splice_to(stream.socket, stream.closed)
-                    count_written(self.request.connection, moved)
+                    count_written(self.connection, moved)
         except (StreamClosedError, DownstreamClosed):
             return  # the client went away; closing the response stops the provider
         except UpstreamError as exc:
-            if self.request.connection.stream.closed():
+            if self.connection.stream.closed():
                 return  # on_connection_close dropped the upstream: nothing failed there
             self.note_failure(str(exc))
             if not sent:
                 raise upstream_failed() from None  # nothing went out yet: a clean 502
             # Bytes went out under a 200/206: only a cut connection tells the client.
-            self.request.connection.close()
+            self.connection.close()
 
     def on_connection_close(self) -> None:
         super().on_connection_close()

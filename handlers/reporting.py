@@ -10,6 +10,7 @@ class DialerMetricsHandler(APIHandler):
 
     async def get(self) -> None:
         first, last = date(self.query, "from"), date(self.query, "to")
+        assert first is not None and last is not None  # the query schema requires both
         zone = timezone(self.query, "timezone")
         if last < first:
             raise problem("to", "must not be before from")
@@ -17,7 +18,7 @@ class DialerMetricsHandler(APIHandler):
             raise problem(
                 "to", f"must leave a range of at most {MAX_DAYS} days (from and to both count)"
             )
-        report = await self.settings["store"].metrics.report(
+        report = await self.store.metrics.report(
             self.workspace_id, first, last, zone, uuid_param(self.query, "userId")
         )
         self.send_json(report)

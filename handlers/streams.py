@@ -16,8 +16,11 @@ import logging
 import struct
 import termios
 import time
+from typing import cast
 
+from tornado.http1connection import HTTP1Connection
 from tornado.ioloop import IOLoop
+from tornado.iostream import IOStream
 
 from handlers.base import APIError, APIHandler
 
@@ -61,7 +64,7 @@ def stream_slots(settings: dict) -> StreamSlots:
     return settings["stream_slots"]
 
 
-def _delivered(stream) -> tuple[int | None, bool]:
+def _delivered(stream: IOStream) -> tuple[int | None, bool]:
     """(bytes the client has taken so far, whether bytes are waiting for it).
 
     Taken means handed to the socket (Tornado's count for its flush futures) and, where the
@@ -85,6 +88,13 @@ class StreamingHandler(APIHandler):
     _watchdog = None
     cut_for_stalling = False
 
+    @property
+    def connection(self) -> HTTP1Connection:
+        """The client's connection: Tornado types `request.connection` as the abstract
+        HTTPConnection (without `stream`) or None, where a served request always has an
+        HTTP1Connection (wrapped by server.gate, which hands on every attribute)."""
+        return cast(HTTP1Connection, self.request.connection)
+
     def open_stream(self) -> None:
         if not stream_slots(self.settings).take(self.workspace_id):
             limit = self.settings["config"].max_streams_per_workspace
@@ -96,7 +106,7 @@ class StreamingHandler(APIHandler):
             )
         self._slot_held = True
         self._stall_seconds = self.settings["config"].stream_stall_seconds
-        self._progress = (_delivered(self.request.connection.stream)[0], time.monotonic())
+        self._progress = (_delivered(self.connection.stream)[0], time.monotonic())
         self._arm()
 
     def _arm(self) -> None:
@@ -106,7 +116,7 @@ class StreamingHandler(APIHandler):
 
     def _check(self) -> None:
         """Cut the connection when bytes have waited for the client, untaken, long enough."""
-        stream = self.request.connection.stream
+        stream = self.connection.stream
         if stream.closed():
             return
         (delivered, waiting), now = _delivered(stream), time.monotonic()

@@ -5,7 +5,7 @@ from handlers.base import APIHandler
 
 class UsersHandler(APIHandler):
     async def get(self) -> None:
-        users = await self.settings["store"].users.list_active(self.workspace_id)
+        users = await self.store.users.list_active(self.workspace_id)
         self.send_json({"users": users})
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
@@ -60,19 +62,23 @@ Validator = validators.extend(
 )
 
 
-def _pointer(path) -> str:
+def _pointer(path: Iterable[object]) -> str:
     return "#" + "".join(f"/{part}" for part in path)
 
 
 def _message(error: ValidationError) -> tuple[list, str]:
     """(path, detail) for one validation error, in words a client can act on."""
     path = list(error.absolute_path)
-    kind, value = error.validator, error.validator_value
+    # JSON values, set on every error iter_errors yields (the stubs allow for `Unset`).
+    kind = error.validator
+    value: Any = error.validator_value
+    instance: Any = error.instance
+    schema: Any = error.schema
     if kind == "required":
-        missing = next(name for name in value if name not in error.instance)
+        missing = next(name for name in value if name not in instance)
         return [*path, missing], "is required"
     if kind == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        extra = sorted(set(instance) - set(schema.get("properties", {})))
         return [*path, extra[0]], "is not a supported field"
     if kind == AT_LEAST_ONE_NON_BLANK:
         return path, NON_BLANK_MESSAGE
@@ -92,7 +98,7 @@ def _message(error: ValidationError) -> tuple[list, str]:
         return path, f"must be at most {value} characters long"
     if kind in ("minLength", "pattern") and value in (1, NON_BLANK):
         return path, "must not be blank"
-    if kind == "pattern" and error.schema.get("format") == "uuid":
+    if kind == "pattern" and schema.get("format") == "uuid":
         return path, "must be a UUID"
     return path, error.message
 
@@ -115,7 +121,7 @@ MAX_REMEMBERED_LENGTH = 200
 class Schemas:
     """Validators for every schema file, built once at start-up."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.documents = load_all()
         resources = [
             (sid, Resource.from_contents(doc, default_specification=DRAFT202012))
@@ -134,7 +140,7 @@ class Schemas:
         }
         self._valid_parameters: set[tuple[str, str, object]] = set()
 
-    def errors(self, schema_id: str, instance) -> list[dict]:
+    def errors(self, schema_id: str, instance: object) -> list[dict]:
         """Problems with `instance` as [{"pointer", "detail"}], empty when it is valid."""
         validator = self._validators[schema_id]
         found = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))

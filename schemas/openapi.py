@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from tornado.web import RequestHandler
 
@@ -129,14 +130,14 @@ def component_name(schema_id: str) -> str:
     return f"{folder}.{name}"
 
 
-def rewrite(node, base: str | None = None):
+def rewrite(node: Any, base: str | None = None) -> Any:
     """A deep copy with $refs by $id (and local #/ refs of component `base`) pointing into
     #/components/schemas, and without $id/$schema (they would change the base URI)."""
     if isinstance(node, list):
         return [rewrite(item, base) for item in node]
     if not isinstance(node, dict):
         return copy.deepcopy(node)
-    result = {}
+    result: dict[str, Any] = {}
     for key, value in node.items():
         if key in ("$id", "$schema"):
             continue
@@ -155,7 +156,7 @@ def rewrite(node, base: str | None = None):
     return result
 
 
-def schema_ref(value) -> dict:
+def schema_ref(value: str | dict) -> dict:
     """A schema $id (string) as a $ref, or an inline schema rewritten."""
     if isinstance(value, str):
         return {"$ref": f"#/components/schemas/{component_name(value)}"}

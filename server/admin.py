@@ -9,12 +9,14 @@ import argparse
 import sys
 
 from server.app import open_services
+from server.auth import KeyService
 from server.config import Config
+from store.contract import Store
 
 ADMIN_COMMANDS = ("workspaces", "users", "keys")
 
 
-def add_admin_commands(sub) -> None:
+def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     """Add the admin commands to an argparse subparsers object."""
     workspaces = sub.add_parser("workspaces", help="manage workspaces").add_subparsers(
         dest="action", required=True
@@ -52,7 +54,7 @@ def admin_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def emit(value) -> None:
+def emit(value: object) -> None:
     """Admin output: one JSON document on stdout, for people and scripts alike."""
     from handlers.jsonio import dumps
 
@@ -63,10 +65,14 @@ class AdminError(Exception):
     """An admin command could not be carried out; the message says why."""
 
 
-async def run_admin(config: Config, args, services=None) -> int:
+async def run_admin(
+    config: Config,
+    args: argparse.Namespace,
+    services: tuple[Store, KeyService] | None = None,
+) -> int:
     """Run one admin command. `services` (store, auth) lets tests and the demo pass their own."""
     owned = services is None
-    if owned:
+    if services is None:
         if config.throwaway:
             print(
                 "workspace-api: MONGODB_URI=memory is a throwaway store that lives inside one "
@@ -89,7 +95,7 @@ async def run_admin(config: Config, args, services=None) -> int:
     return 0
 
 
-async def _dispatch(store, auth, args):
+async def _dispatch(store: Store, auth: KeyService, args: argparse.Namespace) -> dict:
     command = (args.command, args.action)
     if command == ("workspaces", "create"):
         return {"workspace": await store.workspaces.create(args.name)}
@@ -114,13 +120,13 @@ async def _dispatch(store, auth, args):
         await _workspace(store, args.workspace)
         return {"keys": await store.keys.list(args.workspace)}
     if command == ("keys", "revoke"):
-        record = await store.keys.revoke(args.key_id)
-        if record is None:
+        revoked = await store.keys.revoke(args.key_id)
+        if revoked is None:
             raise AdminError(f"no key {args.key_id}")
-        return {"key": record}
+        return {"key": revoked}
     raise AdminError(f"unknown command {' '.join(command)}")
 
 
-async def _workspace(store, workspace_id: str) -> None:
+async def _workspace(store: Store, workspace_id: str) -> None:
     if await store.workspaces.get(workspace_id) is None:
         raise AdminError(f"no workspace {workspace_id}")

@@ -5,16 +5,20 @@ from __future__ import annotations
 import gc
 import importlib
 import time
+from collections.abc import Callable
+from typing import Any
 
 import tornado.web
+from tornado.httpserver import HTTPServer
 
 from handlers.base import NotFoundHandler
 from schemas import Schemas
 from server.auth import KeyService, resolve_secret
-from server.config import Config
+from server.config import Config, ConfigError
 from server.gate import Gate
 from server.logs import access_log
 from server.ratelimit import RateLimiter, counters_for
+from store.contract import Store
 from store.cursors import Cursors
 from store.database import open_store
 from telephony.upstream import UpstreamClient
@@ -42,11 +46,13 @@ def collect_handlers() -> list:
     return routes
 
 
-def make_app(config: Config, store, auth: KeyService, **services) -> tornado.web.Application:
+def make_app(
+    config: Config, store: Store, auth: KeyService, **services: Any
+) -> tornado.web.Application:
     """The Tornado application; `services` (provider client, rate limiter...) join settings."""
     services.setdefault("upstream", UpstreamClient.from_config(config))
     services.setdefault(
-        "rate_limiter", RateLimiter(counters_for(store, config), config.rate_limit_per_minute)
+        "rate_limiter", RateLimiter(counters_for(store), config.rate_limit_per_minute)
     )
     services.setdefault("cursors", Cursors(auth.subkey("cursors")))
     settings = dict(
@@ -64,8 +70,8 @@ def make_app(config: Config, store, auth: KeyService, **services) -> tornado.web
 
 
 async def open_services(
-    config: Config, clock=time.monotonic, wait_for_indexes: bool = True
-) -> tuple:
+    config: Config, clock: Callable[[], float] = time.monotonic, wait_for_indexes: bool = True
+) -> tuple[Store, KeyService]:
     """Connect the store (creating indexes idempotently) and the key service. Without
     `wait_for_indexes` the caller ensures indexes itself (serve retries them in the background)."""
     secret = resolve_secret(config)
@@ -81,6 +87,8 @@ async def open_services(
             await store.ensure_indexes()
         if secret is None:  # SQLite without a configured secret: the one kept in the file
             secret = await store.settings.signing_secret()
+        if secret is None:  # a store that keeps none (MongoDB): resolve_secret requires it
+            raise ConfigError("WSAPI_SECRET must be set for this store")
     except Exception:
         await store.close()
         raise
@@ -88,12 +96,10 @@ async def open_services(
     return store, auth
 
 
-def http_server(app: tornado.web.Application, config: Config):
+def http_server(app: tornado.web.Application, config: Config) -> HTTPServer:
     """An HTTPServer with the service's limits: bodies over max_body_bytes get the API's 413 at
     any size (server.gate), and idle or slow clients are disconnected (idle_connection_timeout
     also bounds the wait for a request's headers)."""
-    from tornado.httpserver import HTTPServer
-
     return HTTPServer(
         Gate(app, config.max_body_bytes, linger_seconds=min(5, config.body_timeout_seconds)),
         max_body_size=max(config.max_body_bytes * 4, 4 * 1024 * 1024),

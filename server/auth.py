@@ -13,10 +13,12 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Callable
 
 import jwt
 
 from server.config import Config, ConfigError
+from store.contract import Keys
 
 ALGORITHM = "HS256"
 MIN_SECRET_LENGTH = 32
@@ -40,11 +42,11 @@ class KeyService:
     def __init__(
         self,
         secret: str,
-        keys_store,
+        keys_store: Keys,
         cache_seconds: float = 2.0,
-        clock=time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
         cache_size: int = 10_000,
-    ):
+    ) -> None:
         self._secret = secret
         self._keys = keys_store
         self._ttl = cache_seconds

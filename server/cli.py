@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from server.admin import add_admin_commands
@@ -20,7 +21,7 @@ log = logging.getLogger("workspace_api")
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Every option's help ends with its default, or says that it is required."""
 
-    def _get_help_string(self, action) -> str:
+    def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         if not action.option_strings or "default" in text or action.default == argparse.SUPPRESS:
             return text
@@ -61,7 +62,7 @@ def mongodb_hosts(uri: str) -> str:
     return ", ".join(named) or "the configured MONGODB_URI"
 
 
-def _count(low: int, high: int):
+def _count(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer from low to high."""
 
     def parse(text: str) -> int:
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
-def run_simulated_provider(args) -> int:
+def run_simulated_provider(args: argparse.Namespace) -> int:
     from telephony.simulated_provider import run_provider
 
     sizes = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,9 @@ def _coerce(key: str, kind: type, value: Any) -> Any:
         raise ConfigError(f"{key} ({env_name(key)}) must be a {kind.__name__}: {value!r}") from exc
 
 
-def load_config(path: str | os.PathLike | None = None, environ: dict | None = None) -> Config:
+def load_config(
+    path: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None
+) -> Config:
     """Read config.yaml (or `path`, or $WSAPI_CONFIG), then apply environment overrides."""
     environ = os.environ if environ is None else environ
     path = Path(path or environ.get("WSAPI_CONFIG") or REPO_CONFIG)
@@ -85,7 +88,8 @@ def load_config(path: str | os.PathLike | None = None, environ: dict | None = No
     values = {}
     for name, field in fields.items():
         value = environ.get(env_name(name), raw.get(name))
-        kind = {"int": int, "float": float, "str": str}[field.type]
+        # The annotation as written (a string: `from __future__ import annotations`).
+        kind = {"int": int, "float": float, "str": str}[str(field.type)]
         values[name] = _coerce(name, kind, value)
     config = Config(**values)
     validate(config)

@@ -15,16 +15,16 @@ import asyncio
 import contextlib
 import logging
 import random
-from typing import Any
 
 from store.clock import utcnow
+from store.contract import Store
 from store.errors import StoreError
 
 log = logging.getLogger("workspace_api")
 
 
 class ExpirySweeper:
-    def __init__(self, store: Any, interval: float, batch: int = 1000) -> None:
+    def __init__(self, store: Store, interval: float, batch: int = 1000) -> None:
         self.store = store
         self.interval = interval
         self.batch = batch

@@ -15,8 +15,11 @@ hands such a request (over 100 fields) to the application without its query, mar
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from tornado import httputil
+from tornado.http1connection import HTTP1Connection
 from tornado.ioloop import IOLoop
 
 # More query fields than any operation takes, and fewer than Tornado's own limit (1,000).
@@ -24,55 +27,71 @@ MAX_QUERY_FIELDS = 100
 
 
 class Gate(httputil.HTTPServerConnectionDelegate):
-    def __init__(self, app, max_body_bytes: int, linger_seconds: float = 5.0):
+    def __init__(
+        self,
+        app: httputil.HTTPServerConnectionDelegate,
+        max_body_bytes: int,
+        linger_seconds: float = 5.0,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.linger_seconds = linger_seconds
         self.inflight = 0
 
-    def start_request(self, server_conn, request_conn) -> httputil.HTTPMessageDelegate:
+    def start_request(
+        self, server_conn: object, request_conn: httputil.HTTPConnection
+    ) -> httputil.HTTPMessageDelegate:
         return _Request(self, server_conn, request_conn)
 
-    def on_close(self, server_conn) -> None:
+    def on_close(self, server_conn: object) -> None:
         self.app.on_close(server_conn)
 
 
 class _Connection:
     """The request's connection as the application sees it: its finish() goes through the gate."""
 
-    def __init__(self, raw, request: _Request):
+    def __init__(self, raw: HTTP1Connection, request: _Request) -> None:
         self._raw, self._request = raw, request
         self.body_too_large = False
         self.query_fields_over = 0  # or the limit that the request's query went over
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
 
     def finish(self) -> None:
         self._request.reply_written()
 
-    def set_close_callback(self, callback) -> None:
+    def set_close_callback(self, callback: Callable[[], None] | None) -> None:
         """A request whose connection closes (the client left, or a handler cut a stream short)
         is no longer in flight, whether or not its handler finishes it."""
 
         def closed() -> None:
             self._request.done()
-            callback()
+            if callback:
+                callback()
 
         self._raw.set_close_callback(closed if callback else None)
 
 
 class _Request(httputil.HTTPMessageDelegate):
-    def __init__(self, gate: Gate, server_conn, request_conn):
+    def __init__(
+        self, gate: Gate, server_conn: object, request_conn: httputil.HTTPConnection
+    ) -> None:
         self.gate = gate
-        self.raw = request_conn
-        self.conn = _Connection(request_conn, self)
-        self.inner = gate.app.start_request(server_conn, self.conn)
+        self.raw = cast(HTTP1Connection, request_conn)  # what HTTPServer's connections give
+        self.conn = _Connection(self.raw, self)
+        # The application gets the stand-in, which hands on what it does not do itself.
+        self.inner = gate.app.start_request(server_conn, cast(httputil.HTTPConnection, self.conn))
         self.received = 0
         self.started = self.cut = self.body_done = self.finished = False
-        self.linger = None
+        self.linger: object | None = None  # IOLoop.call_later's handle
 
-    async def headers_received(self, start_line, headers) -> None:
+    async def headers_received(
+        self,
+        start_line: httputil.RequestStartLine | httputil.ResponseStartLine,
+        headers: httputil.HTTPHeaders,
+    ) -> None:
+        assert isinstance(start_line, httputil.RequestStartLine)  # a server reads requests
         self.started = True
         self.gate.inflight += 1
         path, _, query = start_line.path.partition("?")
@@ -87,7 +106,7 @@ class _Request(httputil.HTTPMessageDelegate):
             headers.pop("Expect", None)  # no "100 Continue": the client need not send it at all
             self.cut_off()
 
-    def data_received(self, chunk: bytes) -> None:
+    def data_received(self, chunk: bytes) -> Awaitable[None] | None:
         if self.cut:
             return None
         self.received += len(chunk)

@@ -15,8 +15,14 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, TextIO
 
 import orjson
+
+if TYPE_CHECKING:
+    from tornado.web import RequestHandler
+
+    from server.config import Config
 
 access = logging.getLogger("workspace_api.access")
 
@@ -76,7 +82,7 @@ class JSONFormatter(logging.Formatter):
         return self.redact(text)
 
 
-def secrets_of(config) -> list[str]:
+def secrets_of(config: Config) -> list[str]:
     """The configured values that must never appear in a log line."""
     from urllib.parse import urlsplit
 
@@ -91,7 +97,9 @@ def secrets_of(config) -> list[str]:
     return [value for value in values if value]
 
 
-def setup_logging(level: str = "info", secrets: Iterable[str] = (), stream=None) -> None:
+def setup_logging(
+    level: str = "info", secrets: Iterable[str] = (), stream: TextIO | None = None
+) -> None:
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JSONFormatter(secrets))
     root = logging.getLogger()
@@ -101,7 +109,7 @@ def setup_logging(level: str = "info", secrets: Iterable[str] = (), stream=None)
     logging.getLogger("tornado.access").disabled = True
 
 
-def access_log(handler) -> None:
+def access_log(handler: RequestHandler) -> None:
     """The Application's log_function: one line per request."""
     request = handler.request
     line = {

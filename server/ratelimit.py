@@ -25,6 +25,9 @@ import datetime as dt
 import math
 import time
 import zlib
+from collections.abc import Callable
+
+from store.contract import RateCounters, Store
 
 EPOCH = dt.datetime(1970, 1, 1)
 POLICY = "workspace"
@@ -50,15 +53,15 @@ class LocalCounters:
             self._prune_at = max(1024, 2 * len(self._counts))
         return count
 
+    async def count(self, workspace_id: str, window_start: dt.datetime) -> int:
+        entry = self._counts.get((workspace_id, window_start))
+        return entry[0] if entry else 0
 
-def counters_for(store, config):
+
+def counters_for(store: Store) -> RateCounters:
     """The cheapest exact counters for `store`: in memory when its data is private to this
-    process (the store says so with ``process_private``; a store that does not say is private
-    only with MONGODB_URI=memory), else the store's shared counters."""
-    private = getattr(store, "process_private", None)
-    if private is None:
-        private = config.mongodb_uri == "memory"
-    return LocalCounters() if private else store.ratelimits
+    process (`process_private`: MONGODB_URI=memory), else the store's shared counters."""
+    return LocalCounters() if store.process_private else store.ratelimits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +73,13 @@ class Verdict:
 
 
 class RateLimiter:
-    def __init__(self, counters, limit: int, window: int = 60, clock=time.time):
+    def __init__(
+        self,
+        counters: RateCounters,
+        limit: int,
+        window: int = 60,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         """`counters` is store.ratelimits or `LocalCounters` (see `counters_for`); `clock`
         returns Unix time in seconds (injectable)."""
         self.counters = counters

@@ -11,12 +11,16 @@ then exits.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
 import os
 import signal
+import socket
 import time
+from collections.abc import Callable
+from types import FrameType
 
 from tornado.netutil import bind_sockets
 
@@ -24,7 +28,9 @@ from server.app import freeze_heap, http_server, make_app, open_services
 from server.auth import resolve_secret
 from server.config import Config, ConfigError, validate
 from server.expiry import ExpirySweeper
+from server.gate import Gate
 from server.logs import secrets_of, setup_logging
+from store.contract import Store
 from store.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger("workspace_api")
@@ -33,7 +39,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 MAX_RETRY_DELAY = 10.0
 
 
-def serve(config: Config, args) -> int:
+def serve(config: Config, args: argparse.Namespace) -> int:
     overrides = {
         k: v
         for k, v in (("host", args.host), ("port", args.port), ("processes", args.processes))
@@ -57,7 +63,7 @@ def serve(config: Config, args) -> int:
     return supervise(config.processes, lambda: asyncio.run(run_worker(config, sockets)))
 
 
-async def run_worker(config: Config, sockets) -> int:
+async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
     """Serve on the bound sockets until SIGTERM/SIGINT, then shut down gracefully."""
     if config.throwaway:
         log.warning(
@@ -94,6 +100,7 @@ async def run_worker(config: Config, sockets) -> int:
     app.settings["draining"] = True  # /readyz: 503 from now on
     server.stop()  # no new connections; requests on open ones are still served
     gate = server.request_callback
+    assert isinstance(gate, Gate)  # server.app.http_server's
     deadline = time.monotonic() + config.shutdown_timeout_seconds
     while gate.inflight > 0 and time.monotonic() < deadline:  # noqa: ASYNC110 - a counter, not an event
         await asyncio.sleep(0.05)
@@ -112,7 +119,7 @@ async def run_worker(config: Config, sockets) -> int:
     return 0
 
 
-async def ensure_indexes_when_reachable(store, delay: float = 0.5) -> None:
+async def ensure_indexes_when_reachable(store: Store, delay: float = 0.5) -> None:
     """Create the indexes as soon as the database answers; until then the API answers 503."""
     while True:
         try:
@@ -131,7 +138,7 @@ async def ensure_indexes_when_reachable(store, delay: float = 0.5) -> None:
         delay = min(delay * 2, MAX_RETRY_DELAY)
 
 
-def supervise(count: int, work) -> int:
+def supervise(count: int, work: Callable[[], int]) -> int:
     """Fork `count` workers running `work()` and keep them running until SIGTERM/SIGINT, which
     is passed on to every worker. A worker that dies is restarted, unless workers keep dying."""
     children: dict[int, float] = {}  # pid -> start time
@@ -154,7 +161,7 @@ def supervise(count: int, work) -> int:
         children[pid] = time.monotonic()
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
-    def stop(signum, frame) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
         for pid in list(children):

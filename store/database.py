@@ -2,12 +2,14 @@
 
 `MONGODB_URI=mongodb://...` selects MongoDB through PyMongo's async API (store/mongo: production
 at scale); anything else selects SQLite (store/sqlite: the embedded default), in the file at
-`sqlite_path`, or in a throwaway file for `MONGODB_URI=memory`. Both backends expose the same
-objects (`store.calls`, `store.prospects`, ...) with the same methods, and raise store.errors.
+`sqlite_path`, or in a throwaway file for `MONGODB_URI=memory`. Both backends follow the store
+contract (store/contract.py: `store.calls`, `store.prospects`, ... with the same methods), which
+mypy checks here, and raise store.errors.
 """
 
 from __future__ import annotations
 
+from store.contract import Store
 from store.errors import StoreBusy, StoreError, StoreUnavailable
 
 __all__ = ["StoreBusy", "StoreError", "StoreUnavailable", "is_mongodb", "open_store"]
@@ -23,7 +25,7 @@ def open_store(
     timeout_seconds: float = 5.0,
     default_region: str = "US",
     sqlite_path: str | None = None,
-):
+) -> Store:
     if is_mongodb(uri):
         from store.mongo import open_mongo
 

@@ -19,6 +19,7 @@ matcher compares them.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
 from store.clock import new_id
 from store.identity import (
@@ -234,7 +235,7 @@ def prospect_document(
     contact: Contact,
     key: str,
     owner_user_id: str | None,
-    now,
+    now: dt.datetime,
     list_ids: list[str] | None = None,
     prospect_id: str | None = None,
 ) -> dict:

@@ -30,11 +30,14 @@ import struct
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal, cast
 
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
-from tornado.iostream import StreamClosedError
+from tornado.http1connection import HTTP1Connection
+from tornado.httputil import HTTPServerRequest
+from tornado.iostream import IOStream, StreamClosedError
 
 # The simulated third party logs apart from the API, and its access lines (debug level) name
 # neither the account nor the host, so a demo process mixing both logs leaks neither.
@@ -232,7 +235,9 @@ class ProviderStats:
 # --- HTTP ----------------------------------------------------------------------------------
 
 
-def parse_range(value: str, size: int, etag: str, if_range: str | None):
+def parse_range(
+    value: str, size: int, etag: str, if_range: str | None
+) -> tuple[int, int] | Literal["unsatisfiable"] | None:
     """Evaluate Range like a plain web server: (start, end) for a 206, "unsatisfiable" for
     a 416, or None to send the whole file (no/invalid/multiple ranges, stale If-Range)."""
     if if_range is not None and (if_range.startswith("W/") or if_range != etag):
@@ -255,6 +260,12 @@ def parse_range(value: str, size: int, etag: str, if_range: str | None):
     if start >= size:
         return "unsatisfiable"
     return start, size - 1 if last == "" else min(int(last), size - 1)
+
+
+def _stream(request: HTTPServerRequest) -> IOStream:
+    """The request's connection stream: Tornado types `request.connection` as the abstract
+    HTTPConnection (or None), where a served request has an HTTP1Connection."""
+    return cast(HTTP1Connection, request.connection).stream
 
 
 class MediaHandler(tornado.web.RequestHandler):
@@ -295,7 +306,7 @@ class MediaHandler(tornado.web.RequestHandler):
         fault = state.faults.lookup(ref)
         if fault and fault.kind == "stall":
             await state.faults.stall(fault.stall_seconds)
-            if self.request.connection.stream.closed():
+            if _stream(self.request).closed():
                 return
         if fault and fault.kind == "500":
             return self._json_error(500, 20500, "Internal Server Error")
@@ -374,7 +385,7 @@ class MediaHandler(tornado.web.RequestHandler):
 
     def _reset_connection(self) -> None:
         """Abort with a TCP RST, so the client sees a reset rather than a clean close."""
-        stream = self.request.connection.stream
+        stream = _stream(self.request)
         if stream.socket is not None:
             stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         stream.close()

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+from collections.abc import AsyncIterator
 
 import pymongo
 from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
 
 from store.mongo.activities import Activities
 from store.mongo.calls import Calls
@@ -22,6 +24,7 @@ from store.mongo.lists import Lists
 from store.mongo.metrics import DialerMetrics
 from store.mongo.prospects import Prospects
 from store.mongo.ratelimits import RateLimits
+from store.mongo.settings import Settings
 from store.mongo.users import Users
 from store.mongo.workspaces import Workspaces
 
@@ -32,7 +35,9 @@ class MongoStore:
     embedded = False
     process_private = False
 
-    def __init__(self, db, client, default_region: str = "US"):
+    def __init__(
+        self, db: AsyncDatabase, client: AsyncMongoClient, default_region: str = "US"
+    ) -> None:
         self.db = db
         self.client = client
         self.workspaces = Workspaces(db)
@@ -45,6 +50,7 @@ class MongoStore:
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)
         self.idempotency = Idempotency(db)
+        self.settings = Settings()
         # False until ensure_indexes() has succeeded: the API answers 503 until then, because
         # the unique indexes are what keeps concurrent writes free of duplicates.
         self.indexes_ready = False
@@ -67,7 +73,7 @@ class MongoStore:
         return await sweep_expired(self.db, now, batch, max_batches)
 
     @contextlib.asynccontextmanager
-    async def bulk_load(self):
+    async def bulk_load(self) -> AsyncIterator[None]:
         """Around a large first load (the demo's seeding): nothing to do on MongoDB, whose
         unique indexes must stay in place while documents arrive."""
         yield
@@ -83,6 +89,8 @@ class MongoStore:
         return await self.db.list_collection_names()
 
     async def drop(self) -> None:
+        """Drop the database (every collection with its indexes)."""
+        self.indexes_ready = False
         await self.client.drop_database(self.db.name)
 
     async def close(self) -> None:

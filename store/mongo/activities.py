@@ -9,9 +9,11 @@ from one cursor (`timeline`), never as one list.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from pymongo import UpdateOne
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
 
 from store.activities import (
     FIELDS,
@@ -24,9 +26,33 @@ from store.activities import record as _record
 from store.mongo.errors import translate_errors
 
 
+async def record_list_added(
+    col: AsyncCollection,
+    workspace_id: str,
+    list_id: str,
+    list_name: str | None,
+    prospect_ids: list[str],
+    at: dt.datetime,
+) -> None:
+    """One `list_added` activity per prospect and list in `col` (the activities), in one round
+    trip; idempotent. Part of a contact upload (store/mongo/prospects.py)."""
+    writes = []
+    for prospect_id in dict.fromkeys(prospect_ids):
+        doc = list_added_activity(workspace_id, prospect_id, list_id, list_name, at)
+        writes.append(
+            UpdateOne(
+                {"_id": doc["_id"], "workspaceId": workspace_id},
+                {"$setOnInsert": doc},
+                upsert=True,
+            )
+        )
+    if writes:
+        await col.bulk_write(writes, ordered=False)
+
+
 @translate_errors
 class Activities:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["activities"]
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
@@ -35,31 +61,9 @@ class Activities:
         for start in range(0, len(documents), INSERT_BATCH):
             await self.col.insert_many(documents[start : start + INSERT_BATCH], ordered=False)
 
-    async def record_list_added(
-        self,
-        workspace_id: str,
-        list_id: str,
-        list_name: str | None,
-        prospect_ids: list[str],
-        at: dt.datetime,
-    ) -> None:
-        """One `list_added` activity per prospect and list, in one round trip; idempotent."""
-        writes = []
-        for prospect_id in dict.fromkeys(prospect_ids):
-            doc = list_added_activity(workspace_id, prospect_id, list_id, list_name, at)
-            writes.append(
-                UpdateOne(
-                    {"_id": doc["_id"], "workspaceId": workspace_id},
-                    {"$setOnInsert": doc},
-                    upsert=True,
-                )
-            )
-        if writes:
-            await self.col.bulk_write(writes, ordered=False)
-
     async def timeline(
         self, workspace_id: str, prospect_id: str, batch_size: int = 500
-    ) -> AsyncIterator[list[dict]]:
+    ) -> AsyncGenerator[list[dict], None]:
         """A prospect's activities, newest first, as API records in batches of `batch_size`.
 
         One cursor that fetches `batch_size` documents per round trip, so memory stays bounded

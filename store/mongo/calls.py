@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
+
 from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
 
 from store.activities import call_activity
 from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
@@ -17,14 +21,14 @@ from store.paging import Page, Window
 def call_filters(
     workspace_id: str,
     *,
-    user_id=None,
-    prospect_id=None,
-    list_id=None,
-    direction=None,
-    disposition=None,
-    created_from=None,
-    created_to=None,
-    updated_since=None,
+    user_id: str | None = None,
+    prospect_id: str | None = None,
+    list_id: str | None = None,
+    direction: str | None = None,
+    disposition: str | None = None,
+    created_from: dt.datetime | None = None,
+    created_to: dt.datetime | None = None,
+    updated_since: dt.datetime | None = None,
 ) -> dict:
     """The query of GET /calls: equality filters, createdAt in [from, to), updatedAt >= since."""
     query: dict = {"workspaceId": workspace_id}
@@ -37,7 +41,7 @@ def call_filters(
     ):
         if value is not None:
             query[field] = value
-    created = {}
+    created: dict[str, dt.datetime] = {}
     if created_from is not None:
         created["$gte"] = created_from
     if created_to is not None:
@@ -51,11 +55,11 @@ def call_filters(
 
 @translate_errors
 class Calls:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["calls"]
         self.activities = Activities(db)
 
-    async def create(self, workspace_id: str, **fields) -> dict:
+    async def create(self, workspace_id: str, **fields: Any) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
         doc = call_document(workspace_id, **fields)
         await self.insert_documents(workspace_id, [doc])
@@ -74,7 +78,7 @@ class Calls:
             )
 
     async def page(
-        self, workspace_id: str, window: Window, *, encoded: bool = False, **filters
+        self, workspace_id: str, window: Window, *, encoded: bool = False, **filters: Any
     ) -> Page:
         """One window of calls in the window's order; `filters` as `call_filters`. The records
         are dicts even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""

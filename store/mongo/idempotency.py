@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from store.mongo.errors import translate_errors
@@ -24,7 +25,7 @@ FIELDS = {
 
 @translate_errors
 class Idempotency:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["idempotency"]
 
     async def begin(

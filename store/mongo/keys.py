@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pymongo.asynchronous.database import AsyncDatabase
+
 from store.clock import new_id, utcnow
 from store.mongo.errors import translate_errors
 from store.records import key_record as _record
@@ -9,7 +11,7 @@ from store.records import key_record as _record
 
 @translate_errors
 class Keys:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["api_keys"]
 
     async def create(self, workspace_id: str, name: str) -> dict:

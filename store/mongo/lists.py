@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
 
 from store.clock import new_id, utcnow
 from store.mongo.errors import translate_errors
@@ -23,7 +26,7 @@ LIST_FIELDS = {
 
 @translate_errors
 class Lists:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["lists"]
 
     async def create(
@@ -32,7 +35,7 @@ class Lists:
         name: str,
         owner_user_id: str,
         source: str = "CSV",
-        created_at=None,
+        created_at: dt.datetime | None = None,
         list_id: str | None = None,
     ) -> dict:
         now = created_at or utcnow()

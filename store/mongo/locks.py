@@ -13,7 +13,9 @@ import contextlib
 import datetime as dt
 import logging
 import time
+from collections.abc import AsyncIterator
 
+from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id, utcnow
@@ -25,7 +27,7 @@ log = logging.getLogger("workspace_api")
 
 @translate_errors
 class Leases:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["leases"]
 
     async def try_acquire(self, workspace_id: str, name: str, ttl: float) -> str | None:
@@ -51,7 +53,9 @@ class Leases:
         )
 
     @contextlib.asynccontextmanager
-    async def held(self, workspace_id: str, name: str, ttl: float = 30.0, wait: float = 10.0):
+    async def held(
+        self, workspace_id: str, name: str, ttl: float = 30.0, wait: float = 10.0
+    ) -> AsyncIterator[None]:
         """Hold lease `name` of the workspace for the block; waits up to `wait` seconds."""
         deadline, pause = time.monotonic() + wait, 0.005
         while (token := await self.try_acquire(workspace_id, name, ttl)) is None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import datetime as dt
 from zoneinfo import ZoneInfo
 
+from pymongo.asynchronous.database import AsyncDatabase
+
 from store.metrics import CONVERSATION_SECONDS, COUNTS, day_starts, rates, report
 from store.mongo.errors import translate_errors
 
 
-def _is(field: str, value) -> dict:
+def _is(field: str, value: object) -> dict:
     return {"$eq": [f"${field}", value]}
 
 
@@ -69,7 +71,7 @@ def _figures(row: dict) -> dict:
 
 @translate_errors
 class DialerMetrics:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["calls"]
 
     async def report(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from pymongo.asynchronous.collection import AsyncCollection
+
 from store.paging import MAX_SKIP, Page, Window
 
 
@@ -13,7 +15,7 @@ def window_query(query: dict, window: Window) -> tuple[dict, list]:
     """`query` narrowed to the window (settled records, after a position) and its sort, which
     ends in _id so that the order is total and pages never overlap."""
     field, direction = window.field, 1 if window.ascending else -1
-    conditions = []
+    conditions: list[dict] = []
     if window.settled_before is not None:
         conditions.append({field: {"$lte": window.settled_before}})
     if window.after is not None:
@@ -28,7 +30,11 @@ def window_query(query: dict, window: Window) -> tuple[dict, list]:
 
 
 async def page_query(
-    col, query: dict, window: Window, projection: dict, record: Callable[[dict], dict]
+    col: AsyncCollection,
+    query: dict,
+    window: Window,
+    projection: dict,
+    record: Callable[[dict], dict],
 ) -> Page:
     query, sort = window_query(query, window)
     size = window.page_size

@@ -11,12 +11,15 @@ Uploads of one workspace take turns through a lease (store/mongo/locks.py).
 
 from __future__ import annotations
 
+import datetime as dt
+
 from pymongo import UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from store.clock import new_id, utcnow
 from store.identity import normalize_email, normalize_phone
-from store.mongo.activities import Activities
+from store.mongo.activities import Activities, record_list_added
 from store.mongo.errors import translate_errors
 from store.mongo.locks import Leases
 from store.mongo.paging import page_query
@@ -39,7 +42,7 @@ from store.prospects import record as _record
 
 @translate_errors
 class Prospects:
-    def __init__(self, db, default_region: str = "US"):
+    def __init__(self, db: AsyncDatabase, default_region: str = "US") -> None:
         self.col = db["prospects"]
         self.activities = Activities(db)
         self.leases = Leases(db)
@@ -101,7 +104,7 @@ class Prospects:
             written = await self.col.bulk_write(writes, ordered=True)
             # Matched by the proposed _id, not by op index; an upsert that found a concurrent
             # upload's prospect inserted nothing.
-            for prospect_id in written.upserted_ids.values():
+            for prospect_id in (written.upserted_ids or {}).values():
                 upserts[prospect_id].id, upserts[prospect_id].created = prospect_id, True
         raced = [t for t in targets if t.id is None]  # created by a concurrent upload
         if raced:
@@ -118,26 +121,26 @@ class Prospects:
                     fills += self._fills(workspace_id, target, now)
             if fills:
                 await self.col.bulk_write(fills, ordered=False)
-        members = [t for t in targets if t.id]
+        members = [t.id for t in targets if t.id]
         if not members:
             return chosen
         await self.col.bulk_write(
             [
                 UpdateOne(
-                    {"_id": t.id, "workspaceId": workspace_id, "listIds": {"$ne": list_id}},
+                    {"_id": member, "workspaceId": workspace_id, "listIds": {"$ne": list_id}},
                     {"$push": {"listIds": list_id}, "$set": {"updatedAt": now}},
                 )
-                for t in members
+                for member in members
             ],
             ordered=False,
         )
-        await self.activities.record_list_added(
-            workspace_id, list_id, listing["name"], [t.id for t in members], now
+        await record_list_added(
+            self.activities.col, workspace_id, list_id, listing["name"], members, now
         )
         return chosen
 
     @staticmethod
-    def _fills(workspace_id: str, target: Candidate, now) -> list[UpdateOne]:
+    def _fills(workspace_id: str, target: Candidate, now: dt.datetime) -> list[UpdateOne]:
         """Fill blanks field by field: each update applies only while the field is still
         absent, so a concurrent writer's value is never overwritten."""
         selector = {"_id": target.id, "workspaceId": workspace_id}
@@ -167,7 +170,7 @@ class Prospects:
         contact: dict,
         owner_user_id: str | None = None,
         list_ids: list[str] | None = None,
-        created_at=None,
+        created_at: dt.datetime | None = None,
         prospect_id: str | None = None,
     ) -> dict:
         """Insert one prospect as is, without matching (seeding and tests); its API record."""
@@ -203,7 +206,7 @@ class Prospects:
         list_id: str | None = None,
         email: str | None = None,
         phone: str | None = None,
-        updated_since=None,
+        updated_since: dt.datetime | None = None,
         encoded: bool = False,
     ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared

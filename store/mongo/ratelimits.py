@@ -7,8 +7,10 @@ one limit however the service is scaled out. A TTL index on `expireAt` removes o
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from store.mongo.errors import translate_errors
@@ -16,7 +18,7 @@ from store.mongo.errors import translate_errors
 
 @translate_errors
 class RateLimits:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["rate_limits"]
 
     async def hit(
@@ -30,13 +32,14 @@ class RateLimits:
         update = {"$inc": {"count": 1}, "$setOnInsert": {"expireAt": expire_at}}
         # No projection (a small document): FerretDB 1.24 does not implement findAndModify's
         # `fields`.
-        options = dict(upsert=True, return_document=ReturnDocument.AFTER)
+        options: dict[str, Any] = dict(upsert=True, return_document=ReturnDocument.AFTER)
         try:
             doc = await self.col.find_one_and_update(query, update, **options)
         except DuplicateKeyError:
             # Two first hits of a window raced to insert it; the loser now finds it and counts.
             # (MongoDB >= 4.2 usually retries such an upsert itself.)
             doc = await self.col.find_one_and_update(query, update, **options)
+        assert doc is not None  # an upsert returns the document, found or made
         return doc["count"]
 
     async def count(self, workspace_id: str, window_start: dt.datetime) -> int:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+from pymongo.asynchronous.database import AsyncDatabase
+
 from store.clock import new_id, utcnow
 from store.mongo.errors import translate_errors
 from store.records import user_record as _record
@@ -11,7 +15,7 @@ USER_FIELDS = {"_id": 1, "email": 1, "firstName": 1, "lastName": 1, "createdAt":
 
 @translate_errors
 class Users:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["users"]
 
     async def create(
@@ -20,7 +24,7 @@ class Users:
         email: str,
         first_name: str,
         last_name: str,
-        created_at=None,
+        created_at: dt.datetime | None = None,
         user_id: str | None = None,
     ) -> dict:
         doc = {

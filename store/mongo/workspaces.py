@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+from pymongo.asynchronous.database import AsyncDatabase
+
 from store.clock import new_id, utcnow
 from store.mongo.errors import translate_errors
 from store.records import workspace_record
@@ -9,10 +13,12 @@ from store.records import workspace_record
 
 @translate_errors
 class Workspaces:
-    def __init__(self, db):
+    def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["workspaces"]
 
-    async def create(self, name: str, workspace_id: str | None = None, created_at=None) -> dict:
+    async def create(
+        self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
+    ) -> dict:
         doc = {"_id": workspace_id or new_id(), "name": name, "createdAt": created_at or utcnow()}
         await self.col.insert_one(doc)
         return workspace_record(doc)

@@ -8,7 +8,9 @@ import contextlib
 import ctypes
 import datetime as dt
 import shutil
+import sqlite3
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from store.sqlite import schema
@@ -86,7 +88,7 @@ class SQLiteStore:
         self.indexes_ready = True
 
     @contextlib.asynccontextmanager
-    async def bulk_load(self):
+    async def bulk_load(self) -> AsyncIterator[None]:
         """Around a large first load that nothing reads meanwhile (the demo's seeding): the
         secondary indexes of calls and activities are dropped, and built at the end from the
         sorted rows at once, which is faster than keeping seven indexes up to date row by row
@@ -94,7 +96,7 @@ class SQLiteStore:
         next open builds them (schema.create)."""
         deferred = [name for name in schema.INDEXES if name.startswith(BULK_INDEXES)]
 
-        def drop(conn):
+        def drop(conn: sqlite3.Connection) -> None:
             for name in deferred:
                 conn.execute(f"DROP INDEX IF EXISTS {name}")
             conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KB}")
@@ -145,6 +147,17 @@ class SQLiteStore:
 
     async def collections(self) -> list[str]:
         return list(schema.TABLES)
+
+    async def drop(self) -> None:
+        """Drop every table (their indexes go with them) and forget the rate-limit windows."""
+
+        def drop(conn: sqlite3.Connection) -> None:
+            for table in schema.TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+        self.indexes_ready = False
+        await self.engine.write(drop)
+        await self.ratelimits.clear()
 
     async def close(self) -> None:
         """Close the connections (waiting for the work in flight, on a thread of its own: never

@@ -3,9 +3,11 @@ batches by keyset (each batch its own short read, so no cursor stays open betwee
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import sqlite3
+from collections.abc import AsyncGenerator
 
 from store.activities import INSERT_BATCH, check_scope, record
+from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, to_doc
 
 TIMELINE = (
@@ -15,7 +17,7 @@ TIMELINE = (
 
 
 class Activities:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
@@ -28,7 +30,7 @@ class Activities:
 
     async def timeline(
         self, workspace_id: str, prospect_id: str, batch_size: int = 500
-    ) -> AsyncIterator[list[dict]]:
+    ) -> AsyncGenerator[list[dict], None]:
         """A prospect's activities, newest first, as API records in batches of `batch_size`.
         Memory stays bounded whatever the timeline's length; closing the generator ends it."""
         after = None
@@ -43,8 +45,15 @@ class Activities:
             after = batch[-1]["_raw"]
 
     @staticmethod
-    def _batch(conn, workspace_id: str, prospect_id: str, after, size: int) -> list[dict]:
-        query, params = TIMELINE, [workspace_id, prospect_id]
+    def _batch(
+        conn: sqlite3.Connection,
+        workspace_id: str,
+        prospect_id: str,
+        after: tuple[int, str] | None,
+        size: int,
+    ) -> list[dict]:
+        query = TIMELINE
+        params: list[object] = [workspace_id, prospect_id]
         if after is not None:
             query += " AND (occurredAt, _id) < (?, ?)"
             params += after

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime as dt
+import sqlite3
+from typing import Any
 
 from store.activities import call_activity, check_scope
 from store.calls import INSERT_BATCH, RECORD_FIELDS, call_document
 from store.calls import record as call_record
 from store.clock import utcnow
 from store.paging import Page, Window
+from store.sqlite.engine import Engine
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_doc
@@ -51,7 +55,7 @@ def prepare(documents: list[dict]) -> NewCalls:
     )
 
 
-def write_calls(conn, workspace_id: str, new: NewCalls) -> None:
+def write_calls(conn: sqlite3.Connection, workspace_id: str, new: NewCalls) -> None:
     """Insert calls with their `call` timeline entries and count them, in the caller's
     transaction."""
     insert_rows(
@@ -63,30 +67,36 @@ def write_calls(conn, workspace_id: str, new: NewCalls) -> None:
 
 
 def call_where(
-    workspace_id: str, *, created_from=None, created_to=None, updated_since=None, **equal
+    workspace_id: str,
+    *,
+    created_from: dt.datetime | None = None,
+    created_to: dt.datetime | None = None,
+    updated_since: dt.datetime | None = None,
+    **equal: str | None,
 ) -> tuple[list[str], list]:
     """The WHERE of GET /calls: equality filters, createdAt in [from, to), updatedAt >= since."""
-    where, params = ["workspaceId = ?"], [workspace_id]
+    where: list[str] = ["workspaceId = ?"]
+    params: list = [workspace_id]
     for name, value in equal.items():
         if value is not None:
             where.append(f"{EQUALITY[name]} = ?")
             params.append(value)
-    for clause, value in (
+    for clause, bound in (
         ("createdAt >= ?", created_from),
         ("createdAt < ?", created_to),
         ("updatedAt >= ?", updated_since),
     ):
-        if value is not None:
+        if bound is not None:
             where.append(clause)
-            params.append(ms(value))
+            params.append(ms(bound))
     return where, params
 
 
 class Calls:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def create(self, workspace_id: str, **fields) -> dict:
+    async def create(self, workspace_id: str, **fields: Any) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
         doc = call_document(workspace_id, **fields)
         await self.engine.write(write_calls, workspace_id, prepare([doc]))
@@ -111,7 +121,7 @@ class Calls:
                 await writing
 
     async def page(
-        self, workspace_id: str, window: Window, *, encoded: bool = False, **filters
+        self, workspace_id: str, window: Window, *, encoded: bool = False, **filters: Any
     ) -> Page:
         """One window of calls in the window's order; `filters` as `call_where`. With
         `encoded` the records come as one JSON array (store.paging.RawJSON)."""
@@ -127,7 +137,7 @@ class Calls:
                 window=window,
                 order=(window.field, "_id"),
                 record=call_record,
-                encoded=encoded and ENCODED,
+                encoded=ENCODED if encoded else None,
                 counted=(workspace_id, "calls") if len(where) == 1 else None,
             )
 

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from store.errors import StoreBusy, StoreUnavailable
 
@@ -39,6 +39,7 @@ READERS = 3  # besides the quick one
 READER_CACHE_KB = 8 * 1024
 WRITER_CACHE_KB = 32 * 1024
 PROGRESS_STEPS = 20_000  # virtual-machine steps between two deadline checks
+T = TypeVar("T")
 
 
 class _Workers:
@@ -92,7 +93,7 @@ class _Workers:
                 with contextlib.suppress(RuntimeError):
                     owner.call_soon_threadsafe(_settle, future, result, error)
 
-    def submit(self, fn: Callable, *args) -> asyncio.Future:
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         future = asyncio.get_running_loop().create_future()
         self._queue.put((future.get_loop(), future, fn, args))
         return future
@@ -177,8 +178,8 @@ class Engine:
             conn.close()
 
     def _run(
-        self, fn: Callable, args: tuple, write: bool, deadline: float, snapshot: bool = True
-    ) -> Any:
+        self, fn: Callable[..., T], args: tuple, write: bool, deadline: float, snapshot: bool = True
+    ) -> T:
         if time.monotonic() >= deadline:  # waited in the queue past its deadline: not started
             raise StoreBusy("the database stayed busy for too long")
         conn = self._connection()
@@ -214,7 +215,7 @@ class Engine:
         finally:
             conn.set_progress_handler(None, 0)
 
-    def run_once(self, fn: Callable) -> Any:
+    def run_once(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in a write transaction on a connection of the calling thread, closed
         afterwards (start-up work, before the event loop uses the store)."""
         conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
@@ -228,8 +229,14 @@ class Engine:
             conn.close()
 
     async def _submit(
-        self, pool, fn, args, write: bool, timeout: float | None, snapshot: bool = True
-    ) -> Any:
+        self,
+        pool: _Workers,
+        fn: Callable[..., T],
+        args: tuple,
+        write: bool,
+        timeout: float | None,
+        snapshot: bool = True,
+    ) -> T:
         if self._closed:
             raise StoreUnavailable("the store is closed")
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
@@ -237,12 +244,12 @@ class Engine:
 
     async def read(
         self,
-        fn: Callable,
-        *args,
+        fn: Callable[..., T],
+        *args: Any,
         timeout: float | None = None,
         snapshot: bool = True,
         quick: bool = False,
-    ) -> Any:
+    ) -> T:
         """Run `fn(conn, *args)` on a reader thread, in one read transaction; its result.
         `snapshot=False` leaves the transaction out, for a unit of one statement (which sees
         one snapshot by itself) that would otherwise pay two more statements. `quick=True`
@@ -251,7 +258,7 @@ class Engine:
             self._quick if quick else self._readers, fn, args, False, timeout, snapshot
         )
 
-    async def write(self, fn: Callable, *args, timeout: float | None = None) -> Any:
+    async def write(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
         """Run `fn(conn, *args)` in one write transaction on the writer thread; its result."""
         return await self._submit(self._writer, fn, args, True, timeout)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from store.clock import new_id, utcnow
 from store.paging import Page, Window
 from store.records import list_record
+from store.sqlite.engine import Engine
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
@@ -15,7 +18,7 @@ JSON = json_record({"id" if name == "_id" else name: name for name in COLUMNS})
 
 
 class Lists:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def create(
@@ -24,7 +27,7 @@ class Lists:
         name: str,
         owner_user_id: str,
         source: str = "CSV",
-        created_at=None,
+        created_at: dt.datetime | None = None,
         list_id: str | None = None,
     ) -> dict:
         now = created_at or utcnow()
@@ -66,7 +69,7 @@ class Lists:
                 window=window,
                 order=(window.field, "_id"),
                 record=list_record,
-                encoded=encoded and JSON,
+                encoded=JSON if encoded else None,
                 counted=(workspace_id, "lists"),
             )
 

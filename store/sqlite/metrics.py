@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import sqlite3
+from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
 from store.metrics import CONVERSATION_SECONDS, COUNTS, day_starts, rates, report
+from store.sqlite.engine import Engine
 from store.sqlite.schema import ms
 
 QUARTER_MS = 15 * 60 * 1000
@@ -27,7 +30,7 @@ SUMS = (
 )
 
 
-def _add(into: dict, counts: tuple) -> None:
+def _add(into: dict, counts: Sequence[int]) -> None:
     for name, value in zip(COUNTS, counts, strict=True):
         into[name] = into.get(name, 0) + value
 
@@ -57,7 +60,9 @@ def quarter_sums(calls: list[dict]) -> dict[tuple, list[int]]:
     return sums
 
 
-def add_to_quarters(conn, workspace_id: str, sums: dict[tuple, list[int]]) -> None:
+def add_to_quarters(
+    conn: sqlite3.Connection, workspace_id: str, sums: dict[tuple, list[int]]
+) -> None:
     """Add `quarter_sums` of new calls into `call_quarters` (inside the transaction that
     inserts them)."""
     names = ", ".join(COUNTS)
@@ -70,7 +75,7 @@ def add_to_quarters(conn, workspace_id: str, sums: dict[tuple, list[int]]) -> No
     )
 
 
-def build_quarters(conn) -> None:
+def build_quarters(conn: sqlite3.Connection) -> None:
     """Build `call_quarters` from the calls, once per file (a file written before the table
     existed); a settings row remembers that it is done."""
     if conn.execute("SELECT 1 FROM settings WHERE name = 'call_quarters'").fetchone():
@@ -84,7 +89,9 @@ def build_quarters(conn) -> None:
     )
 
 
-def aggregate(conn, workspace_id: str, bounds: list[int], user_id: str | None) -> list[tuple]:
+def aggregate(
+    conn: sqlite3.Connection, workspace_id: str, bounds: list[int], user_id: str | None
+) -> list[tuple]:
     """Rows (userId, day index, *COUNTS) of the outbound calls between the bounds: from the
     quarter-hour counts when every bound starts a quarter hour (the index range of a few
     thousand rows), else from the calls themselves, grouped by day."""
@@ -119,7 +126,7 @@ def aggregate(conn, workspace_id: str, bounds: list[int], user_id: str | None) -
 
 
 class DialerMetrics:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def report(

@@ -95,8 +95,10 @@ def page_query(
         if counted
         else (f"SELECT COUNT(*) FROM {source} WHERE {condition}", params)
     )
-    size = window.page_size
-    skip = None if window.page is None else (window.page - 1) * size
+    size, page = window.page_size, window.page
+    skip = None if page is None else (page - 1) * size
+    found: list[str] | list[dict]  # encoded records, or records
+    total: int | None
     if encoded:
         found, total = _encoded_rows(conn, query, params, count, count_params, size, skip)
     elif skip is None:
@@ -105,8 +107,8 @@ def page_query(
             None,
         )
     else:
-        total = conn.execute(count, count_params).fetchone()
-        total = total[0] if total else 0
+        counted_row = conn.execute(count, count_params).fetchone()
+        total = counted_row[0] if counted_row else 0
         found = (
             []
             if skip >= min(total, MAX_SKIP)
@@ -114,15 +116,22 @@ def page_query(
                 record(to_doc(row)) for row in conn.execute(query, (*params, size, skip))
             ]
         )
-    if skip is None:  # keyset: one more record than asked tells whether more follow
+    if page is None:  # keyset: one more record than asked tells whether more follow
         items, end = _items(found[:size], encoded, window)
         return Page(items, None, None, size, len(found) > size, window.sort, end)
+    assert total is not None  # page mode always counts
     items, end = _items(found, encoded, window)
-    return Page(items, total, window.page, size, window.page * size < total, window.sort, end)
+    return Page(items, total, page, size, page * size < total, window.sort, end)
 
 
 def _encoded_rows(
-    conn, query: str, params: list, count: str, count_params: list, size: int, skip: int | None
+    conn: sqlite3.Connection,
+    query: str,
+    params: list,
+    count: str,
+    count_params: list,
+    size: int,
+    skip: int | None,
 ) -> tuple[list[str], int | None]:
     """The encoded records of a page (keyset when `skip` is None: `size` + 1 of them) and, in
     page mode, the total, all from one statement; a page past the end is not walked to."""

@@ -9,6 +9,10 @@ can slip in between the read and the writes.
 
 from __future__ import annotations
 
+import datetime as dt
+import sqlite3
+from collections.abc import Collection
+
 from store.activities import check_scope, list_added_activity
 from store.clock import new_id, utcnow
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
@@ -25,6 +29,7 @@ from store.prospects import (
     prospect_document,
 )
 from store.prospects import record as prospect_record
+from store.sqlite.engine import Engine
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
@@ -43,11 +48,11 @@ JSON = json_record(
 UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
 
 
-def _marks(values) -> str:
+def _marks(values: Collection[object]) -> str:
     return ", ".join("?" * len(values))
 
 
-def write_prospects(conn, workspace_id: str, documents: list[dict]) -> None:
+def write_prospects(conn: sqlite3.Connection, workspace_id: str, documents: list[dict]) -> None:
     """Insert prospect documents with their list memberships and count them (caller's
     transaction)."""
     insert(conn, "prospects", documents)
@@ -63,7 +68,9 @@ def write_prospects(conn, workspace_id: str, documents: list[dict]) -> None:
     bump(conn, workspace_id, "prospects", len(documents))
 
 
-def _candidates(conn, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
+def _candidates(
+    conn: sqlite3.Connection, workspace_id: str, contacts: list[Contact]
+) -> list[Candidate]:
     emails = sorted({c.email for c in contacts if c.email})
     phones = sorted({c.phone for c in contacts if c.phone})
     # One indexed SELECT per identifier kind, joined by UNION (which also drops a prospect
@@ -82,7 +89,7 @@ def _candidates(conn, workspace_id: str, contacts: list[Contact]) -> list[Candid
     return [Candidate.from_doc(to_doc(row)) for row in rows]
 
 
-def _fill(conn, workspace_id: str, target: Candidate, now) -> None:
+def _fill(conn: sqlite3.Connection, workspace_id: str, target: Candidate, now: dt.datetime) -> None:
     """Fill the prospect's blank fields (`target.fills`), with the identifiers derived from
     them; a value already stored is never overwritten."""
     changes = {
@@ -96,7 +103,9 @@ def _fill(conn, workspace_id: str, target: Candidate, now) -> None:
     )
 
 
-def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> Upload:
+def upload(
+    conn: sqlite3.Connection, workspace_id: str, listing: dict, contacts: list[Contact]
+) -> Upload:
     """The whole contact upload in the writer's transaction."""
     list_id, now = listing["id"], utcnow()
     targets, chosen = match_all(contacts, _candidates(conn, workspace_id, contacts))
@@ -123,7 +132,7 @@ def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> U
         if target.key not in new and target.fills:
             _fill(conn, workspace_id, target, now)
     # Memberships: only the ones that are new move the prospect (listIds, updatedAt).
-    ids = [t.id for t in targets]
+    ids = [t.id for t in targets if t.id is not None]  # each has one by now
     # By primary key: the unary + keeps SQLite from walking a workspaceId index instead.
     created_at = {
         row[0]: row[1]
@@ -170,7 +179,7 @@ def upload(conn, workspace_id: str, listing: dict, contacts: list[Contact]) -> U
 
 
 class Prospects:
-    def __init__(self, engine, default_region: str = "US"):
+    def __init__(self, engine: Engine, default_region: str = "US") -> None:
         self.engine = engine
         self.default_region = default_region
 
@@ -206,7 +215,7 @@ class Prospects:
         contact: dict,
         owner_user_id: str | None = None,
         list_ids: list[str] | None = None,
-        created_at=None,
+        created_at: dt.datetime | None = None,
         prospect_id: str | None = None,
     ) -> dict:
         """Insert one prospect as is, without matching (seeding and tests); its API record."""
@@ -239,7 +248,7 @@ class Prospects:
         list_id: str | None = None,
         email: str | None = None,
         phone: str | None = None,
-        updated_since=None,
+        updated_since: dt.datetime | None = None,
         encoded: bool = False,
     ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
@@ -275,7 +284,7 @@ class Prospects:
                 window=window,
                 order=columns,
                 record=prospect_record,
-                encoded=encoded and JSON,
+                encoded=JSON if encoded else None,
                 counted=(workspace_id, "prospects") if unfiltered else None,
             )
 
@@ -310,7 +319,8 @@ class Prospects:
     def _where(
         self, workspace_id: str, *, email: str | None, phone: str | None
     ) -> tuple[list[str], list]:
-        where, params = ["p.workspaceId = ?"], [workspace_id]
+        where: list[str] = ["p.workspaceId = ?"]
+        params: list = [workspace_id]
         if email is not None:
             where.append("p.emailNorm = ?")
             params.append(normalize_email(email))

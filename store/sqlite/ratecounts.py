@@ -34,7 +34,9 @@ import mmap
 import os
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from store.errors import StoreBusy
 from store.sqlite.schema import ms
@@ -46,6 +48,7 @@ HEADER = len(MAGIC)
 SIZE = HEADER + SLOTS * SLOT.size
 EMPTY = bytes(16)
 LOCK_WAIT = 2.0
+T = TypeVar("T")
 
 _libc = ctypes.PyDLL(None, use_errno=True)  # PyDLL: the call keeps the GIL
 _flock = _libc.flock
@@ -104,7 +107,14 @@ class SharedCounters:
         """The window's count without counting a request (tests and diagnostics)."""
         return await self._locked(self._hit, workspace_id, ms(window_start), None)
 
-    async def _locked(self, fn, *args):
+    async def clear(self) -> None:
+        """Forget every window (the store's `drop`)."""
+        await self._locked(self._clear)
+
+    def _clear(self) -> None:
+        self.map[HEADER:] = bytes(SIZE - HEADER)
+
+    async def _locked(self, fn: Callable[..., T], *args: Any) -> T:
         if os.getpid() != self.pid:
             self.close()
             self._open()

@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import sqlite3
 from collections.abc import Callable
+from typing import overload
 
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -155,6 +156,12 @@ def create(conn: sqlite3.Connection) -> None:
         conn.execute(f"CREATE {kind} IF NOT EXISTS {name} ON {spec.removeprefix('UNIQUE ')}")
 
 
+@overload
+def ms(value: dt.datetime) -> int: ...
+@overload
+def ms(value: None) -> None: ...
+@overload
+def ms(value: dt.datetime | None) -> int | None: ...
 def ms(value: dt.datetime | None) -> int | None:
     """A naive UTC datetime as integer milliseconds since the epoch."""
     if value is None:
@@ -165,11 +172,17 @@ def ms(value: dt.datetime | None) -> int | None:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
+@overload
+def instant(value: int) -> dt.datetime: ...
+@overload
+def instant(value: None) -> None: ...
+@overload
+def instant(value: int | None) -> dt.datetime | None: ...
 def instant(value: int | None) -> dt.datetime | None:
     return None if value is None else EPOCH + dt.timedelta(milliseconds=value)
 
 
-def _json_default(value):
+def _json_default(value: object) -> str:
     """Instants inside JSON fields (an activity's details) as the API writes them."""
     if isinstance(value, dt.datetime):
         return instant(ms(value)).isoformat(timespec="milliseconds") + "Z"

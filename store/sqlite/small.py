@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import sqlite3
 
 from store.clock import new_id, utcnow
 from store.records import key_record, user_record, workspace_record
+from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, ms, to_doc
 
 
 class Workspaces:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def create(self, name: str, workspace_id: str | None = None, created_at=None) -> dict:
+    async def create(
+        self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
+    ) -> dict:
         doc = {"_id": workspace_id or new_id(), "name": name, "createdAt": created_at or utcnow()}
         await self.engine.write(insert, "workspaces", [doc])
         return workspace_record(doc)
@@ -39,7 +43,7 @@ class Workspaces:
 
 
 class Users:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def create(
@@ -48,7 +52,7 @@ class Users:
         email: str,
         first_name: str,
         last_name: str,
-        created_at=None,
+        created_at: dt.datetime | None = None,
         user_id: str | None = None,
     ) -> dict:
         doc = {
@@ -112,7 +116,7 @@ class Users:
 
 
 class Keys:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def create(self, workspace_id: str, name: str) -> dict:
@@ -167,7 +171,7 @@ class Keys:
 class Settings:
     """Values the service keeps in its own database file (the key-signing secret)."""
 
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def signing_secret(self) -> str:
@@ -186,7 +190,7 @@ class Settings:
         return await self.engine.write(secret)
 
 
-def delete_expired_idempotency(conn, now: dt.datetime, limit: int) -> int:
+def delete_expired_idempotency(conn: sqlite3.Connection, now: dt.datetime, limit: int) -> int:
     """Delete up to `limit` expired Idempotency-Key records, oldest first (index
     idempotency_expire); how many were deleted."""
     return conn.execute(
@@ -200,7 +204,7 @@ class Idempotency:
     """Idempotency-Key records of a workspace: claimed while a request runs, then holding the
     response to replay, until they expire (expired ones are deleted when new keys are taken)."""
 
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def begin(

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import types
 
 from server.ratelimit import LocalCounters, RateLimiter, counters_for
 
 
-def config(uri: str):
-    return types.SimpleNamespace(mongodb_uri=uri)
-
-
 def test_counters_follow_where_the_data_lives():
     shared = object()
-    store = types.SimpleNamespace(ratelimits=shared)
-    assert isinstance(counters_for(store, config("memory")), LocalCounters)
-    assert counters_for(store, config("mongodb://db.example/")) is shared
-    # A store that says whether it is private to this process decides, whatever the URI.
-    store.process_private = False
-    assert counters_for(store, config("memory")) is shared
+    store = types.SimpleNamespace(ratelimits=shared, process_private=False)
+    assert counters_for(store) is shared
     store.process_private = True
-    assert isinstance(counters_for(store, config("mongodb://db.example/")), LocalCounters)
+    assert isinstance(counters_for(store), LocalCounters)
+
+
+def test_only_a_throwaway_store_is_private_to_its_process(store, config):
+    assert store.process_private is (config.mongodb_uri == "memory")
 
 
 async def test_local_counters_count_exactly_per_workspace_and_window():
@@ -48,3 +45,16 @@ async def test_local_counters_forget_only_windows_that_are_over():
         await limiter.hit(f"new-{n}")
     assert len(counters._counts) <= 3000 + 1024
     assert (await limiter.hit("ws-0")).remaining == 10**6 - 1
+
+
+async def test_local_counters_read_a_window_without_counting_in_it():
+    counters = LocalCounters()
+    start = dt.datetime(2027, 1, 4, 9, 0)
+    expire = start + dt.timedelta(minutes=2)
+    assert await counters.count("ws-a", start) == 0
+    await counters.hit("ws-a", start, expire)
+    await counters.hit("ws-a", start, expire)
+    assert await counters.count("ws-a", start) == 2
+    assert await counters.count("ws-a", start) == 2  # reading did not count
+    assert await counters.count("ws-b", start) == 0
+    assert await counters.count("ws-a", expire) == 0  # another window

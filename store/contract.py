@@ -1,0 +1,380 @@
+"""The store contract: what every backend offers, declared once.
+
+`Store` is the object `store.database.open_store` returns; each of its collection families
+(`store.calls`, `store.prospects`, ...) is one Protocol below. Handlers and server code depend
+on these Protocols only, never on a backend class. Both backends (store/sqlite: SQLiteStore,
+store/mongo: MongoStore) are checked against them by mypy through `open_store`'s return type
+(store/database.py), and tests/store/test_contract.py checks that neither backend has a public
+method the contract does not declare.
+
+To add a method: declare it here, implement it on both backends, run mypy. A method over a
+workspace's data takes the workspace id first (operators' calls, marked so, excepted), and
+every method raises store.errors, never a driver's error. Records are the API's dicts
+(store/records.py and the resources' modules); instants are naive UTC datetimes with
+millisecond precision (store/clock.py).
+"""
+
+from __future__ import annotations
+
+import builtins
+import datetime as dt
+from collections.abc import AsyncGenerator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+from store.paging import Page, Window
+from store.prospects import Contact, Upload
+
+
+class Workspaces(Protocol):
+    """The tenants; created by operators (admin CLI, demo)."""
+
+    async def create(
+        self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
+    ) -> dict: ...
+
+    async def get(self, workspace_id: str) -> dict | None: ...
+
+    async def list(self) -> builtins.list[dict]:
+        """Operator scope: every workspace, oldest first."""
+        ...
+
+
+class Users(Protocol):
+    """The people who dial; a deleted user keeps its record with deletedAt set."""
+
+    async def create(
+        self,
+        workspace_id: str,
+        email: str,
+        first_name: str,
+        last_name: str,
+        created_at: dt.datetime | None = None,
+        user_id: str | None = None,
+    ) -> dict: ...
+
+    async def list_active(self, workspace_id: str) -> list[dict]: ...
+
+    async def is_active(self, workspace_id: str, user_id: str) -> bool: ...
+
+    async def delete(self, workspace_id: str, user_id: str) -> bool:
+        """Mark the user deleted; False when there was no active user to delete."""
+        ...
+
+    async def workspace_of(self, user_id: str) -> str | None:
+        """Operator scope (admin CLI only): which workspace a user id belongs to."""
+        ...
+
+
+class Keys(Protocol):
+    """API key records: id and metadata; the plain key (a signed JWT) is never stored."""
+
+    async def create(self, workspace_id: str, name: str) -> dict: ...
+
+    async def is_active(self, workspace_id: str, key_id: str) -> bool:
+        """The hot-path check behind authentication (cached by server.auth)."""
+        ...
+
+    async def revoke(self, key_id: str) -> dict | None:
+        """Operator scope (admin CLI only): revoke a key by id; its record, or None."""
+        ...
+
+    async def list(self, workspace_id: str) -> builtins.list[dict]: ...
+
+
+class Lists(Protocol):
+    """Dialer lists, with their prospectsCount."""
+
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        owner_user_id: str,
+        source: str = "CSV",
+        created_at: dt.datetime | None = None,
+        list_id: str | None = None,
+    ) -> dict: ...
+
+    async def get(self, workspace_id: str, list_id: str) -> dict | None: ...
+
+    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
+        """One window of lists. With `encoded` a backend may return the records as one JSON
+        array (store.paging.RawJSON); without it they are dicts."""
+        ...
+
+    async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
+        """Record the list's counted number of prospects (the larger count wins) and move its
+        updatedAt; the list's record, or None."""
+        ...
+
+
+class Prospects(Protocol):
+    """Prospects: contact matching on upload (store/prospects.py), reads by page and lookup."""
+
+    def parse_contact(self, raw: dict) -> Contact: ...
+
+    def normalize_phone(self, value: str) -> str | None:
+        """A phone number as stored and matched (E.164), or None when it cannot be read."""
+        ...
+
+    async def add_to_list(
+        self, workspace_id: str, listing: dict, raw_contacts: list[dict]
+    ) -> Upload:
+        """Match or create a prospect for each contact and add it to `listing` (a list record);
+        idempotent. The list's number of prospects and each contact's outcome."""
+        ...
+
+    async def count_in_list(self, workspace_id: str, list_id: str) -> int: ...
+
+    async def create(
+        self,
+        workspace_id: str,
+        contact: dict,
+        owner_user_id: str | None = None,
+        list_ids: list[str] | None = None,
+        created_at: dt.datetime | None = None,
+        prospect_id: str | None = None,
+    ) -> dict:
+        """Insert one prospect as is, without matching (seeding and tests); its record."""
+        ...
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt prospect documents (store.prospects.prospect_document)."""
+        ...
+
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since: dt.datetime | None = None,
+        encoded: bool = False,
+    ) -> Page: ...
+
+    async def lookup(
+        self,
+        workspace_id: str,
+        *,
+        prospect_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        limit: int = 2,
+    ) -> list[dict]:
+        """The prospects (at most `limit`, oldest first) selected by id, email or phone."""
+        ...
+
+
+class Calls(Protocol):
+    """Finished calls (store/calls.py) and the recording reference of a call."""
+
+    async def create(self, workspace_id: str, **fields: Any) -> dict:
+        """Record one finished call (store.calls.call_document's arguments); its record."""
+        ...
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt call documents, each with its `call` activity."""
+        ...
+
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        encoded: bool = False,
+        user_id: str | None = None,
+        prospect_id: str | None = None,
+        list_id: str | None = None,
+        direction: str | None = None,
+        disposition: str | None = None,
+        created_from: dt.datetime | None = None,
+        created_to: dt.datetime | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> Page:
+        """One window of calls: equality filters, createdAt in [from, to), updatedAt >= since."""
+        ...
+
+    async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
+        """Change a call's notes (which moves its updatedAt); its record, or None."""
+        ...
+
+    async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
+        """The provider's reference of the call's recording, or None (no such call in this
+        workspace, or no recording). Never part of a record."""
+        ...
+
+
+class Activities(Protocol):
+    """Prospect activities: bulk inserts and the timeline, newest first."""
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt activity documents (store.activities.activity_document)."""
+        ...
+
+    def timeline(
+        self, workspace_id: str, prospect_id: str, batch_size: int = 500
+    ) -> AsyncGenerator[list[dict], None]:
+        """A prospect's activities as records, newest first, in batches of `batch_size`; memory
+        stays bounded whatever the timeline's length. Close it (contextlib.aclosing) when
+        stopping early."""
+        ...
+
+
+class DialerMetrics(Protocol):
+    """Dialer KPIs over whole local days (definitions in store/metrics.py)."""
+
+    async def report(
+        self,
+        workspace_id: str,
+        first: dt.date,
+        last: dt.date,
+        zone: ZoneInfo,
+        user_id: str | None = None,
+    ) -> dict: ...
+
+
+class Idempotency(Protocol):
+    """Idempotency-Key records: claimed while a request runs, then holding its response."""
+
+    async def begin(
+        self,
+        workspace_id: str,
+        key: str,
+        fingerprint: str,
+        now: dt.datetime,
+        lock: dt.timedelta,
+        ttl: dt.timedelta,
+    ) -> dict | None:
+        """Claim the key (None), or the record that holds it: {"fingerprint", "status" (None
+        while in progress), "body", "contentType", "location"}. A record past its expiry, or
+        in progress past its lock (its process died), is taken over."""
+        ...
+
+    async def complete(
+        self,
+        workspace_id: str,
+        key: str,
+        status: int,
+        body: str,
+        content_type: str,
+        location: str | None,
+    ) -> None: ...
+
+    async def release(self, workspace_id: str, key: str) -> None:
+        """Free a claimed key (the request failed with a 5xx: its retry may run again)."""
+        ...
+
+
+class RateCounters(Protocol):
+    """Rate-limit window counters, shared by every process that uses the same database
+    (server.ratelimit; its in-memory LocalCounters follow this Protocol too)."""
+
+    async def hit(
+        self, workspace_id: str, window_start: dt.datetime, expire_at: dt.datetime
+    ) -> int:
+        """Count one request in the workspace's window; the window's count so far."""
+        ...
+
+    async def count(self, workspace_id: str, window_start: dt.datetime) -> int:
+        """The window's count without counting a request (tests and diagnostics)."""
+        ...
+
+
+class Settings(Protocol):
+    """Values the store keeps for the service itself."""
+
+    async def signing_secret(self) -> str | None:
+        """The secret that signs API keys when none is configured: SQLite creates one on first
+        use and keeps it in the file; MongoDB keeps none (None), as WSAPI_SECRET is required
+        there (server.auth.resolve_secret)."""
+        ...
+
+
+class Store(Protocol):
+    """The store: its collection families and its own life cycle."""
+
+    @property
+    def backend(self) -> str:
+        """ "sqlite" or "mongodb"."""
+        ...
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the database lives in this host's files (SQLite) rather than a server."""
+        ...
+
+    @property
+    def process_private(self) -> bool:
+        """Whether no other process can use this store's data (MONGODB_URI=memory): the rate
+        limiter then counts in memory."""
+        ...
+
+    @property
+    def indexes_ready(self) -> bool:
+        """True once ensure_indexes() has succeeded; the API answers 503 until then."""
+        ...
+
+    @property
+    def workspaces(self) -> Workspaces: ...
+    @property
+    def users(self) -> Users: ...
+    @property
+    def keys(self) -> Keys: ...
+    @property
+    def lists(self) -> Lists: ...
+    @property
+    def prospects(self) -> Prospects: ...
+    @property
+    def calls(self) -> Calls: ...
+    @property
+    def activities(self) -> Activities: ...
+    @property
+    def metrics(self) -> DialerMetrics: ...
+    @property
+    def idempotency(self) -> Idempotency: ...
+    @property
+    def ratelimits(self) -> RateCounters: ...
+    @property
+    def settings(self) -> Settings: ...
+
+    async def ensure_indexes(self, build_timeout: float = 600) -> None:
+        """Create every table or collection and index, idempotently; sets indexes_ready."""
+        ...
+
+    def bulk_load(self) -> AbstractAsyncContextManager[None]:
+        """`async with store.bulk_load():` around a large first load that nothing reads
+        meanwhile (the demo's seeding); a backend may defer index work to its end."""
+        ...
+
+    async def sweep_expired(
+        self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete records past their expiry time (Idempotency-Key records, and where the
+        backend keeps them in the database, rate-limit windows and leases) in at most
+        `max_batches` batches of `batch` per collection; how many were deleted
+        (server.expiry's periodic sweep: expiry never rests on TTL indexes alone)."""
+        ...
+
+    async def ping(self, timeout: float = 2.0) -> bool:
+        """Whether the database answers within `timeout` seconds (never raises)."""
+        ...
+
+    async def collections(self) -> list[str]:
+        """The names of the store's tables or collections (operators and tests)."""
+        ...
+
+    async def documents(self, collection: str) -> list[dict]:
+        """Every stored document of a collection (operators and tests; never a request)."""
+        ...
+
+    async def drop(self) -> None:
+        """Delete every table or collection with its data and indexes (tests); the store is
+        empty afterwards, and ensure_indexes() must run again before it is used."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections, threads and files (a throwaway SQLite file is removed)."""
+        ...
