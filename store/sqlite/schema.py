@@ -3,7 +3,8 @@
 Columns carry the same names as the MongoDB documents' fields (`_id`, `workspaceId`,
 `createdAt`, ...), so one record shape serves both backends. Instants are INTEGER milliseconds
 since the Unix epoch (UTC), booleans 0/1, `listIds` and `details` JSON text. Each index starts
-with `workspaceId`; the README's index table lists them beside the MongoDB ones.
+with `workspaceId` but the expiry sweep's (`idempotency_expire`); docs/deployment.md lists them
+beside the MongoDB ones.
 """
 
 from __future__ import annotations
