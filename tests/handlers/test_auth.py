@@ -76,13 +76,13 @@ async def test_revoked_key_with_cold_cache_is_refused_at_once(api, store, ws_a):
 
 async def test_verification_costs_one_lookup_per_cache_period(api, store, clock, monkeypatch):
     calls = []
-    original = store.keys.is_active
+    original = store.keys.find_active
 
     async def counting(*args):
         calls.append(args)
         return await original(*args)
 
-    monkeypatch.setattr(store.keys, "is_active", counting)
+    monkeypatch.setattr(store.keys, "find_active", counting)
     for _ in range(5):
         assert (await api.get("/v1/users")).code == 200
     assert len(calls) == 1

@@ -79,6 +79,7 @@ def test_the_cross_check_reports_drift():
 
     class Drifted(ListsHandler):
         query_schemas = {"GET": "/schemas/queries/none.json"}
+        scopes = {"GET": "read", "HEAD": "read", "POST": "ingest", "DELETE": "write"}
 
         async def delete(self) -> None:
             pass
@@ -95,6 +96,7 @@ def test_the_cross_check_reports_drift():
         "GET /v1/lists: documents query /schemas/queries/lists.json but Drifted validates "
         "/schemas/queries/none.json" in found
     )
+    assert "POST /v1/lists: documents scope write but Drifted requires ingest" in found
     assert any(m.startswith("DELETE /v1/lists") and "not documented" in m for m in found)
     assert any(m.startswith("GET /v1/extra") and "not documented" in m for m in found)
     without = [r for r in routes if r[0] != r"/v1/users"]
