@@ -94,7 +94,7 @@ class KeyService:
         ).digest()
 
     def sign(self, key_id: str, workspace_id: str) -> str:
-        claims = {"kid": key_id, "wid": workspace_id, "iat": int(self._wall())}
+        claims = {"kid": key_id, "wid": workspace_id, "iat": int(time.time())}
         return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
 
     def utcnow(self) -> dt.datetime:
