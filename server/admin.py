@@ -13,7 +13,7 @@ from server.app import open_services
 from server.auth import KeyService, parse_scopes
 from server.config import Config
 from store.contract import Store
-from store.keys import DEFAULT_SCOPES, SCOPES
+from store.keys import DEFAULT_SCOPES, SCOPES, ordered
 
 MAX_EXPIRY_DAYS = 36_500
 
@@ -48,9 +48,9 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     create.add_argument(
         "--scope",
         type=_scopes,
-        default=DEFAULT_SCOPES,
+        default=",".join(ordered(DEFAULT_SCOPES)),  # a string default goes through `type`
         metavar="SCOPES",
-        help=f"what the key may do, comma-separated: {', '.join(SCOPES)} (default: read,write)",
+        help=f"what the key may do, comma-separated: {', '.join(SCOPES)}",
     )
     create.add_argument(
         "--expires-in",
