@@ -7,7 +7,7 @@ import datetime as dt
 import random
 import time
 import uuid
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -273,14 +273,20 @@ def cursor_endpoints() -> list[str]:
     from schemas.openapi import sample_url
     from server.app import collect_handlers
 
-    documents = Schemas().documents
+    schemas = Schemas()
     found = []
     for route in collect_handlers()[:-1]:
         schema_id = getattr(route[1], "query_schemas", {}).get("GET")
-        properties = documents[schema_id].get("properties", {}) if schema_id else {}
+        query = schemas.documents[schema_id] if schema_id else {}
+        properties = query.get("properties", {})
         if any(p.get("$ref") == CURSOR_PARAMETER for p in properties.values()):
-            path = route[0].replace("([^/]+)", "{id}")
-            found.append(sample_url(path))
+            url = sample_url(route[0].replace("([^/]+)", "{id}"))
+            # Required parameters get their documented example, so that only the cursor is wrong.
+            required = {
+                name: schemas.resolve(properties[name]).get("examples", [""])[0]
+                for name in query.get("required", [])
+            }
+            found.append(f"{url}?{urlencode(required)}&" if required else f"{url}?")
     return found
 
 
@@ -300,7 +306,7 @@ MALFORMED = {
 
 
 def test_the_cursor_endpoints_are_found():
-    assert {"/v1/calls", "/v1/lists", "/v1/prospects"} <= set(CURSOR_ENDPOINTS)
+    assert {"/v1/calls?", "/v1/lists?", "/v1/prospects?"} <= set(CURSOR_ENDPOINTS)
 
 
 def test_every_cursor_parameter_is_the_shared_one():
@@ -324,10 +330,10 @@ async def test_a_malformed_cursor_is_invalid_cursor_like_an_altered_one(api, sto
         await api.get("/v1/calls?sort=updatedAt")
     ).json()["nextCursor"]
     flipped = made[:5] + ("A" if made[5] != "A" else "B") + made[6:]
-    altered = (await api.get(f"{path}?cursor={flipped}")).json()
+    altered = (await api.get(f"{path}cursor={flipped}")).json()
     assert altered["code"] == "invalid_cursor"
     for name, cursor in MALFORMED.items():
-        response = await api.get(f"{path}?cursor={cursor}")
+        response = await api.get(f"{path}cursor={cursor}")
         assert response.code == 400, (path, name)
         problem = response.json()
         assert problem["code"] == "invalid_cursor", (path, name, problem)
