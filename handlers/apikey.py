@@ -1,7 +1,7 @@
 """The calling API key: GET /v1/api-key, its scopes and expiry (the interactive reference reads
 it to say what a pasted key may do)."""
 
-from handlers.base import ANY_SCOPE, APIError, APIHandler
+from handlers.base import ANY_SCOPE, REALM, APIError, APIHandler
 
 FIELDS = ("id", "name", "scopes", "createdAt", "expiresAt")
 
@@ -15,7 +15,7 @@ class APIKeyHandler(APIHandler):
             raise APIError(
                 "unauthorized",
                 "the API key is malformed, unknown or revoked",
-                headers={"WWW-Authenticate": 'Bearer realm="workspace-api", error="invalid_token"'},
+                headers={"WWW-Authenticate": f'{REALM}, error="invalid_token"'},
             )
         self.send_json({"apiKey": {name: record[name] for name in FIELDS}})
 
