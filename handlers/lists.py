@@ -6,6 +6,7 @@ from handlers.pagination import serve_page
 
 
 class ListsHandler(IdempotentHandler):
+    scopes = {"GET": "read", "HEAD": "read", "POST": "write"}
     query_schemas = {"GET": "/schemas/queries/lists.json"}
     body_schemas = {"POST": "/schemas/requests/list-create.json"}
 
@@ -42,6 +43,7 @@ class ListHandler(APIHandler):
 
 
 class ContactsHandler(IdempotentHandler):
+    scopes = {"POST": "write"}
     body_schemas = {"POST": "/schemas/requests/contacts-upload.json"}
 
     @idempotent

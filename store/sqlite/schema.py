@@ -72,6 +72,9 @@ ADDED_COLUMNS = {
     # a page of calls reads it instead of building 100 records. NULL in a row written before
     # the column existed, whose record is then built when it is read.
     "calls": {"record": "TEXT"},
+    # A key's scopes (JSON array), expiry and last use (store/keys.py): NULL in a key written
+    # before they existed, which is `read,write` and never expires.
+    "api_keys": {"scopes": "TEXT", "expiresAt": "INTEGER", "lastUsedAt": "INTEGER"},
 }
 DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
@@ -121,9 +124,10 @@ INSTANTS = {
     "prospectCreatedAt",
     "lockedUntil",
     "expiresAt",
+    "lastUsedAt",
 }
 BOOLEANS = {"hasRecording", "meetingBooked"}
-JSON_FIELDS = {"listIds", "details"}
+JSON_FIELDS = {"listIds", "details", "scopes"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",
@@ -216,7 +220,7 @@ def to_doc(row: sqlite3.Row) -> dict:
         if name in INSTANTS:
             value = instant(value)
         elif name in JSON_FIELDS:
-            value = json.loads(value)
+            value = None if value is None else json.loads(value)
         elif name in BOOLEANS:
             value = bool(value)
         doc[name] = value
