@@ -213,7 +213,6 @@ CASE_LIST = [
         pattern,
         *case,
         id=f"{case[0]} {case[1]}",
-        marks=[pytest.mark.server_limit("aggregation")] if "dialer-metrics" in pattern else [],
     )
     for pattern, cases in CASES.items()
     for case in cases

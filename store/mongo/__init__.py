@@ -21,7 +21,7 @@ from store.mongo.idempotency import Idempotency
 from store.mongo.indexes import ensure_indexes
 from store.mongo.keys import Keys
 from store.mongo.lists import Lists
-from store.mongo.metrics import DialerMetrics
+from store.mongo.metrics import DialerMetrics, fill_metric_fields
 from store.mongo.prospects import Prospects
 from store.mongo.ratelimits import RateLimits
 from store.mongo.settings import Settings
@@ -64,6 +64,9 @@ class MongoStore:
         with pymongo.timeout(build_timeout):
             self.ttl_indexes = await ensure_indexes(self.db)
         self.indexes_ready = True
+        # Calls stored before they carried their metrics fields get them once, in small
+        # batches; the API serves meanwhile (a report counts such calls one by one).
+        await fill_metric_fields(self.db)
 
     async def sweep_expired(
         self, now: dt.datetime, batch: int = 1000, max_batches: int = 10

@@ -1,4 +1,7 @@
-"""Calls on MongoDB: the paginated, filtered call log and the recording reference of a call."""
+"""Calls on MongoDB: the paginated, filtered call log and the recording reference of a call.
+
+Every call is stored with its contribution to the dialer metrics (`quarter`, `m`:
+store/mongo/metrics.py), which its record never shows."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from store.calls import record as _record
 from store.clock import utcnow
 from store.mongo.activities import Activities
 from store.mongo.errors import translate_errors
+from store.mongo.metrics import metric_fields
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 
@@ -66,13 +70,15 @@ class Calls:
         return _record(doc)
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt call documents in bounded batches, each with its `call` activity on
-        the prospect's timeline."""
+        """Write prebuilt call documents in bounded batches, each with its contribution to the
+        dialer metrics and its `call` activity on the prospect's timeline."""
         if any(doc["workspaceId"] != workspace_id for doc in documents):
             raise ValueError("every document must belong to the given workspace")
         for start in range(0, len(documents), INSERT_BATCH):
             batch = documents[start : start + INSERT_BATCH]
-            await self.col.insert_many(batch, ordered=False)
+            await self.col.insert_many(
+                [{**doc, **metric_fields(doc)} for doc in batch], ordered=False
+            )
             await self.activities.insert_documents(
                 workspace_id, [call_activity(doc) for doc in batch]
             )
