@@ -17,18 +17,12 @@ from store.sqlite import schema
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
+from store.sqlite.idempotency import Idempotency, delete_expired_idempotency
 from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.ratecounts import SharedCounters, counters_path
-from store.sqlite.small import (
-    Idempotency,
-    Keys,
-    Settings,
-    Users,
-    Workspaces,
-    delete_expired_idempotency,
-)
+from store.sqlite.small import Keys, Settings, Users, Workspaces
 
 BULK_INDEXES = ("calls_", "activities_")
 INDEX_BUILD_TIMEOUT = 900.0

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from schemas import Schemas
+from store.errors import StoreUnavailable
 from tests.helpers import Client, walk_pages
 
 
@@ -365,16 +366,29 @@ async def test_the_count_moves_in_the_upload_transaction(api, store, ws_a, new_l
 
 
 @pytest.mark.mongodb
-async def test_count_repairs_itself_after_an_interrupted_upload(api, store, ws_a, new_list):
+async def test_count_repairs_itself_after_an_interrupted_upload(
+    api, store, ws_a, new_list, monkeypatch
+):
+    """Memberships written, but the upload died before it set the list's count: the next read
+    of the list counts again, without a retry (every step: tests/handlers/test_safe_writes.py)."""
+    import store.mongo.prospects as mongo_prospects
+
     created = await new_list()
     contacts = [{"email": f"i{i}@example.com"} for i in range(5)]
-    # memberships written, but the process died before the list's counter was updated
+
+    async def died(*args, **kwargs):
+        raise StoreUnavailable("the process died here")
+
+    monkeypatch.setattr(mongo_prospects, "set_counted", died)
     listing = await store.lists.get(ws_a.id, created["id"])
-    await store.prospects.add_to_list(ws_a.id, listing, contacts)
-    assert (await store.lists.get(ws_a.id, created["id"]))["prospectsCount"] == 0
+    with pytest.raises(StoreUnavailable):
+        await store.prospects.add_to_list(ws_a.id, listing, contacts)
+    monkeypatch.undo()
+    assert (await api.get(f"/v1/lists/{created['id']}")).json()["list"]["prospectsCount"] == 5
+    listed = (await api.get("/v1/lists")).json()["lists"]
+    assert [x["prospectsCount"] for x in listed if x["id"] == created["id"]] == [5]
     retry = await upload(api, created["id"], contacts)
     assert retry["totalProspects"] == 5
-    assert (await api.get(f"/v1/lists/{created['id']}")).json()["list"]["prospectsCount"] == 5
 
 
 async def test_matches_split_by_a_linkedin_conflict_are_not_safe(api, store, ws_a, new_list):
