@@ -279,7 +279,7 @@ class Idempotency(Protocol):
 
     async def release(self, workspace_id: str, key: str) -> None:
         """Free this process's claim of the key (the request failed with a 5xx: its retry may
-        run again)."""
+        run again); the claim stays, with its seed, for that retry to take over."""
         ...
 
 

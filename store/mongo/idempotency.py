@@ -19,6 +19,7 @@ from pymongo.errors import DuplicateKeyError
 from store.idempotency import KeyState, Once, StoredResponse, new_seed, stale, this_process
 from store.mongo.errors import translate_errors
 
+EPOCH = dt.datetime(1970, 1, 1)  # a released claim's lock: lapsed
 FIELDS = {
     "_id": 0,
     "fingerprint": 1,
@@ -155,12 +156,14 @@ class Idempotency:
 
     async def release(self, workspace_id: str, key: str) -> None:
         """Free this process's claim of the key (its request failed with a 5xx: the retry may
-        run again)."""
-        await self.col.delete_one(
+        run again); the claim stays, with its seed, for the retry to take over, so that it
+        finds what this attempt may have written."""
+        await self.col.update_one(
             {
                 "_id": f"{workspace_id}:{key}",
                 "workspaceId": workspace_id,
                 "status": None,
                 "holder": this_process(),
-            }
+            },
+            {"$set": {"lockedUntil": EPOCH, "holder": None}},
         )

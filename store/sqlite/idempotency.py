@@ -152,14 +152,14 @@ class Idempotency:
         await self.engine.write(complete)
 
     async def release(self, workspace_id: str, key: str) -> None:
-        """Free this process's claim of the key (its request failed with a 5xx and wrote
-        nothing: the retry may run again)."""
+        """Free this process's claim of the key (its request failed with a 5xx: the retry may
+        run again); the claim stays, with its seed, for the retry to take over."""
         holder = this_process()
 
         def release(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "DELETE FROM idempotency WHERE workspaceId = ? AND key = ? AND status IS NULL "
-                "AND holder IS ?",
+                "UPDATE idempotency SET lockedUntil = 0, holder = NULL WHERE workspaceId = ? "
+                "AND key = ? AND status IS NULL AND holder IS ?",
                 (workspace_id, key, holder),
             )
 
