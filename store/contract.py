@@ -377,6 +377,12 @@ class Store(Protocol):
         """Whether the database answers within `timeout` seconds (never raises)."""
         ...
 
+    async def readiness(self, timeout: float = 2.0) -> str | None:
+        """None when the database can serve requests, else why not, in words a client may read
+        (GET /readyz): unreachable, or (SQLite) found damaged. Cheap at any database size:
+        never a full integrity check. Never raises."""
+        ...
+
     async def collections(self) -> list[str]:
         """The names of the store's tables or collections (operators and tests)."""
         ...

@@ -36,13 +36,15 @@ async def test_readiness_is_503_until_the_indexes_exist(anon, api, store):
 
 
 async def test_readiness_follows_the_database_and_recovers(anon, store, monkeypatch):
-    answers = iter([False, False, True])
+    answers = iter(["the database is not reachable", "the database is damaged", None])
 
-    async def ping(timeout):
+    async def readiness(timeout):
         return next(answers)
 
-    monkeypatch.setattr(store, "ping", ping)
-    assert [(await anon.get("/readyz")).code for _ in range(3)] == [503, 503, 200]
+    monkeypatch.setattr(store, "readiness", readiness)
+    responses = [await anon.get("/readyz") for _ in range(3)]
+    assert [r.code for r in responses] == [503, 503, 200]
+    assert responses[1].json()["detail"] == "the database is damaged"
 
 
 async def test_readiness_is_503_while_shutting_down(anon, app):
