@@ -60,9 +60,9 @@ def serve(config: Config, args: argparse.Namespace) -> int:
         )
     resolve_secret(config)  # refuse a bad secret once, before any worker starts
     setup_logging(config.log_level, secrets_of(config))
-    if config.processes > 1 and config.embedded:
-        # A database file that cannot be used is one line and exit code 2 (server.cli), not
-        # workers dying one after another.
+    if config.embedded and not config.throwaway:
+        # A database file that cannot be used is one line and exit code 2 (server.cli), before
+        # anything is logged, and never workers dying one after another.
         asyncio.run(check_store(config))
     sockets = listen(config)
     if config.processes == 1:

@@ -70,6 +70,11 @@ def check(path: Path, create: Callable[[sqlite3.Connection], None]) -> None:
         raise unusable(path, f"cannot be opened ({exc.strerror})", ACCESS) from exc
     if not stat.S_ISREG(info.st_mode):
         raise unusable(path, "is not a file", "set sqlite_path (WSAPI_SQLITE_PATH) to a file")
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        raise unusable(path, "cannot be written: its file system is mounted read-only", ACCESS)
+    for where in (path, path.parent):  # the file, and its directory for the write-ahead log
+        if not os.access(where, os.W_OK):
+            raise unusable(path, f"cannot be written ({where} is not writable)", ACCESS)
     try:
         with open(path, "rb") as file:
             head = file.read(HEADER)
