@@ -2,6 +2,7 @@
 
 import asyncio
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -78,6 +79,34 @@ async def test_email_is_matched_case_insensitively(api, store, ws_a, new_list):
     assert prospect["firstName"] == "Jane" and prospect["lastName"] == "Doe"
     assert prospect["email"] == "Jane.Doe@Example.com"  # first value kept, never overwritten
     assert sorted(prospect["listIds"]) == sorted([one["id"], two["id"]])
+
+
+@pytest.mark.parametrize("phone", ["not a phone", "1" * 63, "12", "+1 (415) 555-01X9"])
+async def test_an_unreadable_phone_number_is_400_with_a_pointer_and_writes_nothing(
+    api, store, ws_a, new_list, phone
+):
+    """A phone number is stored in E.164 or not at all: one that cannot be read is refused,
+    as the same value is by GET /v1/prospects?phoneNumber=."""
+    created = await new_list()
+    contacts = [
+        {"email": "fine@example.com"},
+        {"email": "also@example.com", "phoneNumber": "+14155550100"},
+        {"firstName": "Bad", "phoneNumber": phone},
+    ]
+    response = await api.post(f"/v1/lists/{created['id']}/contacts", {"contacts": contacts})
+    assert response.code == 400, response
+    problem = response.json()
+    assert [e["pointer"] for e in problem["errors"]] == ["#/contacts/2/phoneNumber"]
+    assert "E.164" in problem["errors"][0]["detail"]
+    assert [p for p in await store.documents("prospects") if p["workspaceId"] == ws_a.id] == []
+    query = await api.get(f"/v1/prospects?phoneNumber={urllib.parse.quote(phone)}")
+    assert query.code == 400 and query.json()["errors"][0]["pointer"] == "#/query/phoneNumber"
+
+
+async def test_blank_phone_numbers_are_ignored_not_refused(api, new_list):
+    created = await new_list()
+    result = await upload(api, created["id"], [{"email": "blank@example.com", "phoneNumber": "  "}])
+    assert result["acceptedContacts"] == 1
 
 
 @pytest.mark.parametrize(
