@@ -67,6 +67,16 @@ def _try_lock(fd: int) -> bool:
     raise OSError(code, os.strerror(code))
 
 
+def _allocate(fd: int) -> None:
+    """Give every block of the file disk space (an OSError such as ENOSPC when there is none)."""
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, 0, SIZE)
+    elif os.fstat(fd).st_blocks * 512 < SIZE:  # sparse, where there is no posix_fallocate
+        os.ftruncate(fd, HEADER)  # (counting starts again) every block written below
+        os.pwrite(fd, bytes(SIZE - HEADER), HEADER)
+        os.fsync(fd)
+
+
 def counters_path(database: Path) -> Path:
     return database.with_name(database.name + "-ratelimit")
 
@@ -98,7 +108,7 @@ class SharedCounters:
                     os.ftruncate(fd, 0)  # unknown or torn: counting starts again
                     os.ftruncate(fd, SIZE)
                     os.pwrite(fd, MAGIC, 0)
-                os.posix_fallocate(fd, 0, SIZE)
+                _allocate(fd)
             except OSError as exc:
                 raise self._unusable(f"cannot be given its {SIZE:,} bytes", exc) from exc
             finally:
