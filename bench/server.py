@@ -31,12 +31,13 @@ BENCH_RATE_LIMIT = 1_000_000_000
 
 
 def bench_config(args):
+    sqlite_path = getattr(args, "sqlite_path", None)  # bench.streams' arguments have none
     environ = {
         # A throwaway file, or with --sqlite-path a file kept there, synced as --synchronous
         # says (a throwaway file is never synced: bench P7 measures what syncing costs).
-        "MONGODB_URI": "" if args.sqlite_path else "memory",
-        "WSAPI_SQLITE_PATH": args.sqlite_path or "",
-        "WSAPI_SQLITE_SYNCHRONOUS": args.synchronous,
+        "MONGODB_URI": "" if sqlite_path else "memory",
+        "WSAPI_SQLITE_PATH": sqlite_path or "",
+        "WSAPI_SQLITE_SYNCHRONOUS": getattr(args, "synchronous", "full"),
         "WSAPI_HOST": "127.0.0.1",
         "WSAPI_RATE_LIMIT_PER_MINUTE": str(args.rate_limit),
         "WSAPI_LOG_LEVEL": "info",
