@@ -235,13 +235,15 @@ class Engine:
     def _failed(self, exc: sqlite3.Error) -> StoreError:
         """The store error of a unit's SQLite error; a damaged file is logged once."""
         error = translate(self.path, exc)
-        if isinstance(error, StoreDamaged) and self.damage is None:
-            self.damage = error
-            log.error(
-                "%s (requests that touch the damaged pages get 503 and /readyz answers 503 "
-                "until then)",
-                error,
-            )
+        if isinstance(error, StoreDamaged):
+            with self._lock:  # (units of several threads may find it at once)
+                first, self.damage = self.damage is None, self.damage or error
+            if first:
+                log.error(
+                    "%s; meanwhile the requests that read the damaged pages get 503, and so "
+                    "does /readyz",
+                    error,
+                )
         return error
 
     def run_once(self, fn: Callable[[sqlite3.Connection], T]) -> T:
