@@ -9,6 +9,8 @@ the same run, printed as one table of ratios with targets.
 - P5a, P5b contact uploads of 10 and 100 contacts: database round trips per request against
   an upload of 1 (they must not grow with the upload).
 - P6 the API's RSS while a 100,000-activity timeline streams.
+- P7a, P7b what sqlite_synchronous=full (every commit on disk before the answer) costs an upload
+  of 100 contacts and a list creation, against normal, two servers on two files side by side.
 - S1-S3 streamed responses under abuse (bench/streams.py): stalled readers, concurrent
   timelines.
 
@@ -57,6 +59,7 @@ FIGURES = {
     "P4": ("P4",),
     "P5": ("P5a", "P5b"),
     "P6": ("P6",),
+    "P7": ("P7a", "P7b"),
     "S1": ("S1",),
     "S2": ("S2",),
     "S3": ("S3",),
@@ -93,6 +96,8 @@ class Settings:
     slow_seconds: float = 30.0
     activities: int = 100_000
     p6_runs: int = 2
+    p7_rounds: int = 8
+    p7_requests: dict = dataclasses.field(default_factory=lambda: {"upload": 10, "create": 40})
 
 
 QUICK = Settings(
@@ -113,6 +118,8 @@ QUICK = Settings(
     slow_seconds=2.0,
     activities=2000,
     p6_runs=1,
+    p7_rounds=2,
+    p7_requests={"upload": 2, "create": 3},
 )
 
 
@@ -772,6 +779,97 @@ async def bench_p6(bench: Bench, server: Process) -> list[Row]:
     ]
 
 
+P7_MODES = ("full", "normal")
+
+
+async def bench_p7(bench: Bench) -> list[Row]:
+    """The same writes against two servers, one on a SQLite file with synchronous=full, one
+    with synchronous=normal (files side by side in the run's directory), in interleaved rounds
+    (ABBA), one request at a time: what making every commit durable before its answer costs."""
+    s = bench.settings
+    servers = {
+        mode: bench.start_server(
+            f"server-p7-{mode}",
+            "--users",
+            "2",
+            "--sqlite-path",
+            str(bench.workdir / f"p7-{mode}.sqlite3"),
+            "--synchronous",
+            mode,
+        )
+        for mode in P7_MODES
+    }
+    run = uuid.uuid4().hex[:8]
+    counter = [0]
+
+    def requests(server: Process, kind: str):
+        info = server.info
+        port = info["api_port"]
+        headers = {"Authorization": f"Bearer {info['key']}", "Content-Type": "application/json"}
+
+        def make(_: int) -> bytes:
+            counter[0] += 100
+            if kind == "upload":  # every contact new
+                path = f"/v1/lists/{info['listId']}/contacts"
+                body = upload_body(counter[0], 100, run)
+            else:
+                path = "/v1/lists"
+                body = json.dumps({"name": f"p7-{counter[0]}", "ownerUserId": info["ownerUserId"]})
+                body = body.encode()
+            return request_bytes("POST", path, HOST, port, headers, body)
+
+        return port, make
+
+    latencies = {(mode, kind): [] for mode in P7_MODES for kind in ("upload", "create")}
+    errors = 0
+    for mode in P7_MODES:  # warm-up: imports, caches, the files' first pages
+        for kind in ("upload", "create"):
+            port, make = requests(servers[mode], kind)
+            await run_load(HOST, port, make, connections=1, duration=30, max_requests=2)
+    for round_index in range(s.p7_rounds):
+        order = P7_MODES if round_index % 2 == 0 else P7_MODES[::-1]
+        for mode in order:
+            for kind in ("upload", "create"):
+                port, make = requests(servers[mode], kind)
+                load = await run_load(
+                    HOST, port, make, connections=1, duration=60, max_requests=s.p7_requests[kind]
+                )
+                latencies[mode, kind].extend(load.latencies)
+                errors += load.errors + sum(
+                    n for status, n in load.statuses.items() if status not in (200, 201)
+                )
+    for server in servers.values():
+        server.stop()
+    rows = []
+    for row_id, kind, what in zip(
+        FIGURES["P7"],
+        ("upload", "create"),
+        ("POST /lists/{id}/contacts, 100 new contacts", "POST /lists"),
+        strict=True,
+    ):
+        full = percentile(latencies["full", kind], 0.5)
+        normal = percentile(latencies["normal", kind], 0.5)
+        rows.append(
+            Row(
+                row_id,
+                f"{what}: synchronous=full vs normal, p50",
+                f"full {ms(full)} (p99 {ms(percentile(latencies['full', kind], 0.99))})",
+                "INFO: the price of durability",
+                "INFO" if not errors else f"ERRORS ({errors})",
+                baseline=f"normal {ms(normal)} "
+                f"(p99 {ms(percentile(latencies['normal', kind], 0.99))})",
+                ratio=f"x{full / normal:.2f}, {'+' if full >= normal else '-'}"
+                f"{ms(abs(full - normal))}",
+                data={
+                    "full_p50_ms": full * 1000,
+                    "normal_p50_ms": normal * 1000,
+                    "requests": len(latencies["full", kind]),
+                },
+            )
+        )
+    return rows
+
+
 def count_activities(body: bytes) -> int | None:
     """The length of the longest array in the document (the timeline)."""
     try:
@@ -880,6 +978,8 @@ async def run_all(
                         "NOT RUN: no GET /v1/prospect-activities yet",
                     )
                 )
+        if "P7" in only:
+            rows += await bench_p7(bench)
         if only & {"S1", "S2", "S3"}:  # stalled readers, long timelines (bench/streams.py)
             from bench import streams
 

@@ -26,7 +26,7 @@ from handlers import jsonio
 from handlers.errors import UUID, APIError, invalid, invalid_cursor, not_found, path_uuid
 from schemas.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
 from store.contract import Store
-from store.errors import StoreUnavailable
+from store.errors import StoreDamaged, StoreUnavailable
 from store.keys import SCOPES, ActiveKey, KeyExpired, ordered
 
 __all__ = [
@@ -74,6 +74,17 @@ def _new_id_source() -> None:
 
 _new_id_source()
 os.register_at_fork(after_in_child=_new_id_source)
+
+
+def db_reason(exc: BaseException) -> str:
+    """Why the database failed a request, for its log line: the store's message (the
+    database's own reason: SQLite's message and code, or the driver's error class and message;
+    never data or credentials), or the kind of time-out."""
+    if isinstance(exc, StoreDamaged):  # explained once, in full, when it was found
+        return "the database file is damaged (logged in full when it was found)"
+    if isinstance(exc, StoreUnavailable):
+        return str(exc) or type(exc).__name__
+    return f"no answer in time ({type(exc).__name__})"
 
 
 class UnparsedBodyRequest(HTTPServerRequest):
@@ -309,7 +320,8 @@ class APIHandler(RequestHandler):
             for name, value in exc.headers.items():
                 self.set_header(name, value)
         elif isinstance(exc, DB_DOWN):
-            code, detail, errors = "service_unavailable", "the database is not reachable", None
+            # The database's own reason goes to the log (log_exception), never to the client.
+            code, detail, errors = "service_unavailable", "the database is not available", None
             self.set_header("Retry-After", RETRY_AFTER_DB)
         else:
             code = CODE_FOR_STATUS.get(
@@ -348,8 +360,7 @@ class APIHandler(RequestHandler):
         if isinstance(value, APIError | HTTPError):
             return
         if isinstance(value, DB_DOWN):
-            cause = type(value.__cause__ or value).__name__  # the backend's error, never its text
-            log.warning("database unavailable: %s (request %s)", cause, self.request_id)
+            log.warning("database unavailable: %s (request %s)", db_reason(value), self.request_id)
             return
         log.error("unhandled error in request %s", self.request_id, exc_info=value)
 

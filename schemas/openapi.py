@@ -117,17 +117,20 @@ HEADERS = {
 REQUEST_HEADERS = {
     "Idempotency-Key": (
         "Makes the request safe to retry for 24 hours (draft-ietf-httpapi-idempotency-key-"
-        "header): 1 to 255 printable ASCII characters, unique per request, e.g. a UUID. A "
-        "retry with the same key, method, path and body gets the first response again "
-        "(with `Idempotent-Replayed: true`) and writes nothing; the same key with another "
-        "body or path is 422 `idempotency_key_reused`; while the first is still running, 409 "
+        "header), whatever happened to the first attempt: 1 to 255 printable ASCII "
+        "characters, unique per request, e.g. a UUID. A retry with the same key, method, path "
+        "and body gets the first response again (with `Idempotent-Replayed: true`) and writes "
+        "nothing, or, when the first attempt never finished (a crash, a dropped database), "
+        "performs the write once; the same key with another body or path is 422 "
+        "`idempotency_key_reused`; while the first is still running, 409 "
         "`idempotency_key_in_use` with Retry-After. Responses of 500 and above are not kept, "
-        "so their retry runs again. Keys are per workspace.",
+        "so their retry runs again (and writes once). Keys are per workspace.",
         {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
     ),
     "Range": (
-        "A single byte range `bytes=<start>-<end>` (either end may be omitted); answered "
-        "with 206, or 416 when it cannot be satisfied.",
+        "A single byte range `bytes=<start>-<end>` (either end may be omitted; an end past "
+        "the end, of any length, means the last byte); answered with 206, or 416 when it "
+        "cannot be satisfied.",
         {"type": "string", "pattern": "^bytes=\\d*-\\d*$"},
     ),
     "If-Range": (

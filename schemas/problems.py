@@ -108,7 +108,8 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
     "service_unavailable": (
         503,
         "Service unavailable",
-        "The database is not reachable right now; retry after Retry-After seconds.",
+        "The database is not available right now (unreachable, busy, out of disk space or "
+        "damaged); retry after Retry-After seconds.",
     ),
 }
 

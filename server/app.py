@@ -87,6 +87,7 @@ async def open_services(
         config.db_timeout_seconds,
         config.default_region,
         config.sqlite_path,
+        config.sqlite_synchronous,
     )
     try:
         if wait_for_indexes or store.embedded:

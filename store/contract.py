@@ -23,6 +23,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+from store.idempotency import KeyState, Once
 from store.keys import DEFAULT_SCOPES, ActiveKey
 from store.paging import Page, Window
 from store.prospects import Contact, Upload
@@ -116,9 +117,16 @@ class Lists(Protocol):
         source: str = "CSV",
         created_at: dt.datetime | None = None,
         list_id: str | None = None,
-    ) -> dict: ...
+        once: Once | None = None,
+    ) -> dict:
+        """Insert a list; its record. With an Idempotency-Key (`once`) the write is idempotent
+        on it (store/idempotency.py) and stores its response."""
+        ...
 
-    async def get(self, workspace_id: str, list_id: str) -> dict | None: ...
+    async def get(self, workspace_id: str, list_id: str) -> dict | None:
+        """The list, or None. On MongoDB a list an interrupted upload left marked gets its
+        prospectsCount counted again first."""
+        ...
 
     async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
         """One window of lists. With `encoded` a backend may return the records as one JSON
@@ -141,10 +149,12 @@ class Prospects(Protocol):
         ...
 
     async def add_to_list(
-        self, workspace_id: str, listing: dict, raw_contacts: list[dict]
+        self, workspace_id: str, listing: dict, raw_contacts: list[dict], once: Once | None = None
     ) -> Upload:
-        """Match or create a prospect for each contact and add it to `listing` (a list record);
-        idempotent. The list's number of prospects and each contact's outcome."""
+        """Match or create a prospect for each contact and add it to `listing` (a list record),
+        and set the list's prospectsCount; idempotent. The list's number of prospects and each
+        contact's outcome. With an Idempotency-Key (`once`) the write is idempotent on it
+        (store/idempotency.py) and stores its response."""
         ...
 
     async def count_in_list(self, workspace_id: str, list_id: str) -> int: ...
@@ -259,7 +269,8 @@ class DialerMetrics(Protocol):
 
 
 class Idempotency(Protocol):
-    """Idempotency-Key records: claimed while a request runs, then holding its response."""
+    """Idempotency-Key records: claimed while a request runs, then holding its response. The
+    response of a write is stored by the write itself (store/idempotency.py: `Once`)."""
 
     async def begin(
         self,
@@ -269,10 +280,11 @@ class Idempotency(Protocol):
         now: dt.datetime,
         lock: dt.timedelta,
         ttl: dt.timedelta,
-    ) -> dict | None:
-        """Claim the key (None), or the record that holds it: {"fingerprint", "status" (None
-        while in progress), "body", "contentType", "location"}. A record past its expiry, or
-        in progress past its lock (its process died), is taken over."""
+    ) -> KeyState:
+        """Claim the key (`claimed`, with the seed of the ids derived from it), or the state
+        of the record that holds it (`response` None while in progress). A record past its
+        expiry is claimed anew; one in progress for the same request (fingerprint) is taken
+        over, keeping its seed, when its lock has lapsed or its process is gone."""
         ...
 
     async def complete(
@@ -283,10 +295,13 @@ class Idempotency(Protocol):
         body: str,
         content_type: str,
         location: str | None,
-    ) -> None: ...
+    ) -> None:
+        """Store the response of a request that wrote nothing (a client error)."""
+        ...
 
     async def release(self, workspace_id: str, key: str) -> None:
-        """Free a claimed key (the request failed with a 5xx: its retry may run again)."""
+        """Free this process's claim of the key (the request failed with a 5xx: its retry may
+        run again); the claim stays, with its seed, for that retry to take over."""
         ...
 
 
@@ -382,6 +397,12 @@ class Store(Protocol):
 
     async def ping(self, timeout: float = 2.0) -> bool:
         """Whether the database answers within `timeout` seconds (never raises)."""
+        ...
+
+    async def readiness(self, timeout: float = 2.0) -> str | None:
+        """None when the database can serve requests, else why not, in words a client may read
+        (GET /readyz): unreachable, or (SQLite) found damaged. Cheap at any database size:
+        never a full integrity check. Never raises."""
         ...
 
     async def collections(self) -> list[str]:

@@ -25,6 +25,7 @@ import dataclasses
 import datetime as dt
 
 from store.clock import new_id
+from store.idempotency import Once
 from store.identity import (
     CONTACT_FIELDS,
     clean_contact,
@@ -216,6 +217,33 @@ def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
 
 
 REASONS = {"linkedin": "linkedin_conflict", "ambiguous": "ambiguous_match"}
+
+
+def new_prospect_id(once: Once | None, key: str) -> str:
+    """The id of a prospect an upload creates under dedupe key `key`: with an Idempotency-Key,
+    derived from it (the same in every attempt of the request), else random."""
+    return once.record_id("prospect", key) if once else new_id()
+
+
+def created_reason(key: str, linkedin: str | None) -> str:
+    """Why the prospect created under dedupe key `key` (see dedupe_key) was made despite email
+    or phone matches: "ambiguous", "linkedin" or ""."""
+    suffix = f"|l:{linkedin}" if linkedin else None
+    if suffix and key.endswith(suffix):
+        return "ambiguous" if key[: -len(suffix)].endswith("|ambiguous") else "linkedin"
+    return "ambiguous" if key.endswith("|ambiguous") else ""
+
+
+def recognise_created(targets: list[Candidate], once: Once | None) -> None:
+    """Prospects an earlier attempt of the same request created (their ids derive from its
+    Idempotency-Key) count as created by this one, so that its retry answers as the first
+    attempt would have."""
+    if once is None:
+        return
+    for target in targets:
+        if target.id and not target.created and target.id == new_prospect_id(once, target.key):
+            target.created = True
+            target.reason = created_reason(target.key, target.linkedin)
 
 
 @dataclasses.dataclass

@@ -88,6 +88,10 @@ class MongoStore:
             return False
         return True
 
+    async def readiness(self, timeout: float = 2.0) -> str | None:
+        """None when the server answers a ping within `timeout` seconds."""
+        return None if await self.ping(timeout) else "the database is not reachable"
+
     async def collections(self) -> list[str]:
         return await self.db.list_collection_names()
 

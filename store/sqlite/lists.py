@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 
 from store.clock import new_id, utcnow
+from store.idempotency import Once
 from store.paging import Page, Window
 from store.records import list_record
 from store.sqlite.engine import Engine
+from store.sqlite.idempotency import write_once
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
@@ -29,10 +32,11 @@ class Lists:
         source: str = "CSV",
         created_at: dt.datetime | None = None,
         list_id: str | None = None,
+        once: Once | None = None,
     ) -> dict:
         now = created_at or utcnow()
         doc = {
-            "_id": list_id or new_id(),
+            "_id": list_id or (once.record_id("list") if once else new_id()),
             "workspaceId": workspace_id,
             "name": name,
             "source": source,
@@ -42,12 +46,14 @@ class Lists:
             "prospectsCount": 0,
         }
 
-        def create(conn):
+        record = list_record(doc)
+
+        def create(conn: sqlite3.Connection) -> dict:
             insert(conn, "lists", [doc])
             bump(conn, workspace_id, "lists", 1)
+            return record
 
-        await self.engine.write(create)
-        return list_record(doc)
+        return await write_once(self.engine, once, create)
 
     async def get(self, workspace_id: str, list_id: str) -> dict | None:
         def get(conn):

@@ -15,6 +15,7 @@ from collections.abc import Collection
 
 from store.activities import check_scope, list_added_activity
 from store.clock import new_id, utcnow
+from store.idempotency import Once
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
 from store.paging import Page, Window
 from store.prospects import (
@@ -25,11 +26,14 @@ from store.prospects import (
     Upload,
     dedupe_key,
     match_all,
+    new_prospect_id,
     outcomes,
     prospect_document,
+    recognise_created,
 )
 from store.prospects import record as prospect_record
 from store.sqlite.engine import Engine
+from store.sqlite.idempotency import write_once
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
@@ -104,7 +108,11 @@ def _fill(conn: sqlite3.Connection, workspace_id: str, target: Candidate, now: d
 
 
 def upload(
-    conn: sqlite3.Connection, workspace_id: str, listing: dict, contacts: list[Contact]
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    listing: dict,
+    contacts: list[Contact],
+    once: Once | None = None,
 ) -> Upload:
     """The whole contact upload in the writer's transaction."""
     list_id, now = listing["id"], utcnow()
@@ -123,7 +131,14 @@ def upload(
     created = []
     for target in new.values():
         contact = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
-        doc = prospect_document(workspace_id, contact, target.key, listing["ownerUserId"], now)
+        doc = prospect_document(
+            workspace_id,
+            contact,
+            target.key,
+            listing["ownerUserId"],
+            now,
+            prospect_id=new_prospect_id(once, target.key),
+        )
         target.id, target.created = doc["_id"], True
         created.append(doc)
     if created:
@@ -175,6 +190,7 @@ def upload(
         'UPDATE lists SET prospectsCount = ?, updatedAt = ? WHERE "_id" = ? AND workspaceId = ?',
         (members, ms(now), list_id, workspace_id),
     )
+    recognise_created(targets, once)
     return Upload(members, outcomes(chosen))
 
 
@@ -191,13 +207,14 @@ class Prospects:
         return normalize_phone(value, self.default_region)
 
     async def add_to_list(
-        self, workspace_id: str, listing: dict, raw_contacts: list[dict]
+        self, workspace_id: str, listing: dict, raw_contacts: list[dict], once: Once | None = None
     ) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record),
-        all in one transaction. Idempotent: the same upload again adds nothing."""
+        all in one transaction, with the list's prospectsCount and, with an Idempotency-Key,
+        its stored response. Idempotent: the same upload again adds nothing."""
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
-        return await self.engine.write(
-            upload, workspace_id, listing, contacts, timeout=UPLOAD_TIMEOUT
+        return await write_once(
+            self.engine, once, upload, workspace_id, listing, contacts, once, timeout=UPLOAD_TIMEOUT
         )
 
     async def count_in_list(self, workspace_id: str, list_id: str) -> int:

@@ -48,10 +48,11 @@ TABLES = {
     "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
     "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
     "summary TEXT, details TEXT NOT NULL DEFAULT '{}'",
-    # Idempotency-Key records: in progress (status NULL, lockedUntil) or a stored response.
+    # Idempotency-Key records: in progress (status NULL, lockedUntil, the holding process) or a
+    # stored response; `seed` derives the ids of what the request creates (store/idempotency.py).
     "idempotency": "workspaceId TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, "
     "status INTEGER, body TEXT, contentType TEXT, location TEXT, "
-    "lockedUntil INTEGER NOT NULL, expiresAt INTEGER NOT NULL, "
+    "lockedUntil INTEGER NOT NULL, expiresAt INTEGER NOT NULL, seed TEXT, holder TEXT, "
     "PRIMARY KEY (workspaceId, key)",
     # The dialer metrics' counts per workspace, direction, quarter hour (createdAt // 900,000
     # ms) and user, kept in the same transaction as every call insert (store/sqlite/metrics.py).
@@ -75,6 +76,8 @@ ADDED_COLUMNS = {
     # A key's scopes (JSON array), expiry and last use (store/keys.py): NULL in a key written
     # before they existed, which is `read,write` and never expires.
     "api_keys": {"scopes": "TEXT", "expiresAt": "INTEGER", "lastUsedAt": "INTEGER"},
+    # The seed of ids derived from an Idempotency-Key, and the process holding a claim.
+    "idempotency": {"seed": "TEXT", "holder": "TEXT"},
 }
 DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate

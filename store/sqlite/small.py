@@ -1,10 +1,9 @@
-"""The small resources on SQLite: workspaces, users, API keys, settings and rate-limit windows."""
+"""The small resources on SQLite: workspaces, users, API keys and settings."""
 
 from __future__ import annotations
 
 import datetime as dt
 import secrets
-import sqlite3
 
 from store.clock import new_id, utcnow
 from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document, key_record
@@ -207,79 +206,3 @@ class Settings:
             ).fetchone()[0]
 
         return await self.engine.write(secret)
-
-
-def delete_expired_idempotency(conn: sqlite3.Connection, now: dt.datetime, limit: int) -> int:
-    """Delete up to `limit` expired Idempotency-Key records, oldest first (index
-    idempotency_expire); how many were deleted."""
-    return conn.execute(
-        "DELETE FROM idempotency WHERE (workspaceId, key) IN (SELECT workspaceId, key "
-        "FROM idempotency WHERE expiresAt <= ? ORDER BY expiresAt LIMIT ?)",
-        (ms(now), limit),
-    ).rowcount
-
-
-class Idempotency:
-    """Idempotency-Key records of a workspace: claimed while a request runs, then holding the
-    response to replay, until they expire (expired ones are deleted when new keys are taken)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    async def begin(
-        self,
-        workspace_id: str,
-        key: str,
-        fingerprint: str,
-        now: dt.datetime,
-        lock: dt.timedelta,
-        ttl: dt.timedelta,
-    ) -> dict | None:
-        """Claim the key (None), or the record that holds it: {"fingerprint", "status" (None
-        while in progress), "body", "contentType", "location"}. A record past its expiry, or
-        in progress past its lock (its process died), is taken over."""
-
-        def begin(conn):
-            conn.execute("DELETE FROM idempotency WHERE expiresAt <= ?", (ms(now),))
-            row = conn.execute(
-                "SELECT * FROM idempotency WHERE workspaceId = ? AND key = ?", (workspace_id, key)
-            ).fetchone()
-            if row is not None and not (row["status"] is None and row["lockedUntil"] <= ms(now)):
-                return to_doc(row)
-            conn.execute(
-                "INSERT OR REPLACE INTO idempotency (workspaceId, key, fingerprint, "
-                "lockedUntil, expiresAt) VALUES (?, ?, ?, ?, ?)",
-                (workspace_id, key, fingerprint, ms(now + lock), ms(now + ttl)),
-            )
-            return None
-
-        return await self.engine.write(begin)
-
-    async def complete(
-        self,
-        workspace_id: str,
-        key: str,
-        status: int,
-        body: str,
-        content_type: str,
-        location: str | None,
-    ) -> None:
-        def complete(conn):
-            conn.execute(
-                "UPDATE idempotency SET status = ?, body = ?, contentType = ?, "
-                "location = ? WHERE workspaceId = ? AND key = ?",
-                (status, body, content_type, location, workspace_id, key),
-            )
-
-        await self.engine.write(complete)
-
-    async def release(self, workspace_id: str, key: str) -> None:
-        """Free a claimed key (the request failed with a 5xx: its retry may run again)."""
-
-        def release(conn):
-            conn.execute(
-                "DELETE FROM idempotency WHERE workspaceId = ? AND key = ? AND status IS NULL",
-                (workspace_id, key),
-            )
-
-        await self.engine.write(release)
