@@ -92,11 +92,6 @@ CASES = [
         method,
         key_name,
         id=f"{method} {pattern} with {key_name}",
-        # The server of the wire tier cannot compute the metrics; a refused request never
-        # asks it to, so those cases run everywhere.
-        marks=[pytest.mark.server_limit("aggregation")]
-        if "dialer-metrics" in pattern and allowed(needed, scopes)
-        else [],
     )
     for pattern, methods in SCOPE_TABLE.items()
     for method, (needed, _, _) in methods.items()
