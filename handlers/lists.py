@@ -3,6 +3,13 @@
 from handlers.base import APIError, APIHandler, not_found, path_uuid
 from handlers.idempotency import IdempotentHandler, idempotent
 from handlers.pagination import serve_page
+from handlers.params import instant
+from store.paging import Page, Window
+
+
+def list_filters(query: dict) -> dict:
+    """The filters of GET /lists (and its export) by parameter name, None when absent."""
+    return {"updatedSince": instant(query, "updatedSince")}
 
 
 class ListsHandler(IdempotentHandler):
@@ -12,10 +19,12 @@ class ListsHandler(IdempotentHandler):
     async def get(self) -> None:
         lists = self.store.lists
 
-        async def fetch(window, filters):
-            return await lists.page(self.workspace_id, window, encoded=True)
+        async def fetch(window: Window, filters: dict) -> Page:
+            return await lists.page(
+                self.workspace_id, window, updated_since=filters.get("updatedSince"), encoded=True
+            )
 
-        await serve_page(self, "lists", {}, fetch)
+        await serve_page(self, "lists", list_filters(self.query), fetch)
 
     @idempotent
     async def post(self) -> None:

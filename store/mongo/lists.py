@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncGenerator
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE
 from store.mongo.errors import translate_errors
+from store.mongo.exports import export_batches
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.records import list_record as _record
@@ -56,11 +59,39 @@ class Lists:
         doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, LIST_FIELDS)
         return doc and _record(doc)
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        updated_since: dt.datetime | None = None,
+        encoded: bool = False,
+    ) -> Page:
         """One window of lists; dicts even when `encoded` is asked for (see Calls.page)."""
         return await page_query(
-            self.col, {"workspaceId": workspace_id}, window, LIST_FIELDS, _record
+            self.col, _query(workspace_id, updated_since), window, LIST_FIELDS, _record
         )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[list[dict], None]:
+        """The lists last changed at or before `settled_before`, in the sync order, in batches
+        of records."""
+        async for batch in export_batches(
+            self.col,
+            _query(workspace_id, updated_since),
+            "updatedAt",
+            settled_before,
+            LIST_FIELDS,
+            _record,
+            batch_size,
+        ):
+            yield batch
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
@@ -77,3 +108,11 @@ class Lists:
             return_document=ReturnDocument.AFTER,
         )
         return doc and _record(doc)
+
+
+def _query(workspace_id: str, updated_since: dt.datetime | None) -> dict:
+    """The query of GET /lists: the workspace, and updatedAt >= since."""
+    query: dict = {"workspaceId": workspace_id}
+    if updated_since is not None:
+        query["updatedAt"] = {"$gte": updated_since}
+    return query
