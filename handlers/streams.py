@@ -1,4 +1,5 @@
-"""Streamed responses (a recording, a timeline, an export): bounded in number and cut when nobody reads.
+"""Streamed responses (a recording, a timeline, an export): bounded in number and cut when
+nobody reads.
 
 A workspace has at most `max_streams_per_workspace` streamed responses open at once in this
 process; one more is 429 `too_many_streams` with Retry-After. A stream whose client takes no

@@ -307,9 +307,16 @@ class Prospects:
         )
         if list_id is not None:
             _in_list(where, params, workspace_id, list_id)
+        # The prospects of an email or a phone number are few: found by that index and sorted,
+        # rather than picked out of the whole sync order's index.
+        source = "prospects p"
+        if email is not None:
+            source += " INDEXED BY prospects_ws_email"
+        elif phone is not None:
+            source += " INDEXED BY prospects_ws_phone"
         async for batch in export_batches(
             self.engine,
-            source="prospects p",
+            source=source,
             where=where,
             params=params,
             order=("p.updatedAt", "p._id"),
