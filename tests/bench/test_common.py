@@ -16,7 +16,7 @@ from schemas import Schemas
 def test_row_ids_are_stable_and_unique_across_benchmarks():
     stable = ("P1a", "P1b", "P1c", "P2", "P3", "P4", "P5a", "P5b", "P6", "S1", "S2", "S3")
     assert stable == run.ROW_IDS
-    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 13)}
+    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 17)}
     every = run.ROW_IDS + scale.ROW_IDS
     assert len(set(every)) == len(every)
 
