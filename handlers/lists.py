@@ -13,6 +13,7 @@ def list_filters(query: dict) -> dict:
 
 
 class ListsHandler(IdempotentHandler):
+    scopes = {"GET": "read", "HEAD": "read", "POST": "write"}
     query_schemas = {"GET": "/schemas/queries/lists.json"}
     body_schemas = {"POST": "/schemas/requests/list-create.json"}
 
@@ -51,6 +52,7 @@ class ListHandler(APIHandler):
 
 
 class ContactsHandler(IdempotentHandler):
+    scopes = {"POST": "write"}
     body_schemas = {"POST": "/schemas/requests/contacts-upload.json"}
 
     @idempotent

@@ -24,7 +24,19 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         401,
         "Unauthorized",
         "The Authorization header is missing or is not `Bearer <API key>`, or the "
-        "key is unknown or revoked.",
+        "key is unknown, revoked or expired (the `detail` says when it expired; ask "
+        "your workspace's operator for a new key).",
+    ),
+    "insufficient_scope": (
+        403,
+        "Insufficient scope",
+        "The API key is valid but its scopes do not allow this request: `read` "
+        "allows every GET and HEAD, `write` the integrator's writes (lists, "
+        "contact uploads, webhook endpoints), `ingest` the dialer's writes (calls, "
+        "activities). The `WWW-Authenticate` header names the scope needed "
+        '(`Bearer error="insufficient_scope", scope="write"`). Nothing was '
+        "changed; the request counted against the rate limit. Use a key with "
+        "that scope.",
     ),
     "not_found": (
         404,

@@ -25,6 +25,7 @@ from telephony.upstream import UpstreamClient
 
 # Each module ends with `default_handlers = [(pattern, Handler[, kwargs])]`.
 HANDLER_MODULES = [
+    "handlers.apikey",
     "handlers.users",
     "handlers.lists",
     "handlers.calls",
@@ -71,10 +72,15 @@ def make_app(
 
 
 async def open_services(
-    config: Config, clock: Callable[[], float] = time.monotonic, wait_for_indexes: bool = True
+    config: Config,
+    clock: Callable[[], float] = time.monotonic,
+    wait_for_indexes: bool = True,
+    wall: Callable[[], float] = time.time,
 ) -> tuple[Store, KeyService]:
-    """Connect the store (creating indexes idempotently) and the key service. Without
-    `wait_for_indexes` the caller ensures indexes itself (serve retries them in the background)."""
+    """Connect the store (creating indexes idempotently) and the key service (`clock` times its
+    cache, `wall` its keys' expiry and last use). Without `wait_for_indexes` the caller ensures
+    indexes itself (serve retries them in the background). On shutdown, stop the key service's
+    last-use writer (`auth.usage.stop()`) before closing the store."""
     secret = resolve_secret(config)
     store = open_store(
         config.mongodb_uri,
@@ -93,7 +99,7 @@ async def open_services(
     except Exception:
         await store.close()
         raise
-    auth = KeyService(secret, store.keys, config.key_cache_seconds, clock)
+    auth = KeyService(secret, store.keys, config.key_cache_seconds, clock, wall=wall)
     return store, auth
 
 

@@ -114,6 +114,7 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
     if indexes:
         indexes.cancel()
     await sweeper.stop()
+    await auth.usage.stop()  # writes the keys' last uses still queued
     await store.close()
     log.info("stopped (pid %d)", os.getpid())
     return 0

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from store.exports import Batch
+from store.keys import DEFAULT_SCOPES, ActiveKey
 from store.paging import Page, Window
 from store.prospects import Contact, Upload
 
@@ -69,12 +70,33 @@ class Users(Protocol):
 
 
 class Keys(Protocol):
-    """API key records: id and metadata; the plain key (a signed JWT) is never stored."""
+    """API key records: id and metadata (name, scopes, expiry, last use); the plain key (a
+    signed JWT) is never stored. Records written before keys had scopes and expiry are
+    `read,write` and never expire (store/keys.py)."""
 
-    async def create(self, workspace_id: str, name: str) -> dict: ...
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        scopes: frozenset[str] = DEFAULT_SCOPES,
+        expires_at: dt.datetime | None = None,
+    ) -> dict:
+        """A new key record (store.keys.key_record) with one or more of store.keys.SCOPES."""
+        ...
 
-    async def is_active(self, workspace_id: str, key_id: str) -> bool:
-        """The hot-path check behind authentication (cached by server.auth)."""
+    async def find_active(self, workspace_id: str, key_id: str) -> ActiveKey | None:
+        """The hot-path lookup behind authentication (cached by server.auth): the key's scopes
+        and expiry, or None when there is no such unrevoked key in the workspace. An expired
+        key is returned (authentication tells it apart from an unknown one)."""
+        ...
+
+    async def get(self, workspace_id: str, key_id: str) -> dict | None:
+        """A key's record, revoked or not, or None."""
+        ...
+
+    async def touch(self, workspace_id: str, key_id: str, at: dt.datetime) -> None:
+        """Record that the key was used at `at`: lastUsedAt moves forward only (server.keyuse
+        calls it at most once per key per minute per process)."""
         ...
 
     async def revoke(self, key_id: str) -> dict | None:

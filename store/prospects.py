@@ -1,7 +1,7 @@
 """Prospects and contact matching, backend-neutral: the rules that decide which prospect each
 uploaded contact becomes, the dedupe keys, and the stored and API forms of a prospect.
 
-Matching (spec 4.4, README "Contact matching"):
+Matching (spec 4.4, docs/api.md "Contact upload and matching"):
 - email is compared case-insensitively, phone numbers in E.164 form (`store.identity`);
 - a contact reuses an existing prospect only when all its email/phone matches are one and the
   same prospect (a safe match), and that prospect's LinkedIn URL does not contradict the

@@ -23,13 +23,18 @@ TEST_SECRET = "test-secret-" + "x" * 40
 
 
 class FakeClock:
-    """An injectable monotonic clock that only moves when a test moves it."""
+    """An injectable monotonic clock that only moves when a test moves it, and its wall clock
+    (`wall`: seconds since the epoch, from the real time the clock was made, moving with it)."""
 
     def __init__(self, now: float = 1000.0):
         self.now = now
+        self._wall_offset = time.time() - now
 
     def __call__(self) -> float:
         return self.now
+
+    def wall(self) -> float:
+        return self.now + self._wall_offset
 
     def advance(self, seconds: float) -> None:
         self.now += seconds

@@ -32,6 +32,7 @@ METRICS = f"from={TODAY - dt.timedelta(days=120)}&to={TODAY}"
 # filled once with B's value and once with a fresh value of the same shape; both answers must be
 # identical. Cases without placeholders are only scanned for B's data.
 CASES: dict[str, list[tuple[str, str, object]]] = {
+    r"/v1/api-key": [("GET", "/v1/api-key", None)],
     r"/v1/users": [("GET", "/v1/users", None)],
     r"/v1/lists": [
         ("GET", "/v1/lists?pageSize=100", None),

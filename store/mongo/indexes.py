@@ -1,6 +1,6 @@
 """Every index of the service, each prefixed by workspaceId, created idempotently at start-up.
 
-The README's index table documents which query each one serves. The exceptions to the
+docs/deployment.md's index table documents which query each one serves. The exceptions to the
 prefix rule are the expiry indexes (`EXPIRY`: Idempotency-Key records, rate-limit windows,
 leases), single-field on the expiry time, which the expiry sweep (store/mongo/expiry.py) reads
 across workspaces. Where the server has TTL indexes they are TTL indexes (`ttl`), so MongoDB

@@ -3,7 +3,8 @@
 Columns carry the same names as the MongoDB documents' fields (`_id`, `workspaceId`,
 `createdAt`, ...), so one record shape serves both backends. Instants are INTEGER milliseconds
 since the Unix epoch (UTC), booleans 0/1, `listIds` and `details` JSON text. Each index starts
-with `workspaceId`; the README's index table lists them beside the MongoDB ones.
+with `workspaceId` but the expiry sweep's (`idempotency_expire`); docs/deployment.md lists them
+beside the MongoDB ones.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ ADDED_COLUMNS = {
     "calls": {"record": "TEXT"},
     # When an activity was stored (store/activities.py): the activities export's order.
     "activities": {"storedAt": "INTEGER"},
+    # A key's scopes (JSON array), expiry and last use (store/keys.py): NULL in a key written
+    # before they existed, which is `read,write` and never expires.
+    "api_keys": {"scopes": "TEXT", "expiresAt": "INTEGER", "lastUsedAt": "INTEGER"},
 }
 # Added columns that existing rows get a value for, from another column, when they are added.
 FILLED_FROM = {("activities", "storedAt"): "occurredAt"}
@@ -126,9 +130,10 @@ INSTANTS = {
     "prospectCreatedAt",
     "lockedUntil",
     "expiresAt",
+    "lastUsedAt",
 }
 BOOLEANS = {"hasRecording", "meetingBooked"}
-JSON_FIELDS = {"listIds", "details"}
+JSON_FIELDS = {"listIds", "details", "scopes"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",
@@ -223,7 +228,7 @@ def to_doc(row: sqlite3.Row) -> dict:
         if name in INSTANTS:
             value = instant(value)
         elif name in JSON_FIELDS:
-            value = json.loads(value)
+            value = None if value is None else json.loads(value)
         elif name in BOOLEANS:
             value = bool(value)
         doc[name] = value

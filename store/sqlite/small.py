@@ -7,7 +7,8 @@ import secrets
 import sqlite3
 
 from store.clock import new_id, utcnow
-from store.records import key_record, user_record, workspace_record
+from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document, key_record
+from store.records import user_record, workspace_record
 from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, ms, to_doc
 
@@ -119,14 +120,14 @@ class Keys:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def create(self, workspace_id: str, name: str) -> dict:
-        doc = {
-            "_id": new_id(),
-            "workspaceId": workspace_id,
-            "name": name,
-            "createdAt": utcnow(),
-            "revokedAt": None,
-        }
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        scopes: frozenset[str] = DEFAULT_SCOPES,
+        expires_at: dt.datetime | None = None,
+    ) -> dict:
+        doc = key_document(workspace_id, new_id(), name, scopes, utcnow(), expires_at)
         await self.engine.write(insert, "api_keys", [doc])
         return key_record(doc)
 
@@ -139,20 +140,38 @@ class Keys:
 
         return await self.engine.read(listing)
 
-    async def is_active(self, workspace_id: str, key_id: str) -> bool:
-        """The hot-path check behind authentication (cached by server.auth)."""
+    async def find_active(self, workspace_id: str, key_id: str) -> ActiveKey | None:
+        """The hot-path lookup behind authentication (cached by server.auth)."""
 
         def active(conn):
-            return (
-                conn.execute(
-                    'SELECT 1 FROM api_keys WHERE "_id" = ? AND workspaceId = ? '
-                    "AND revokedAt IS NULL",
-                    (key_id, workspace_id),
-                ).fetchone()
-                is not None
-            )
+            row = conn.execute(
+                'SELECT "_id", workspaceId, scopes, expiresAt FROM api_keys '
+                'WHERE "_id" = ? AND workspaceId = ? AND revokedAt IS NULL',
+                (key_id, workspace_id),
+            ).fetchone()
+            return row and active_key(to_doc(row))
 
         return await self.engine.read(active, quick=True)
+
+    async def get(self, workspace_id: str, key_id: str) -> dict | None:
+        def get(conn):
+            row = conn.execute(
+                'SELECT * FROM api_keys WHERE "_id" = ? AND workspaceId = ?',
+                (key_id, workspace_id),
+            ).fetchone()
+            return row and key_record(to_doc(row))
+
+        return await self.engine.read(get, quick=True)
+
+    async def touch(self, workspace_id: str, key_id: str, at: dt.datetime) -> None:
+        def touch(conn):
+            conn.execute(
+                'UPDATE api_keys SET lastUsedAt = ?1 WHERE "_id" = ?2 AND workspaceId = ?3 '
+                "AND (lastUsedAt IS NULL OR lastUsedAt < ?1)",
+                (ms(at), key_id, workspace_id),
+            )
+
+        await self.engine.write(touch)
 
     async def revoke(self, key_id: str) -> dict | None:
         """Operator scope (admin CLI only): revoke a key by id. Returns the record, or None."""

@@ -67,6 +67,12 @@ function readUser(u: Schemas["records.user"]): Schemas["records.user"] {
   return user;
 }
 
+function readApiKey(k: Schemas["records.api-key"]): Schemas["records.api-key"] {
+  const key = { id: k.id, name: k.name, scopes: [...k.scopes], createdAt: k.createdAt, expiresAt: k.expiresAt };
+  assert.deepEqual(key, k);
+  return key;
+}
+
 function readList(l: Schemas["records.list"]): Schemas["records.list"] {
   const list = {
     id: l.id, name: l.name, source: l.source, ownerUserId: l.ownerUserId,
@@ -160,6 +166,10 @@ async function main(): Promise<Record<string, unknown>> {
   const document = expectOk("getOpenApi", await anonymous.GET("/v1/openapi.json"));
   assert.match(document.openapi, /^3\.1/);
   expectHead("getOpenApiHead", (await anonymous.HEAD("/v1/openapi.json")).response);
+
+  const described = readApiKey(expectOk("getApiKey", await api.GET("/v1/api-key")).apiKey);
+  assert.deepEqual(described.scopes, ["read", "write"]); // the demo's full key
+  expectHead("getApiKeyHead", (await api.HEAD("/v1/api-key")).response);
 
   const users = expectOk("listUsers", await api.GET("/v1/users")).users.map(readUser);
   expectHead("listUsersHead", (await api.HEAD("/v1/users")).response);

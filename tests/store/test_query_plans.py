@@ -1,7 +1,7 @@
 """Every query the API sends to SQLite is served by an index: the statements of every endpoint
 and filter are captured as they run, and `EXPLAIN QUERY PLAN` of each shows no full scan of a
 workspace's calls, prospects, memberships or activities, and no walk over all of a workspace's
-rows outside a LIMITed page (the README's index table lists the indexes)."""
+rows outside a LIMITed page (docs/deployment.md lists the indexes)."""
 
 import re
 import sqlite3

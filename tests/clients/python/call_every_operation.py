@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 from workspace_api_client import AuthenticatedClient, Client
+from workspace_api_client.api.api_key import get_api_key, get_api_key_head
 from workspace_api_client.api.calls import (
     get_call_recording,
     get_call_recording_head,
@@ -59,6 +60,8 @@ from workspace_api_client.api.service import (
 )
 from workspace_api_client.api.users import list_users, list_users_head
 from workspace_api_client.models import (
+    APIKey,
+    APIKeyScopesItem,
     Call,
     CallActivity,
     CallDirection,
@@ -175,6 +178,13 @@ def read_user(user: User) -> str:
     return f"{user.first_name} {user.last_name} <{user.email}>"
 
 
+def read_api_key(key: APIKey) -> list[str]:
+    assert isinstance(key.id, uuid.UUID) and isinstance(key.created_at, dt.datetime)
+    assert key.name and (key.expires_at is None or isinstance(key.expires_at, dt.datetime))
+    assert all(isinstance(scope, APIKeyScopesItem) for scope in key.scopes)
+    return [scope.value for scope in key.scopes]
+
+
 def read_list(item: DialerList) -> None:
     assert isinstance(item.id, uuid.UUID) and isinstance(item.owner_user_id, uuid.UUID)
     assert item.name.strip() and item.source and item.prospects_count >= 0
@@ -275,6 +285,10 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
     document = expect("getOpenApi", get_open_api.sync_detailed(client=anonymous), 200)
     assert document.openapi.startswith("3.1") and document.paths.additional_properties
     expect_head("getOpenApiHead", get_open_api_head.sync_detailed(client=anonymous))
+
+    described = expect("getApiKey", get_api_key.sync_detailed(client=api), 200).api_key
+    assert read_api_key(described) == ["read", "write"]  # the demo's full key
+    expect_head("getApiKeyHead", get_api_key_head.sync_detailed(client=api))
 
     users = expect("listUsers", list_users.sync_detailed(client=api), 200).users
     names = [read_user(user) for user in users]
