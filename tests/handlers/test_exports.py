@@ -15,6 +15,7 @@ import socket
 import time
 import uuid
 import zlib
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -29,6 +30,7 @@ from tests.helpers import settled, test_environ
 
 BASE = dt.datetime(2026, 3, 2, 9)
 RESOURCES = ("calls", "prospects", "lists", "activities")
+ROOT = Path(__file__).resolve().parents[2]
 BIG = 4000  # calls of 4 kB: 16 MB, far more than the sockets' buffers hold
 LINE_SCHEMAS = {
     "calls": "/schemas/records/call.json",
@@ -572,41 +574,79 @@ async def test_compressed_lines_decode_as_they_arrive(origin, store, ws_a, monke
     assert parsed(first + decoder.decompress(body[len(body) // 2 :]) + decoder.flush())
 
 
+# Seeds a workspace with `calls` calls of 4 kB in the database of `environ` (JSON), in a process
+# of its own, so that no driver connection of the test's process outlives the server it kills;
+# prints the workspace's key.
+SEED = """
+import asyncio, datetime as dt, json, sys, uuid
+from server.app import open_services
+from server.config import load_config
+from store.calls import call_document
+from tests.helpers import make_workspace
+
+async def main(environ, calls):
+    store, auth = await open_services(load_config(environ=environ))
+    try:
+        ws = await make_workspace(store, auth, "Cut")
+        base = dt.datetime(2026, 3, 2, 9)
+        docs = [
+            call_document(
+                ws.id, user_id=ws.users[0]["id"], prospect_id=str(uuid.uuid4()),
+                direction="outbound", disposition="no_answer", from_number="+12125550100",
+                to_number="+14155550101", started_at=base,
+                ended_at=base + dt.timedelta(seconds=30), notes="x" * 4000,
+                updated_at=base + dt.timedelta(seconds=i),
+            )
+            for i in range(calls)
+        ]
+        await store.calls.insert_documents(ws.id, docs)
+        print(ws.key)
+    finally:
+        await store.close()
+
+asyncio.run(main(json.loads(sys.argv[1]), int(sys.argv[2])))
+"""
+
+
 @pytest.mark.wire
 async def test_the_database_server_killed_mid_export_cuts_the_connection(tmp_path):
-    """The wire tier: a `workspace-api serve` process streams an export from a FerretDB of the
-    test's own, which is killed (SIGKILL) while the client has stopped reading; the client then
-    gets whole lines and a connection closed without the end of the body."""
-    from server.app import open_services
-    from tests.helpers import make_workspace, serving
+    """The wire tier: a `workspace-api serve` process streams an export (5 batches of 4 MB)
+    from a FerretDB of the test's own, which is killed (SIGKILL) while the client has stopped
+    reading; the client then gets whole lines and a connection closed without the end of the
+    body."""
+    import subprocess
+    import sys
+
+    from tests.helpers import serving
     from tests.wire import WireServer
 
     server = WireServer(tmp_path / "wire-server.log", tmp_path / "data").start()
     try:
         environ = test_environ(MONGODB_URI=server.uri)
-        store, auth = await open_services(load_config(environ=environ))
-        try:
-            ws = await make_workspace(store, auth, "Cut")
-            await store.calls.insert_documents(ws.id, calls_of(ws, 6000, notes="x" * 4000))
-        finally:
-            await store.close()
+        seeded = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-c", SEED, json.dumps(environ), "5000"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert seeded.returncode == 0, seeded.stderr
+        key = seeded.stdout.strip().splitlines()[-1]
         env = {
             **{name: environ[name] for name in ("MONGODB_URI", "WSAPI_DATABASE", "WSAPI_SECRET")},
-            "WSAPI_DB_TIMEOUT_SECONDS": "1",
             "WSAPI_SYNC_SETTLE_SECONDS": "0",
         }
         with serving(tmp_path, env=env) as (origin, _log):
-            reader, writer, head = await open_export(
-                origin, ws.key, "/v1/exports/calls", rcvbuf=16384
-            )
-            assert head.startswith(b"HTTP/1.1 200")
-            await asyncio.to_thread(server.kill)  # 24 MB in batches of 4 MB: most still unread
+            reader, writer, head = await open_export(origin, key, "/v1/exports/calls", rcvbuf=16384)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            await asyncio.to_thread(server.kill)  # 20 MB: most of it still unread
             try:
-                body, complete = dechunk(await read_to_end(reader, limit=30))
+                body, complete = dechunk(await read_to_end(reader, limit=60))
             finally:
                 await closed(writer)
         assert not complete
         lines = parsed(body)  # every line received whole
-        assert 0 < len(lines) < 6000
+        assert 0 < len(lines) < 5000
     finally:
         server.stop()
