@@ -6,6 +6,7 @@ store/mongo/metrics.py), which its record never shows."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from pymongo import ReturnDocument
@@ -15,8 +16,10 @@ from store.activities import call_activity
 from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
 from store.calls import record as _record
 from store.clock import utcnow
+from store.exports import BATCH_SIZE
 from store.mongo.activities import Activities
 from store.mongo.errors import translate_errors
+from store.mongo.exports import export_batches
 from store.mongo.metrics import metric_fields
 from store.mongo.paging import page_query
 from store.paging import Page, Window
@@ -91,6 +94,27 @@ class Calls:
         return await page_query(
             self.col, call_filters(workspace_id, **filters), window, CALL_FIELDS, _record
         )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        **filters: Any,
+    ) -> AsyncGenerator[list[dict], None]:
+        """The calls last changed at or before `settled_before`, in the sync order, in
+        batches of records; `filters` as `call_filters`."""
+        async for batch in export_batches(
+            self.col,
+            call_filters(workspace_id, **filters),
+            "updatedAt",
+            settled_before,
+            CALL_FIELDS,
+            _record,
+            batch_size,
+        ):
+            yield batch
 
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""
