@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from store.paging import Page, Window
+from store.events import EventPage
+from store.paging import Page, Position, Window
 from store.prospects import Contact, Upload
 
 
@@ -223,6 +224,39 @@ class Activities(Protocol):
         ...
 
 
+class Events(Protocol):
+    """The change events of every write (store/events.py), as a feed: oldest first in
+    (occurredAt, id) order. Write paths record their events themselves, each backend its own
+    way (docs/architecture.md, "How a write path records its events")."""
+
+    async def page(
+        self,
+        workspace_id: str,
+        after: Position,
+        settled_before: dt.datetime,
+        page_size: int,
+        types: Sequence[str] | None = None,
+    ) -> EventPage:
+        """The events after `after` (a position in the feed; id "" stands before every event
+        of its instant) of `types` (every type when None), at most `page_size`, of those that
+        occurred at or before `settled_before` and before any event still being recorded;
+        `settled` says up to which instant the page is final. The same cost at any depth."""
+        ...
+
+    async def recover(self, older_than: dt.datetime, batch: int = 50) -> int:
+        """Operator scope: record the events of changes whose writer died before it recorded
+        them (changes marked before `older_than`); how many events it recorded. Idempotent;
+        any process may run it (server/event_sweep.py)."""
+        ...
+
+    async def delete_expired(
+        self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Operator scope: delete the events of every workspace that occurred before
+        `before`, oldest first, in at most `max_batches` batches of `batch`; how many."""
+        ...
+
+
 class DialerMetrics(Protocol):
     """Dialer KPIs over whole local days (definitions in store/metrics.py)."""
 
@@ -332,6 +366,8 @@ class Store(Protocol):
     @property
     def activities(self) -> Activities: ...
     @property
+    def events(self) -> Events: ...
+    @property
     def metrics(self) -> DialerMetrics: ...
     @property
     def idempotency(self) -> Idempotency: ...
@@ -344,9 +380,10 @@ class Store(Protocol):
         """Create every table or collection and index, idempotently; sets indexes_ready."""
         ...
 
-    def bulk_load(self) -> AbstractAsyncContextManager[None]:
-        """`async with store.bulk_load():` around a large first load that nothing reads
-        meanwhile (the demo's seeding); a backend may defer index work to its end."""
+    def bulk_load(self, defer_indexes: bool = True) -> AbstractAsyncContextManager[None]:
+        """`async with store.bulk_load():` around a first load of history that nothing reads
+        meanwhile (the demo's seeding): the writes inside it record no events, and with
+        `defer_indexes` a backend may defer index work to its end."""
         ...
 
     async def sweep_expired(

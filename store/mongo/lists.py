@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
@@ -12,6 +13,9 @@ from store.mongo.errors import translate_errors
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.records import list_record as _record
+
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter
 
 LIST_FIELDS = {
     "_id": 1,
@@ -26,8 +30,9 @@ LIST_FIELDS = {
 
 @translate_errors
 class Lists:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
         self.col = db["lists"]
+        self.events = events
 
     async def create(
         self,
@@ -49,7 +54,9 @@ class Lists:
             "updatedAt": now,
             "prospectsCount": 0,
         }
-        await self.col.insert_one(doc)
+        pending = self.events.begin()
+        await self.col.insert_one(pending.new(doc))
+        await self.events.publish(workspace_id, pending, {"lists": [str(doc["_id"])]})
         return _record(doc)
 
     async def get(self, workspace_id: str, list_id: str) -> dict | None:
@@ -70,10 +77,14 @@ class Lists:
         Members are never removed, so `$max` keeps an upload that finishes late from
         overwriting a later upload's larger count.
         """
+        pending = self.events.begin()
         doc = await self.col.find_one_and_update(
             {"_id": list_id, "workspaceId": workspace_id},
-            {"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}},
+            pending.update({"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}}),
             # No projection: FerretDB 1.24 does not implement findAndModify's `fields`.
             return_document=ReturnDocument.AFTER,
         )
-        return doc and _record(doc)
+        if doc is None:
+            return None
+        await self.events.publish(workspace_id, pending, {"lists": [list_id]})
+        return _record(doc)

@@ -17,6 +17,7 @@ from store.sqlite import schema
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
+from store.sqlite.events import Events, EventWriter
 from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
@@ -61,13 +62,16 @@ class SQLiteStore:
         self.path = Path(path)
         self.engine = Engine(self.path, timeout)
         self._throwaway_dir = throwaway_dir  # removed at close: `MONGODB_URI=memory`
+        # Every write unit of the families below records its events through this one writer.
+        self.event_writer = EventWriter()
         self.workspaces = Workspaces(self.engine)
         self.users = Users(self.engine)
         self.keys = Keys(self.engine)
-        self.lists = Lists(self.engine)
-        self.prospects = Prospects(self.engine, default_region)
-        self.calls = Calls(self.engine)
-        self.activities = Activities(self.engine)
+        self.lists = Lists(self.engine, self.event_writer)
+        self.prospects = Prospects(self.engine, self.event_writer, default_region)
+        self.calls = Calls(self.engine, self.event_writer)
+        self.activities = Activities(self.engine, self.event_writer)
+        self.events = Events(self.engine)
         self.metrics = DialerMetrics(self.engine)
         self.ratelimits = SharedCounters(counters_path(self.path))
         self.settings = Settings(self.engine)
@@ -88,12 +92,13 @@ class SQLiteStore:
         self.indexes_ready = True
 
     @contextlib.asynccontextmanager
-    async def bulk_load(self) -> AsyncIterator[None]:
-        """Around a large first load that nothing reads meanwhile (the demo's seeding): the
-        secondary indexes of calls and activities are dropped, and built at the end from the
-        sorted rows at once, which is faster than keeping seven indexes up to date row by row
-        (`demo --calls 1000000`: docs/performance.md). Should the process die meanwhile, the
-        next open builds them (schema.create)."""
+    async def bulk_load(self, defer_indexes: bool = True) -> AsyncIterator[None]:
+        """Around a first load of history that nothing reads meanwhile (the demo's seeding):
+        its writes record no events. With `defer_indexes` the secondary indexes of calls and
+        activities are dropped, and built at the end from the sorted rows at once, which is
+        faster than keeping seven indexes up to date row by row (`demo --calls 1000000`:
+        docs/performance.md). Should the process die meanwhile, the next open builds them
+        (schema.create)."""
         deferred = [name for name in schema.INDEXES if name.startswith(BULK_INDEXES)]
 
         def drop(conn: sqlite3.Connection) -> None:
@@ -101,15 +106,19 @@ class SQLiteStore:
                 conn.execute(f"DROP INDEX IF EXISTS {name}")
             conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KB}")
 
-        await self.engine.write(drop)
+        if defer_indexes:
+            await self.engine.write(drop)
+        self.event_writer.enabled = False
         try:
             yield
         finally:
-            await self.engine.write(schema.create, timeout=INDEX_BUILD_TIMEOUT)
-            # A fresh writer connection, with the usual cache: closing this one hands back what
-            # the load made it hold (its cache, the index builds' sorting).
-            await self.engine.renew_writer()
-            release_free_memory()
+            self.event_writer.enabled = True
+            if defer_indexes:
+                await self.engine.write(schema.create, timeout=INDEX_BUILD_TIMEOUT)
+                # A fresh writer connection, with the usual cache: closing this one hands back
+                # what the load made it hold (its cache, the index builds' sorting).
+                await self.engine.renew_writer()
+                release_free_memory()
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:

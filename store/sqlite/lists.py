@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
+from typing import TYPE_CHECKING
 
 from store.clock import new_id, utcnow
 from store.paging import Page, Window
@@ -11,6 +13,9 @@ from store.sqlite.engine import Engine
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
+
 COLUMNS = ("_id", "name", "source", "ownerUserId", "createdAt", "updatedAt", "prospectsCount")
 FIELDS = ", ".join(f'"{name}"' for name in COLUMNS)
 SELECT = f"SELECT {FIELDS} FROM lists"
@@ -18,8 +23,9 @@ JSON = json_record({"id" if name == "_id" else name: name for name in COLUMNS})
 
 
 class Lists:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, events: EventWriter) -> None:
         self.engine = engine
+        self.events = events
 
     async def create(
         self,
@@ -42,9 +48,10 @@ class Lists:
             "prospectsCount": 0,
         }
 
-        def create(conn):
+        def create(conn: sqlite3.Connection) -> None:
             insert(conn, "lists", [doc])
             bump(conn, workspace_id, "lists", 1)
+            self.events.record(conn, workspace_id, [("list.created", str(doc["_id"]))])
 
         await self.engine.write(create)
         return list_record(doc)
@@ -79,12 +86,14 @@ class Lists:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
         Members are never removed, so the larger count wins (as `$max` on MongoDB)."""
 
-        def set_count(conn):
-            conn.execute(
+        def set_count(conn: sqlite3.Connection) -> dict | None:
+            changed = conn.execute(
                 "UPDATE lists SET prospectsCount = MAX(prospectsCount, ?), updatedAt = ? "
                 'WHERE "_id" = ? AND workspaceId = ?',
                 (members, ms(utcnow()), list_id, workspace_id),
-            )
+            ).rowcount
+            if changed:
+                self.events.record(conn, workspace_id, [("list.updated", list_id)])
             row = conn.execute(
                 f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (list_id, workspace_id)
             ).fetchone()
