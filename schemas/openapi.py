@@ -42,6 +42,7 @@ TAGS = [
     ),
     ("Calls", "Calls and their recordings."),
     ("Prospects", "Prospects and their activity timelines."),
+    ("Events", "One feed of everything that changed in the workspace."),
     ("Reporting", "Dialer KPIs."),
     ("Service", "Health of the service (no API key needed)."),
     ("Reference", "The OpenAPI document of this API."),

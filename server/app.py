@@ -31,6 +31,7 @@ HANDLER_MODULES = [
     "handlers.recordings",
     "handlers.prospects",
     "handlers.activities",
+    "handlers.events",
     "handlers.reporting",
     "handlers.openapi",
     "handlers.console",

@@ -48,7 +48,7 @@ SERVED = (
 )
 FEED = (
     f'SELECT {SERVED}, occurredAt, "_id", type FROM events WHERE workspaceId = ? '
-    'AND occurredAt <= ? AND (occurredAt, "_id") > (?, ?) {typed}'
+    'AND occurredAt <= ? AND (occurredAt, "_id") > (?, ?) TYPED'
     'ORDER BY occurredAt, "_id" LIMIT ?'
 )
 
@@ -100,7 +100,7 @@ def _page(
     position = (ms(after.value), after.id)
     found: list[StoredEvent] = []
     for kind in types or (None,):
-        query = FEED.format(typed="" if kind is None else "AND type = ? ")
+        query = FEED.replace("TYPED", "" if kind is None else "AND type = ?")
         typed = () if kind is None else (kind,)
         params = (workspace_id, settled, *position, *typed, limit)
         found += [
