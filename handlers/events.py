@@ -65,7 +65,7 @@ class EventsHandler(APIHandler):
             if after is None:  # every events cursor carries a position
                 raise problem("cursor", "is not a cursor of GET /events")
             where = "cursor"
-        elif filters["since"] is not None:
+        elif filters.get("since") is not None:
             after, where = Position(filters["since"], ""), "since"
         else:
             after, where = Position(horizon, ""), None
@@ -78,7 +78,7 @@ class EventsHandler(APIHandler):
                 [{"parameter": where, "pointer": f"#/query/{where}", "detail": "has expired"}],
             )
         page_size = self.query.get("pageSize", 100)
-        types = filters["type"].split(",") if filters["type"] else None
+        types = filters["type"].split(",") if filters.get("type") else None
         page = await self.store.events.page(
             self.workspace_id,
             after,
