@@ -19,10 +19,8 @@ from handlers.pagination import decode_cursor
 from handlers.params import instant, problem
 from store.activities import to_ms
 from store.clock import utcnow
-from store.events import RESOURCE, SORT, TYPES, EventPage
+from store.events import RESOURCE, SORT, TYPES
 from store.paging import Position, RawJSON
-
-ONE_MS = dt.timedelta(milliseconds=1)
 
 
 def parse_types(raw: str | None) -> str | None:
@@ -34,18 +32,6 @@ def parse_types(raw: str | None) -> str | None:
     if unknown:
         raise problem("type", f"{unknown[0]!r} is not an event type; one of {', '.join(TYPES)}")
     return ",".join(sorted(set(given)))
-
-
-def resume_at(page: EventPage, after: Position) -> Position:
-    """Where the next page starts: after the page's last event while more follow; caught up,
-    right after the instant up to which the page was final (no event at or before it can
-    arrive any more), unless the position is further already."""
-    if page.has_more:
-        assert page.last is not None  # more follow: the page is full
-        return page.last
-    settled = Position(page.settled + ONE_MS, "")
-    last = page.last or after
-    return max(last, settled, key=lambda p: (p.value, p.id))
 
 
 class EventsHandler(APIHandler):
@@ -87,7 +73,7 @@ class EventsHandler(APIHandler):
             types,
         )
         next_cursor = self.settings["cursors"].encode(
-            self.workspace_id, RESOURCE, SORT, filters, resume_at(page, after)
+            self.workspace_id, RESOURCE, SORT, filters, page.resume(after)
         )
         link = urlencode({"cursor": next_cursor, "pageSize": page_size})
         self.set_header("Link", f'<{self.request.path}?{link}>; rel="next"')

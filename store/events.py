@@ -148,6 +148,19 @@ class EventPage:
     def last(self) -> Position | None:
         return self.events[-1].position if self.events else None
 
+    def resume(self, after: Position) -> Position:
+        """Where the page after this one starts (it was read after `after`): after its last
+        event while more follow; caught up, right after the instant up to which the page was
+        final (no event at or before it can arrive any more), unless `after` is further
+        already. So a follower that keeps polling moves with time even when nothing happens,
+        and never falls behind the retention horizon."""
+        if self.has_more:
+            assert self.events  # more follow: the page is full
+            return self.events[-1].position
+        settled = Position(self.settled + dt.timedelta(milliseconds=1), "")
+        last = self.last or after
+        return max(last, settled, key=lambda p: (p.value, p.id))
+
 
 def merge(pages: list[list[StoredEvent]], limit: int) -> list[StoredEvent]:
     """The first `limit` events of several lists each in feed order (one per type)."""
