@@ -9,6 +9,9 @@ the same run, printed as one table of ratios with targets.
 - P5a, P5b contact uploads of 10 and 100 contacts: database round trips per request against
   an upload of 1 (they must not grow with the upload).
 - P6 the API's RSS while a 100,000-activity timeline streams.
+- P7a, P7b what recording events costs a write: a contact upload of 100 contacts and a call
+  insert with event writing on against off (a bench-only switch), interleaved in one run.
+- P8 GET /v1/events?pageSize=100 a million events deep against page 1.
 - S1-S3 streamed responses under abuse (bench/streams.py): stalled readers, concurrent
   timelines.
 
@@ -57,6 +60,8 @@ FIGURES = {
     "P4": ("P4",),
     "P5": ("P5a", "P5b"),
     "P6": ("P6",),
+    "P7": ("P7a", "P7b"),
+    "P8": ("P8",),
     "S1": ("S1",),
     "S2": ("S2",),
     "S3": ("S3",),
@@ -93,6 +98,9 @@ class Settings:
     slow_seconds: float = 30.0
     activities: int = 100_000
     p6_runs: int = 2
+    p7_rounds: int = 8  # per side, interleaved (on off off on ...)
+    p7_uploads: int = 6  # uploads of 100 contacts per side and round
+    events: int = 1_000_000
 
 
 QUICK = Settings(
@@ -113,6 +121,9 @@ QUICK = Settings(
     slow_seconds=2.0,
     activities=2000,
     p6_runs=1,
+    p7_rounds=2,
+    p7_uploads=2,
+    events=5000,
 )
 
 
@@ -789,6 +800,129 @@ def count_activities(body: bytes) -> int | None:
     return best
 
 
+async def set_event_writing(server: Process, on: bool) -> None:
+    """The bench-only switch of the store's event writing (bench/bare.py EventWriting)."""
+    port = server.info["bare_port"]
+    path = f"/bench/events?writing={'on' if on else 'off'}"
+    result = await download(HOST, port, request_bytes("GET", path, HOST, port))
+    if result.status != 200:
+        raise RuntimeError(f"{path}: {result.status}")
+
+
+async def bench_p7(bench: Bench, server: Process) -> list[Row]:
+    """A contact upload of 100 contacts (through the API) and a call insert (the store's write
+    path behind a bare handler) with event writing on and off, rounds interleaved on off off
+    on, on one server and one database."""
+    s = bench.settings
+    info = server.info
+    api_port, bare_port = info["api_port"], info["bare_port"]
+    path = f"/v1/lists/{info['listId']}/contacts"
+    headers = {"Authorization": f"Bearer {info['key']}", "Content-Type": "application/json"}
+    run, counter = uuid.uuid4().hex[:8], [0]
+
+    def upload(_: int) -> bytes:
+        body = upload_body(counter[0], 100, run)  # every contact is new
+        counter[0] += 100
+        return request_bytes("POST", path, HOST, api_port, headers, body)
+
+    insert = request_bytes("POST", "/bench/call", HOST, bare_port, body=b"")
+    sides = {"on": True, "off": False}
+    uploads: dict[str, list[float]] = {name: [] for name in sides}  # per-round p50 latency
+    inserts: dict[str, list[float]] = {name: [] for name in sides}  # per-round req/s
+    errors = 0
+    try:
+        await run_load(HOST, api_port, upload, connections=1, duration=30, max_requests=2)
+        await run_load(HOST, bare_port, lambda i: insert, connections=2, duration=0.3)
+        for round_index in range(s.p7_rounds):
+            order = list(sides) if round_index % 2 == 0 else list(sides)[::-1]
+            for name in order:
+                await set_event_writing(server, sides[name])
+                load = await run_load(
+                    HOST, api_port, upload, connections=1, duration=60, max_requests=s.p7_uploads
+                )
+                uploads[name].append(percentile(load.latencies, 0.5))
+                errors += load.errors + sum(n for c, n in load.statuses.items() if c != 200)
+                load = await run_load(
+                    HOST, bare_port, lambda i: insert, connections=2, duration=s.round_seconds
+                )
+                inserts[name].append(load.rps)
+                errors += load.errors + sum(n for c, n in load.statuses.items() if c != 201)
+    finally:
+        await set_event_writing(server, True)
+    upload_ratio = statistics.median(
+        a / b for a, b in zip(uploads["on"], uploads["off"], strict=True)
+    )
+    insert_ratio = statistics.median(
+        b / a for a, b in zip(inserts["on"], inserts["off"], strict=True) if a
+    )
+    on_upload, off_upload = statistics.median(uploads["on"]), statistics.median(uploads["off"])
+    on_rps, off_rps = statistics.median(inserts["on"]), statistics.median(inserts["off"])
+    result = f"ERRORS ({errors})" if errors else None
+    return [
+        Row(
+            "P7a",
+            "POST /lists/{id}/contacts, 100 contacts: events on vs off",
+            f"events on: p50 {ms(on_upload)}",
+            "<= 1.25",
+            result or verdict(upload_ratio <= 1.25),
+            baseline=f"events off: p50 {ms(off_upload)}",
+            ratio=f"{upload_ratio:.2f}",
+            data={"on_p50_ms": uploads["on"], "off_p50_ms": uploads["off"], "ratio": upload_ratio},
+        ),
+        Row(
+            "P7b",
+            "call insert (store write path, bare handler): events on vs off",
+            f"events on: {on_rps:,.0f} calls/s",
+            "<= 1.25",
+            result or verdict(insert_ratio <= 1.25),
+            baseline=f"events off: {off_rps:,.0f} calls/s",
+            ratio=f"{insert_ratio:.2f}",
+            data={"on_rps": inserts["on"], "off_rps": inserts["off"], "ratio": insert_ratio},
+        ),
+    ]
+
+
+async def bench_p8(bench: Bench, server: Process) -> list[Row]:
+    """GET /v1/events?pageSize=100 at the feed's start against the same a million events deep
+    (by cursor), side by side on one server."""
+    s = bench.settings
+    port = server.info["api_port"]
+    since = server.info["eventsDeepSince"]
+    before = await download(
+        HOST, port, api_get(server, f"/v1/events?pageSize=100&since={since}"), keep=True
+    )
+    cursor = json.loads(before.body)["nextCursor"]
+    requests = {
+        "first": api_get(server, "/v1/events?pageSize=100"),
+        "deep": api_get(server, f"/v1/events?pageSize=100&cursor={cursor}"),
+    }
+    problems = []
+    for name, request in requests.items():
+        answer = await download(HOST, port, request, keep=True)
+        count = len(json.loads(answer.body)["events"]) if answer.status == 200 else None
+        if count != 100:
+            problems.append(f"{name}: {answer.status}, {count} events")
+    results = await side_by_side(
+        s, server.pid, {name: (port, lambda i, r=r: r) for name, r in requests.items()}
+    )
+    first, deep = results["first"], results["deep"]
+    ratio = statistics.median(a / b for a, b in zip(first.rps, deep.rps, strict=True) if b)
+    errors = first.errors + deep.errors
+    result = "ERRORS: " + "; ".join(problems) if problems else None
+    return [
+        Row(
+            "P8",
+            f"GET /events?pageSize=100, {s.events:,} events deep vs page 1",
+            "deep " + deep.describe(),
+            "<= 1.2",
+            result or (f"ERRORS ({errors})" if errors else verdict(ratio <= 1.2)),
+            baseline="page 1 " + first.describe(),
+            ratio=f"{ratio:.2f}",
+            data={"first": first.summary(), "deep": deep.summary(), "ratio": round(ratio, 3)},
+        )
+    ]
+
+
 # --- the run ---------------------------------------------------------------------------------
 
 
@@ -805,7 +939,7 @@ async def run_all(
     try:
         # 1. Request rates and round trips, on one server (P4, P5, P3) and P1's throughput.
         available = probe_features()
-        if only & {"P1", "P3", "P4", "P5"}:
+        if only & {"P1", "P3", "P4", "P5", "P7"}:
             args = ["--users", str(settings.users)]
             if available["calls"]:
                 args += ["--calls", str(settings.calls)]
@@ -830,6 +964,8 @@ async def run_all(
                 )
             if "P5" in only:
                 rows += await bench_p5(bench, main)
+            if "P7" in only:
+                rows += await bench_p7(bench, main)
             if "P1" in only:
                 rows += (
                     await bench_p1(bench, main)
@@ -880,6 +1016,12 @@ async def run_all(
                         "NOT RUN: no GET /v1/prospect-activities yet",
                     )
                 )
+        if "P8" in only:  # its own server: a feed a million events deep
+            server = bench.start_server(
+                "server-p8", "--users", "2", "--events", str(settings.events)
+            )
+            rows += await bench_p8(bench, server)
+            server.stop()
         if only & {"S1", "S2", "S3"}:  # stalled readers, long timelines (bench/streams.py)
             from bench import streams
 

@@ -3,7 +3,7 @@ store seeded for the benchmarks, plus the "bare" comparison handlers on a second
 same process and on the same store.
 
     python -m bench.server [--users 25] [--calls 2000] [--recording REF=BYTES ...]
-                           [--activities 100000] [--provider-url URL ...]
+                           [--activities 100000] [--events 1000000] [--provider-url URL ...]
 
 Once listening it prints one JSON line on stdout (ports, key, seeded ids, features) and runs
 until SIGTERM. Logs go to stderr, as in production (the harness sends them to a file).
@@ -66,6 +66,7 @@ async def main(args) -> None:
         calls=args.calls,
         recordings={ref: int(size) for ref, size in recordings.items()},
         activities=args.activities,
+        events=args.events,
     )
     app = build_app(config, store, auth)
     api_sockets = bind_sockets(0, "127.0.0.1")
@@ -117,6 +118,9 @@ def parse_args(argv=None):
         type=int,
         default=0,
         help="activities of one prospect (for GET /prospect-activities)",
+    )
+    parser.add_argument(
+        "--events", type=int, default=0, help="events in the feed, written directly (P8)"
     )
     parser.add_argument("--provider-url")
     parser.add_argument("--provider-account")

@@ -27,7 +27,6 @@ import datetime as dt
 import os
 import threading
 import time
-import uuid
 
 import orjson
 
@@ -51,6 +50,7 @@ DELETE_MARGIN = dt.timedelta(hours=1)
 MAX_PAGE = 100
 EPOCH = dt.datetime(1970, 1, 1)
 FRACTION = 4096  # parts of a millisecond in an id (12 bits)
+VARIANTS = "89ab"  # the first hex digit of an id's 4th group: RFC 9562's variant, 2 random bits
 
 
 def event_type(resource: str, created: bool) -> str:
@@ -79,20 +79,41 @@ class EventClock:
                 ticks = max(ticks, _ticks(floor) + 1)
             ticks = max(ticks, self._last + 1)
             self._last = ticks + count - 1
-        return [_make(ticks + offset) for offset in range(count)]
+        randoms = os.urandom(8 * count).hex()
+        stamps, instant, previous = [], EPOCH, -1
+        for offset in range(count):
+            millis, fraction = divmod(ticks + offset, FRACTION)
+            if millis != previous:  # most ids of one call share their millisecond
+                instant, previous = EPOCH + dt.timedelta(milliseconds=millis), millis
+                head = f"{millis:012x}"
+                head = f"{head[:8]}-{head[8:]}-7"
+            tail = randoms[16 * offset : 16 * offset + 16]
+            variant = VARIANTS[int(tail[0], 16) & 3]  # RFC 9562's variant bits, 10xx
+            stamps.append((f"{head}{fraction:03x}-{variant}{tail[1:4]}-{tail[4:]}", instant))
+        return stamps
+
+
+def id_at(at: dt.datetime) -> str:
+    """An event id of instant `at` (to the millisecond), as EventClock makes them: for events
+    written by other means than a write path (the benchmark's deep feed)."""
+    millis = (at - EPOCH) // dt.timedelta(milliseconds=1)
+    head, tail = f"{millis:012x}", os.urandom(8).hex()
+    variant = VARIANTS[int(tail[0], 16) & 3]
+    return f"{head[:8]}-{head[8:]}-7000-{variant}{tail[1:4]}-{tail[4:]}"
+
+
+def first_id_at(at: dt.datetime) -> str:
+    """The smallest event id of instant `at`: every event that occurred before `at` has a
+    smaller id (ids sort as their instants), every other one a larger or equal id."""
+    millis = (at - EPOCH) // dt.timedelta(milliseconds=1)
+    head = f"{millis:012x}"
+    return f"{head[:8]}-{head[8:]}-7000-8000-000000000000"
 
 
 def _ticks(event_id: str) -> int:
     """The time an id carries: its first 48 bits and its 12-bit fraction."""
     hexa = event_id.replace("-", "")
     return int(hexa[:12], 16) * FRACTION + int(hexa[13:16], 16)
-
-
-def _make(ticks: int) -> tuple[str, dt.datetime]:
-    millis, fraction = divmod(ticks, FRACTION)
-    random = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (millis << 80) | (0x7 << 76) | (fraction << 64) | (0b10 << 62) | random
-    return str(uuid.UUID(int=value)), EPOCH + dt.timedelta(milliseconds=millis)
 
 
 def _default(value: object) -> object:

@@ -42,7 +42,15 @@ from store.activities import event_record as activity_record
 from store.calls import CALL_FIELDS
 from store.calls import record as call_record
 from store.clock import new_id
-from store.events import EventClock, EventPage, StoredEvent, encode, event_json, event_type
+from store.events import (
+    EventClock,
+    EventPage,
+    StoredEvent,
+    encode,
+    event_json,
+    event_type,
+    first_id_at,
+)
 from store.mongo.errors import translate_errors
 from store.mongo.lists import LIST_FIELDS
 from store.mongo.locks import Leases
@@ -309,12 +317,13 @@ class Events:
     async def delete_expired(
         self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
     ) -> int:
-        """Delete events that occurred before `before`, oldest first (index `retention`), in
-        at most `max_batches` batches of `batch`; how many were deleted."""
+        """Delete events that occurred before `before`, oldest first, in at most `max_batches`
+        batches of `batch`; how many were deleted. Event ids sort as their instants
+        (store.events), so the `_id` index finds them: no index is kept for retention alone."""
         deleted = 0
+        expired = {"_id": {"$lt": first_id_at(before)}}
         for _ in range(max_batches):
-            expired = {"occurredAt": {"$lt": before}}
-            cursor = self.col.find(expired, {"_id": 1}).sort("occurredAt", 1).limit(batch)
+            cursor = self.col.find(expired, {"_id": 1}).sort("_id", 1).limit(batch)
             ids = [doc["_id"] async for doc in cursor]
             if ids:
                 result = await self.col.delete_many({"_id": {"$in": ids}})

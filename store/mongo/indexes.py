@@ -1,14 +1,14 @@
 """Every index of the service, each prefixed by workspaceId, created idempotently at start-up.
 
 docs/deployment.md's index table documents which query each one serves. The exceptions to the
-prefix rule are the expiry indexes (`EXPIRY`: Idempotency-Key records, rate-limit windows,
-leases), single-field on the expiry time, which the expiry sweep (store/mongo/expiry.py) reads
-across workspaces, and likewise the events' `retention` and the markers' `events_pending`
-(read across workspaces by the event sweep). Where the server has TTL indexes the expiry
-indexes are TTL indexes (`ttl`), so MongoDB removes expired records by itself too; a server
-that refuses TTL indexes (FerretDB 1.24: `expireAfterSeconds` is not implemented) gets a plain
-index (`expiry`) on the same field and the sweep alone. Idempotency records and leases are
-found by `_id` (workspace and name).
+prefix rule are the indexes read across workspaces: the expiry indexes (`EXPIRY`:
+Idempotency-Key records, rate-limit windows, leases), single-field on the expiry time, read by
+the expiry sweep (store/mongo/expiry.py), and the markers' `events_pending`, read by the event
+sweep (whose retention deletes use `_id`: event ids sort as their instants). Where the server
+has TTL indexes the expiry indexes are TTL indexes (`ttl`), so MongoDB removes expired records
+by itself too; a server that refuses TTL indexes (FerretDB 1.24: `expireAfterSeconds` is not
+implemented) gets a plain index (`expiry`) on the same field and the sweep alone. Idempotency
+records and leases are found by `_id` (workspace and name).
 """
 
 from __future__ import annotations
@@ -91,8 +91,6 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("workspaceId", ASC), ("type", ASC), ("occurredAt", ASC), ("_id", ASC)],
             name="ws_type",
         ),
-        # Across workspaces, like the expiry indexes: the retention sweep, oldest first.
-        IndexModel([("occurredAt", ASC)], name="retention"),
     ],
 }
 

@@ -151,13 +151,16 @@ class Events:
         self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
     ) -> int:
         """Delete events that occurred before `before`, oldest first, in at most `max_batches`
-        write units of `batch` (requests interleave between them); how many were deleted."""
+        write units of `batch` (requests interleave between them); how many were deleted.
+        Events are written in the order of their instants, so the table's own order (rowid)
+        is the age order: each unit looks at the `batch` oldest rows only, and no index is
+        kept for retention alone."""
 
         def delete(conn: sqlite3.Connection) -> int:
             return conn.execute(
-                "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events "
-                "WHERE occurredAt < ? ORDER BY occurredAt LIMIT ?)",
-                (ms(before), batch),
+                "DELETE FROM events WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "
+                "occurredAt FROM events ORDER BY rowid LIMIT ?) WHERE occurredAt < ?)",
+                (batch, ms(before)),
             ).rowcount
 
         deleted = 0

@@ -65,7 +65,7 @@ TABLES = {
     "PRIMARY KEY (workspaceId, name)",
     # Change events (store/sqlite/events.py), written in the transaction of the change they
     # describe; `data` is the record's API form as JSON text, served as it is.
-    "events": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, type TEXT NOT NULL, '
+    "events": '"_id" TEXT NOT NULL, workspaceId TEXT NOT NULL, type TEXT NOT NULL, '
     "resourceId TEXT NOT NULL, occurredAt INTEGER NOT NULL, data TEXT NOT NULL",
 }
 # Columns added to a table after files with that table were written: created with the table in
@@ -112,8 +112,6 @@ INDEXES = {
     "idempotency_expire": "idempotency (expiresAt)",
     "events_ws_feed": "events (workspaceId, occurredAt, _id)",
     "events_ws_type": "events (workspaceId, type, occurredAt, _id)",
-    # Across workspaces, like the expiry index: the retention sweep deletes the oldest first.
-    "events_retention": "events (occurredAt)",
 }
 
 INSTANTS = {

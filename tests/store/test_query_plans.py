@@ -110,8 +110,12 @@ async def test_no_endpoint_scans_a_big_table(store, auth, origin, statements):
     for statement in statements:
         if not re.match(r"\s*(SELECT|UPDATE|DELETE|INSERT)", statement, re.IGNORECASE):
             continue
+        # The one walk of a table in its own order: the retention delete, the oldest rows
+        # first (events are written in the order of their instants), under a LIMIT.
+        oldest_first = re.search(r"FROM events ORDER BY rowid LIMIT \d+\)", statement)
         for line in plan(store.path, statement):
-            assert not re.match(rf"SCAN ({'|'.join(BIG_TABLES)})\b", line), (statement, line)
+            scans = re.match(rf"SCAN ({'|'.join(BIG_TABLES)})\b", line)
+            assert not (scans and not oldest_first), (statement, line)
             # A search bounded by the workspace alone walks all of its rows: fine under a
             # LIMIT (a page in index order), a defect anywhere else.
             walks = re.match(
