@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import random
 import threading
 import time
 
@@ -58,6 +59,12 @@ def event_type(resource: str, created: bool) -> str:
     return f"{resource}.{'created' if created else 'updated'}"
 
 
+# The random bits of ids: a generator of the process's own, seeded anew in every forked child
+# (`serve --processes N`), so that no two processes draw the same bits.
+_random = random.Random()
+os.register_at_fork(after_in_child=_random.seed)
+
+
 class EventClock:
     """Hands out (id, occurredAt) pairs in increasing order (the module's docstring)."""
 
@@ -79,7 +86,7 @@ class EventClock:
                 ticks = max(ticks, _ticks(floor) + 1)
             ticks = max(ticks, self._last + 1)
             self._last = ticks + count - 1
-        randoms = os.urandom(8 * count).hex()
+        randoms = f"{_random.getrandbits(64 * count):0{16 * count}x}"
         stamps, instant, previous = [], EPOCH, -1
         for offset in range(count):
             millis, fraction = divmod(ticks + offset, FRACTION)
@@ -97,7 +104,7 @@ def id_at(at: dt.datetime) -> str:
     """An event id of instant `at` (to the millisecond), as EventClock makes them: for events
     written by other means than a write path (the benchmark's deep feed)."""
     millis = (at - EPOCH) // dt.timedelta(milliseconds=1)
-    head, tail = f"{millis:012x}", os.urandom(8).hex()
+    head, tail = f"{millis:012x}", f"{_random.getrandbits(64):016x}"
     variant = VARIANTS[int(tail[0], 16) & 3]
     return f"{head[:8]}-{head[8:]}-7000-{variant}{tail[1:4]}-{tail[4:]}"
 
