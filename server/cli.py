@@ -185,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         default=None,
         metavar="N",
-        help="how old a change must be before sort=updatedAt shows it (default: "
+        help="how old a change must be before sort=updatedAt and GET /v1/events show it "
+        "(default: "
         "sync_settle_seconds of the configuration, "
         "$WSAPI_SYNC_SETTLE_SECONDS, 5)",
     )

@@ -7,6 +7,9 @@ store/mongo: MongoStore) are checked against them by mypy through `open_store`'s
 (store/database.py), and tests/store/test_contract.py checks that neither backend has a public
 method the contract does not declare.
 
+Every write records its change events (the `events` family; docs/architecture.md, "How a
+write path records its events"), except inside `bulk_load()`.
+
 To add a method: declare it here, implement it on both backends, run mypy. A method over a
 workspace's data takes the workspace id first (operators' calls, marked so, excepted), and
 every method raises store.errors, never a driver's error. Records are the API's dicts
@@ -141,7 +144,8 @@ class Prospects(Protocol):
         ...
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt prospect documents (store.prospects.prospect_document)."""
+        """Write prebuilt prospect documents (store.prospects.prospect_document), with their
+        `prospect.created` events."""
         ...
 
     async def page(
@@ -177,7 +181,7 @@ class Calls(Protocol):
         ...
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt call documents, each with its `call` activity."""
+        """Write prebuilt call documents, each with its `call` activity, and their events."""
         ...
 
     async def page(
@@ -212,7 +216,8 @@ class Activities(Protocol):
     """Prospect activities: bulk inserts and the timeline, newest first."""
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt activity documents (store.activities.activity_document)."""
+        """Write prebuilt activity documents (store.activities.activity_document), with their
+        `activity.created` events."""
         ...
 
     def timeline(
