@@ -52,13 +52,12 @@ from store.events import (
     first_id_at,
 )
 from store.mongo.errors import translate_errors
-from store.mongo.lists import LIST_FIELDS
 from store.mongo.locks import Leases
 from store.mongo.paging import window_query
 from store.paging import Position, Window
 from store.prospects import RECORD_FIELDS as PROSPECT_FIELDS
 from store.prospects import record as prospect_record
-from store.records import list_record
+from store.records import LIST_FIELDS, list_record
 
 log = logging.getLogger("workspace_api")
 

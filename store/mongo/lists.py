@@ -12,20 +12,11 @@ from store.clock import new_id, utcnow
 from store.mongo.errors import translate_errors
 from store.mongo.paging import page_query
 from store.paging import Page, Window
+from store.records import LIST_FIELDS
 from store.records import list_record as _record
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter
-
-LIST_FIELDS = {
-    "_id": 1,
-    "name": 1,
-    "source": 1,
-    "ownerUserId": 1,
-    "createdAt": 1,
-    "updatedAt": 1,
-    "prospectsCount": 1,
-}
 
 
 @translate_errors

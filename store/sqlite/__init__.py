@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from store.sqlite import schema
+from store.sqlite import activities, calls, lists, prospects, schema
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
@@ -63,7 +63,14 @@ class SQLiteStore:
         self.engine = Engine(self.path, timeout)
         self._throwaway_dir = throwaway_dir  # removed at close: `MONGODB_URI=memory`
         # Every write unit of the families below records its events through this one writer.
-        self.event_writer = EventWriter()
+        self.event_writer = EventWriter(
+            {
+                "call": calls.EVENT_SOURCE,
+                "prospect": prospects.EVENT_SOURCE,
+                "list": lists.EVENT_SOURCE,
+                "activity": activities.EVENT_SOURCE,
+            }
+        )
         self.workspaces = Workspaces(self.engine)
         self.users = Users(self.engine)
         self.keys = Keys(self.engine)

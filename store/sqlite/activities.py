@@ -29,6 +29,8 @@ EVENT_JSON = json_record(
     }
 )
 
+EVENT_SOURCE = ("activities", "", EVENT_JSON)  # store/sqlite/events.py
+
 
 def write_activities(
     conn: sqlite3.Connection, workspace_id: str, documents: list[dict], events: EventWriter

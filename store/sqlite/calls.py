@@ -28,6 +28,7 @@ JSON = json_record(SHOWN)  # a call's record built from its columns
 # A page reads each call's record as stored by its insert (or, in a row written before the
 # `record` column existed, builds it there and then).
 ENCODED = f"coalesce(record, {JSON})"
+EVENT_SOURCE = ("calls", "", ENCODED)  # a call's event data: its stored record
 EQUALITY = {
     "user_id": "userId",
     "prospect_id": "prospectId",

@@ -19,25 +19,25 @@ from collections.abc import Iterable, Sequence
 
 from store.events import TYPES, EventClock, EventPage, StoredEvent
 from store.paging import Position
-from store.sqlite import activities, calls, lists, prospects
 from store.sqlite.engine import Engine
 from store.sqlite.schema import instant, ms
 
-# resource: (the table as FROM names it, the prefix of its columns, the SQL of its API record)
-SOURCES = {
-    "call": ("calls", "", calls.ENCODED),
-    "prospect": ("prospects p", "p.", prospects.JSON),
-    "list": ("lists", "", lists.JSON),
-    "activity": ("activities", "", activities.EVENT_JSON),
-}
-INSERTS = {
-    resource: (
+# What the events of a resource are made from: (the table as FROM names it, the prefix of its
+# columns, the SQL of a row's API record). Each family's module defines its own; the store hands
+# them to its EventWriter (store/sqlite/__init__.py).
+Source = tuple[str, str, str]
+
+
+def insert_sql(source: Source) -> str:
+    """The statement that inserts one event of a record, its data built from the record's row."""
+    table, alias, record = source
+    return (
         'INSERT INTO events ("_id", workspaceId, type, resourceId, occurredAt, data) '
         f'SELECT ?1, ?2, ?3, {alias}"_id", ?4, {record} FROM {table} '
         f'WHERE {alias}"_id" = ?5 AND {alias}workspaceId = ?2'
     )
-    for resource, (table, alias, record) in SOURCES.items()
-}
+
+
 LAST = 'SELECT "_id" FROM events WHERE workspaceId = ? ORDER BY occurredAt DESC, "_id" DESC LIMIT 1'
 # An event's API form, built by the statement that reads the page (ids and types are plain
 # ASCII; `data` is stored as the JSON text it is served as).
@@ -57,9 +57,10 @@ class EventWriter:
     """Records events inside write units. While `enabled` is false it records none: bulk loads
     (`SQLiteStore.bulk_load`) and the benchmark that measures what events cost."""
 
-    def __init__(self) -> None:
+    def __init__(self, sources: dict[str, Source]) -> None:
         self.enabled = True
         self.clock = EventClock()
+        self.inserts = {resource: insert_sql(source) for resource, source in sources.items()}
 
     def record(
         self, conn: sqlite3.Connection, workspace_id: str, changes: Iterable[tuple[str, str]]
@@ -85,7 +86,7 @@ class EventWriter:
         ):
             rows.setdefault(resource, []).append((event_id, workspace_id, kind, ms(at), record_id))
         for resource, values in rows.items():
-            conn.executemany(INSERTS[resource], values)
+            conn.executemany(self.inserts[resource], values)
         return len(kinds)
 
 

@@ -20,6 +20,7 @@ COLUMNS = ("_id", "name", "source", "ownerUserId", "createdAt", "updatedAt", "pr
 FIELDS = ", ".join(f'"{name}"' for name in COLUMNS)
 SELECT = f"SELECT {FIELDS} FROM lists"
 JSON = json_record({"id" if name == "_id" else name: name for name in COLUMNS})
+EVENT_SOURCE = ("lists", "", JSON)  # store/sqlite/events.py
 
 
 class Lists:

@@ -49,6 +49,7 @@ IN_LIST = (
 JSON = json_record(
     {"id" if name == "_id" else name: name for name in RECORD_COLUMNS}, 'p."{}"'.format
 )
+EVENT_SOURCE = ("prospects p", "p.", JSON)  # store/sqlite/events.py
 UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
 
 
