@@ -18,7 +18,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from server.app import open_services
 from server.config import Config, ConfigError
 from store.clock import utcnow
-from store.events import DELETE_MARGIN, TYPES
+from store.events import TYPES
 from store.paging import Position
 
 PAGE = 100
@@ -131,7 +131,7 @@ async def tail_store(
         retention = dt.timedelta(days=config.event_retention_days)
         while True:
             now = utcnow()
-            if after.value < now - retention - DELETE_MARGIN:
+            if after.value < now - retention:  # as GET /v1/events: events_expired
                 print("workspace-api: --since is older than the events are kept", file=sys.stderr)
                 return 1
             settled = now - dt.timedelta(seconds=config.sync_settle_seconds)
