@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
@@ -60,6 +61,10 @@ async def fill_stored_at(db: AsyncDatabase) -> int:
     return filled
 
 
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter, Pending
+
+
 async def record_list_added(
     col: AsyncCollection,
     workspace_id: str,
@@ -67,33 +72,44 @@ async def record_list_added(
     list_name: str | None,
     prospect_ids: list[str],
     at: dt.datetime,
-) -> None:
+    pending: Pending,
+) -> list[dict]:
     """One `list_added` activity per prospect and list in `col` (the activities), in one round
-    trip; idempotent. Part of a contact upload (store/mongo/prospects.py)."""
-    writes = []
+    trip, marked with `pending`; idempotent. Part of a contact upload
+    (store/mongo/prospects.py). The activities this call inserted (not those already there)."""
+    docs, writes = [], []
     for prospect_id in dict.fromkeys(prospect_ids):
         doc = list_added_activity(workspace_id, prospect_id, list_id, list_name, at)
+        docs.append(doc)
         writes.append(
             UpdateOne(
                 {"_id": doc["_id"], "workspaceId": workspace_id},
-                {"$setOnInsert": doc},
+                {"$setOnInsert": pending.new(doc)},
                 upsert=True,
             )
         )
-    if writes:
-        await col.bulk_write(writes, ordered=False)
+    if not writes:
+        return []
+    written = await col.bulk_write(writes, ordered=False)
+    inserted = set((written.upserted_ids or {}).values())
+    return [doc for doc in docs if doc["_id"] in inserted]
 
 
 @translate_errors
 class Activities:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
         self.col = db["activities"]
+        self.events = events
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt activity documents (`activity_document`) in bounded batches."""
+        """Write prebuilt activity documents (`activity_document`) in bounded batches, with
+        their events."""
         check_scope(workspace_id, documents)
         for start in range(0, len(documents), INSERT_BATCH):
-            await self.col.insert_many(documents[start : start + INSERT_BATCH], ordered=False)
+            batch = documents[start : start + INSERT_BATCH]
+            pending = self.events.begin()
+            await self.col.insert_many([pending.new(doc) for doc in batch], ordered=False)
+            await self.events.publish(workspace_id, pending, inserted=batch)
 
     async def export(
         self,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
@@ -23,6 +23,9 @@ from store.mongo.exports import export_batches
 from store.mongo.metrics import metric_fields
 from store.mongo.paging import page_query
 from store.paging import Page, Window
+
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter
 
 
 def call_filters(
@@ -62,9 +65,10 @@ def call_filters(
 
 @translate_errors
 class Calls:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
         self.col = db["calls"]
-        self.activities = Activities(db)
+        self.activities = Activities(db, events)
+        self.events = events
 
     async def create(self, workspace_id: str, **fields: Any) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
@@ -74,16 +78,21 @@ class Calls:
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
         """Write prebuilt call documents in bounded batches, each with its contribution to the
-        dialer metrics and its `call` activity on the prospect's timeline."""
+        dialer metrics, its `call` activity on the prospect's timeline, and their events."""
         if any(doc["workspaceId"] != workspace_id for doc in documents):
             raise ValueError("every document must belong to the given workspace")
         for start in range(0, len(documents), INSERT_BATCH):
             batch = documents[start : start + INSERT_BATCH]
+            entries = [call_activity(doc) for doc in batch]
+            pending = self.events.begin()
             await self.col.insert_many(
-                [{**doc, **metric_fields(doc)} for doc in batch], ordered=False
+                [pending.new({**doc, **metric_fields(doc)}) for doc in batch], ordered=False
             )
-            await self.activities.insert_documents(
-                workspace_id, [call_activity(doc) for doc in batch]
+            await self.activities.col.insert_many(
+                [pending.new(entry) for entry in entries], ordered=False
+            )
+            await self.events.publish(
+                workspace_id, pending, {"calls": [doc["_id"] for doc in batch]}, entries
             )
 
     async def page(
@@ -118,14 +127,18 @@ class Calls:
 
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""
+        pending = self.events.begin()
         doc = await self.col.find_one_and_update(
             {"_id": call_id, "workspaceId": workspace_id},
-            {"$set": {"notes": notes, "updatedAt": utcnow()}},
+            pending.update({"$set": {"notes": notes, "updatedAt": utcnow()}}),
             # No projection (FerretDB 1.24 does not implement findAndModify's `fields`): the
             # record takes its fields from the document, which holds nothing large.
             return_document=ReturnDocument.AFTER,
         )
-        return doc and _record(doc)
+        if doc is None:
+            return None
+        await self.events.publish(workspace_id, pending, {"calls": [call_id]})
+        return _record(doc)
 
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this

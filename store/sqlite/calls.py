@@ -7,7 +7,7 @@ import dataclasses
 import datetime as dt
 import sqlite3
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store.activities import call_activity, check_scope
 from store.calls import INSERT_BATCH, RECORD_FIELDS, call_document
@@ -21,6 +21,9 @@ from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_doc
 
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
+
 FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS))
 SELECT = f"SELECT {FIELDS} FROM calls"
 SHOWN = {"id": "_id", **{name: name for name in RECORD_FIELDS}}  # record key: column
@@ -28,6 +31,7 @@ JSON = json_record(SHOWN)  # a call's record built from its columns
 # A page reads each call's record as stored by its insert (or, in a row written before the
 # `record` column existed, builds it there and then).
 ENCODED = f"coalesce(record, {JSON})"
+EVENT_SOURCE = ("calls", "", ENCODED)  # a call's event data: its stored record
 EQUALITY = {
     "user_id": "userId",
     "prospect_id": "prospectId",
@@ -45,28 +49,36 @@ class NewCalls:
     calls: Rows
     activities: Rows
     quarters: dict[tuple, list[int]]
+    events: list[tuple[str, str]]  # (event type, record id)
 
 
 def prepare(documents: list[dict]) -> NewCalls:
-    """The rows of new call documents, their `call` timeline entries and their quarter-hour
-    counts: pure Python, made on a worker thread while the writer writes the previous batch."""
+    """The rows of new call documents, their `call` timeline entries, their quarter-hour counts
+    and their events: pure Python, made on a worker thread while the writer writes the previous
+    batch."""
+    entries = [call_activity(doc) for doc in documents]
     return NewCalls(
         len(documents),
         rows_of(documents),
-        rows_of([call_activity(doc) for doc in documents]),
+        rows_of(entries),
         quarter_sums(documents),
+        [("call.created", doc["_id"]) for doc in documents]
+        + [("activity.created", entry["_id"]) for entry in entries],
     )
 
 
-def write_calls(conn: sqlite3.Connection, workspace_id: str, new: NewCalls) -> None:
-    """Insert calls with their `call` timeline entries and count them, in the caller's
-    transaction."""
+def write_calls(
+    conn: sqlite3.Connection, workspace_id: str, new: NewCalls, events: EventWriter
+) -> None:
+    """Insert calls with their `call` timeline entries, count them and record their events,
+    in the caller's transaction."""
     insert_rows(
         conn, "calls", new.calls, computed={"record": lambda value: json_record(SHOWN, value)}
     )
     insert_rows(conn, "activities", new.activities, "INSERT OR IGNORE")
     bump(conn, workspace_id, "calls", new.count)
     add_to_quarters(conn, workspace_id, new.quarters)
+    events.record(conn, workspace_id, new.events)
 
 
 def call_where(
@@ -96,13 +108,14 @@ def call_where(
 
 
 class Calls:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, events: EventWriter) -> None:
         self.engine = engine
+        self.events = events
 
     async def create(self, workspace_id: str, **fields: Any) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
         doc = call_document(workspace_id, **fields)
-        await self.engine.write(write_calls, workspace_id, prepare([doc]))
+        await self.engine.write(write_calls, workspace_id, prepare([doc]), self.events)
         return call_record(doc)
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
@@ -117,7 +130,7 @@ class Calls:
                 if writing is not None:
                     await writing
                 writing = asyncio.ensure_future(
-                    self.engine.write(write_calls, workspace_id, new, timeout=600)
+                    self.engine.write(write_calls, workspace_id, new, self.events, timeout=600)
                 )
         finally:
             if writing is not None:
@@ -177,15 +190,17 @@ class Calls:
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""
 
-        def update(conn):
-            conn.execute(
+        def update(conn: sqlite3.Connection) -> dict | None:
+            changed = conn.execute(
                 'UPDATE calls SET notes = ?, updatedAt = ? WHERE "_id" = ? AND workspaceId = ?',
                 (notes, ms(utcnow()), call_id, workspace_id),
-            )
+            ).rowcount
             conn.execute(
                 f'UPDATE calls SET record = {JSON} WHERE "_id" = ? AND workspaceId = ?',
                 (call_id, workspace_id),
             )
+            if changed:
+                self.events.record(conn, workspace_id, [("call.updated", call_id)])
             row = conn.execute(
                 f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (call_id, workspace_id)
             ).fetchone()
