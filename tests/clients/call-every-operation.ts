@@ -292,7 +292,10 @@ async function main(): Promise<Record<string, unknown>> {
   const exportedCalls = await api.GET("/v1/exports/calls", { parseAs: "text" });
   const everyCall = ndjson<Schemas["records.call"]>(expectOk("exportCalls", exportedCalls)).map(readCall);
   assert.ok(calls.every((c) => everyCall.some((e) => e.id === c.id))); // the demo's calls are settled
-  assert.match(exportedCalls.response.headers.get("link") ?? "", /^<\/v1\/calls\?sort=updatedAt&cursor=[^>]+>; rel="next"$/);
+  assert.match(
+    exportedCalls.response.headers.get("link") ?? "",
+    /^<\/v1\/calls\?sort=updatedAt&cursor=[^>]+>; rel="next", <\/v1\/events\?cursor=[^>]+>; rel="events"$/,
+  );
   expectHead("exportCallsHead", (await api.HEAD("/v1/exports/calls")).response);
   const inList = { params: { query: { listId: lists.lists[0].id } }, parseAs: "text" as const };
   ndjson<Schemas["records.prospect"]>(expectOk("exportProspects", await api.GET("/v1/exports/prospects", inList))).forEach(readProspect);

@@ -453,8 +453,9 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
         read_call(call)
         find_untyped(call, "exportCalls")
     assert {c.id for c in page.calls} <= {c.id for c in exported}  # the demo's calls are settled
-    link = response.headers["link"]
+    link, feed = response.headers["link"].split(", ")
     assert link.endswith('>; rel="next"') and link.startswith("</v1/calls?")
+    assert feed.endswith('>; rel="events"') and feed.startswith("</v1/events?cursor=")
     query = parse_qs(urlsplit(link[1 : link.index(">")]).query)
     continued = expect(
         "listCalls",
