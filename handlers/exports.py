@@ -114,7 +114,7 @@ class ExportHandler(StreamingHandler):
             {"type": None, "since": None},
             Position(to_ms(horizon), ""),
         )
-        links.append(f"</v1/events?{urlencode({'cursor': feed})}>; rel=\"events\"")
+        links.append(f'</v1/events?{urlencode({"cursor": feed})}>; rel="events"')
         return links
 
     async def get(self) -> None:
