@@ -11,7 +11,16 @@ setup(
     packages=find_packages(
         include=[
             f"{room}{sub}"
-            for room in ("server", "handlers", "store", "console", "schemas", "telephony", "demo")
+            for room in (
+                "server",
+                "handlers",
+                "store",
+                "console",
+                "schemas",
+                "telephony",
+                "webhooks",
+                "demo",
+            )
             for sub in ("", ".*")
         ]
     ),
@@ -40,6 +49,9 @@ setup(
         # IANA time zones for dialer metrics even where the OS has no tz database.
         "tzdata>=2024.1",
         "lameenc>=1.7",
+        # Webhook delivery (webhooks/transport.py): keep-alive pooling, TLS verification, timeouts,
+        # and a pluggable resolver, so the connection goes to the address that was checked.
+        "aiohttp>=3.10,<4",
     ],
     extras_require={
         "test": [
@@ -58,6 +70,8 @@ setup(
             # Type information for mypy (`make lint`) of the libraries that ship none.
             "types-PyYAML",
             "types-jsonschema",
+            # tests/webhooks: signatures verified with the Standard Webhooks reference library.
+            "standardwebhooks>=1.0",
         ],
         # `make bench` needs only psutil (also in "test"); the profilers are for chasing a miss.
         "bench": ["psutil>=5.9", "pyinstrument>=4.6", "py-spy>=0.3"],

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("server", "handlers", "store", "console", "schemas", "telephony", "demo")
+PACKAGES = ("server", "handlers", "store", "console", "schemas", "telephony", "webhooks", "demo")
 # The entry point dispatches to every command, the demo's too: its edge to the demo, which is
 # built on the server's assembly, is the one import that points up.
 DISPATCH = ("server.cli", "demo.runner")

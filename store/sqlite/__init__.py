@@ -30,6 +30,8 @@ from store.sqlite.small import (
     Workspaces,
     delete_expired_idempotency,
 )
+from store.sqlite.webhook_deliveries import WebhookDeliveries
+from store.sqlite.webhook_endpoints import WebhookEndpoints
 
 BULK_INDEXES = ("calls_", "activities_")
 INDEX_BUILD_TIMEOUT = 900.0
@@ -79,6 +81,8 @@ class SQLiteStore:
         self.calls = Calls(self.engine, self.event_writer)
         self.activities = Activities(self.engine, self.event_writer)
         self.events = Events(self.engine)
+        self.webhook_endpoints = WebhookEndpoints(self.engine)
+        self.webhook_deliveries = WebhookDeliveries(self.engine)
         self.metrics = DialerMetrics(self.engine)
         self.ratelimits = SharedCounters(counters_path(self.path))
         self.settings = Settings(self.engine)
