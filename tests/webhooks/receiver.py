@@ -125,3 +125,14 @@ async def wait_for(
     while not condition():
         assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
         await asyncio.sleep(0.05)
+
+
+async def until(
+    condition: Callable[[], Awaitable[object]], timeout: float = 20, what: str = "the condition"
+) -> object:
+    """Await `condition()` until it is truthy (its value); fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := await condition()):
+        assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
+        await asyncio.sleep(0.1)
+    return value

@@ -6,6 +6,7 @@ listing and compared with the schedule with tolerances."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import itertools
 import json
@@ -16,7 +17,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from store.webhooks import rotated, secrets_at
 from tests.helpers import follow_events
-from tests.webhooks.receiver import MARKER, Answer, wait_for
+from tests.webhooks.receiver import MARKER, Answer, until, wait_for
 from webhooks.signing import new_secret
 
 
@@ -46,6 +47,17 @@ async def attempts(api, endpoint_id: str) -> list[dict]:
             return found
         path = f"/v1/webhook-endpoints/{endpoint_id}/deliveries?cursor={body['nextCursor']}"
     raise AssertionError("the deliveries listing did not end")
+
+
+async def attempted(api, endpoint_id: str, count: int) -> list[dict]:
+    """The endpoint's attempts once at least `count` are listed (each is recorded after its
+    answer arrived)."""
+
+    async def listed() -> list[dict] | None:
+        found = await attempts(api, endpoint_id)
+        return found if len(found) >= count else None
+
+    return await until(listed, what=f"{count} attempts listed")  # type: ignore[return-value]
 
 
 async def feed(api) -> dict[str, bytes]:
@@ -88,8 +100,7 @@ async def test_an_event_arrives_signed_and_as_the_feed_serves_it(
     raw = (await api.get(f"/v1/events?type=list.created&since={event['occurredAt']}")).body
     assert request.body.decode() in raw.decode()
     # The listing shows the attempt; nothing shows a secret or the receiver's body.
-    await wait_for(lambda: True)
-    listing = await attempts(api, endpoint["id"])
+    listing = await attempted(api, endpoint["id"], 1)
     assert [(a["eventId"], a["attempt"], a["statusCode"], a["error"]) for a in listing] == [
         (event["id"], 1, 200, None)
     ]
@@ -115,7 +126,7 @@ async def test_event_types_choose_what_is_sent(api, new_list, receiver, start_di
     )
     assert upload.code == 200, upload
     await wait_for(lambda: len(receiver.requests) >= 2, what="two deliveries")
-    await wait_for(lambda: True, timeout=1)  # settled: the feed below holds every event sent
+    await asyncio.sleep(1)  # past the settle period: the feed below holds every event sent
     events = await feed(api)
     wanted = {i for i, e in events.items() if e["type"] in ("prospect.created", "list.updated")}
     await wait_for(lambda: set(receiver.ids()) == wanted, what="every event of those types")
@@ -135,8 +146,7 @@ async def test_failures_are_retried_on_the_schedule_then_delivered(
     assert len(set(receiver.ids())) == 1  # one event, the same webhook-id on every attempt
     for request in receiver.requests:
         verify(secret, request)
-    await wait_for(lambda: True)
-    listing = list(reversed(await attempts(api, endpoint["id"])))
+    listing = list(reversed(await attempted(api, endpoint["id"], 3)))
     assert [(a["attempt"], a["statusCode"]) for a in listing] == [(1, 500), (2, 500), (3, 204)]
     assert listing[0]["error"] == "the receiver answered 500" and listing[2]["error"] is None
     for earlier, later in itertools.pairwise(listing):
@@ -162,8 +172,7 @@ async def test_retry_after_is_honoured_up_to_the_next_step(
     start_dispatcher(webhook_retry_schedule="1,3,4")
     await new_list()
     await wait_for(lambda: len(receiver.requests) >= 3, timeout=30, what="three attempts")
-    await wait_for(lambda: True)
-    first, second, third = reversed(await attempts(api, endpoint["id"]))
+    first, second, third = reversed(await attempted(api, endpoint["id"], 3))
     assert (first["statusCode"], second["statusCode"], third["statusCode"]) == (429, 503, 200)
     gap = (instant(second["at"]) - instant(first["at"])).total_seconds()
     assert 2.0 <= gap <= 2.0 + 1.5, gap  # later than the 1 s step: Retry-After
@@ -180,8 +189,7 @@ async def test_out_of_retries_the_delivery_fails_and_recover_sends_it_again(
     start_dispatcher(webhook_retry_schedule="0.5,0.5")
     await new_list()
     await wait_for(lambda: len(receiver.requests) >= 3, what="three attempts")
-    await wait_for(lambda: True)
-    listing = await attempts(api, endpoint["id"])
+    listing = await attempted(api, endpoint["id"], 3)
     assert [a["attempt"] for a in listing] == [3, 2, 1]
     assert listing[0]["nextAttemptAt"] is None  # out of retries: failed
     first_id = receiver.requests[0].webhook_id
@@ -206,15 +214,12 @@ async def test_410_disables_the_endpoint_and_enabling_it_resumes(
     await new_list("Gone")
     path = f"/v1/webhook-endpoints/{endpoint['id']}"
 
-    async def status() -> str:
-        return (await api.get(path)).json()["webhookEndpoint"]["status"]
+    async def disabled() -> dict | None:
+        shown = (await api.get(path)).json()["webhookEndpoint"]
+        return shown if shown["status"] == "disabled" else None
 
     await wait_for(lambda: len(receiver.requests) == 1, what="the attempt")
-    for _ in range(100):
-        if await status() == "disabled":
-            break
-        await wait_for(lambda: True, timeout=1)
-    shown = (await api.get(path)).json()["webhookEndpoint"]
+    shown = await until(disabled, what="the endpoint disabled")
     assert shown["status"] == "disabled" and "410" in shown["disabledReason"]
     assert shown["disabledAt"] is not None
     [attempt] = await attempts(api, endpoint["id"])
@@ -223,7 +228,7 @@ async def test_410_disables_the_endpoint_and_enabling_it_resumes(
     # Disabled: a new event gets no attempt.
     await new_list("While disabled")
     receiver.plan = lambda request, number: Answer(200)
-    await wait_for(lambda: True)
+    await asyncio.sleep(1.5)  # settle period and several polls: it would have been sent
     assert len(receiver.requests) == 1
     # Enabled again: events from then on are sent (the one in between only by recover).
     response = await api.fetch(path, "PATCH", json_body={"status": "enabled"})
@@ -278,3 +283,30 @@ async def test_a_slow_endpoint_holds_back_neither_another_nor_the_api(
     assert (await api.get("/v1/webhook-endpoints")).code == 200
     await wait_for(lambda: len(receiver.ids("slow")) >= 8, timeout=30, what="the slow ones")
     assert receiver.max_in_flight["slow"] == 3  # never more than the limit at once
+
+
+async def test_a_redirect_is_never_followed(api, new_list, receiver, start_dispatcher):
+    def plan(request, number):
+        if request.path == "hook":
+            return Answer(302, {"Location": receiver.url("inside")})
+        return Answer(200)
+
+    receiver.plan = plan
+    endpoint, _ = await create_endpoint(api, receiver.url())
+    start_dispatcher(webhook_retry_schedule="30")
+    await new_list()
+    await wait_for(lambda: len(receiver.requests) >= 1, what="the attempt")
+    listing = await attempted(api, endpoint["id"], 1)
+    assert [(a["statusCode"], a["nextAttemptAt"] is not None) for a in listing] == [(302, True)]
+    assert "redirect" in listing[0]["error"]
+    assert receiver.ids("inside") == []  # the Location was not followed
+
+
+async def test_the_address_is_checked_again_at_delivery(api, new_list, receiver, start_dispatcher):
+    endpoint, _ = await create_endpoint(api, receiver.url())  # allowed when created
+    start_dispatcher(webhook_allowed_networks="", webhook_retry_schedule="30")
+    await new_list()
+    [attempt] = await attempted(api, endpoint["id"], 1)
+    assert attempt["statusCode"] is None and "loopback" in attempt["error"]
+    assert "127.0.0.1" not in attempt["error"]
+    assert receiver.requests == []
