@@ -62,8 +62,9 @@ class Receiver:
         self.server: HTTPServer | None = None
         self.port = 0
 
-    def start(self) -> Receiver:
-        sockets = bind_sockets(0, "127.0.0.1", family=socket.AF_INET)
+    def start(self, port: int = 0) -> Receiver:
+        """Listen on `port` (0: a free one; the same port again after `stop`)."""
+        sockets = bind_sockets(port, "127.0.0.1", family=socket.AF_INET)
         self.port = sockets[0].getsockname()[1]
         app = tornado.web.Application([(r"/(.*)", _Hook, {"receiver": self})])
         self.server = HTTPServer(app)

@@ -310,3 +310,29 @@ async def test_the_address_is_checked_again_at_delivery(api, new_list, receiver,
     assert attempt["statusCode"] is None and "loopback" in attempt["error"]
     assert "127.0.0.1" not in attempt["error"]
     assert receiver.requests == []
+
+
+async def test_a_receiver_down_past_the_retries_gets_everything_through_recover(
+    api, new_list, receiver, start_dispatcher
+):
+    endpoint, secret = await create_endpoint(api, receiver.url())
+    port = receiver.port
+    await receiver.stop()  # down: connections are refused
+    start_dispatcher(webhook_retry_schedule="0.3,0.3")
+    for number in range(5):
+        await new_list(f"While down {number}")
+    await asyncio.sleep(1)  # settled
+    wanted = {e["id"] for e in (await feed(api)).values() if e["type"] == "list.created"}
+    listing = await attempted(api, endpoint["id"], 3 * len(wanted))
+    assert {a["eventId"] for a in listing} == wanted
+    assert all(a["statusCode"] is None and a["error"] for a in listing)
+    await asyncio.sleep(1)
+    assert len(await attempts(api, endpoint["id"])) == 3 * len(wanted)  # out of retries
+    receiver.start(port)  # back
+    response = await api.post(
+        f"/v1/webhook-endpoints/{endpoint['id']}/recover", {"since": endpoint["createdAt"]}
+    )
+    assert response.code == 202
+    await wait_for(lambda: set(receiver.ids()) == wanted, what="every event recovered")
+    for request in receiver.requests:
+        verify(secret, request)
