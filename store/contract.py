@@ -365,9 +365,10 @@ class WebhookDeliveries(Protocol):
         `lease`, never more than `per_endpoint` in flight per endpoint across every process."""
         ...
 
-    async def finish(self, claim: Claim, attempt: Attempt) -> None:
-        """Record the attempt, and, if the claim still holds, the delivery's new state; keep the
-        endpoint's `failingSince` (set by a failure, cleared by a success)."""
+    async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:
+        """Record each attempt, and, where its claim still holds, its delivery's new state; keep
+        the endpoints' `failingSince` (set by a failure, cleared by a success). One write unit
+        (SQLite) or a few bulk writes (MongoDB) for the lot."""
         ...
 
     async def page(

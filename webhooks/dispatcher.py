@@ -76,6 +76,8 @@ class Dispatcher:
         self.rand = rand or random.Random()
         self._task: asyncio.Task | None = None
         self._attempts: set[asyncio.Task] = set()
+        self._done: list[tuple[Claim, Attempt]] = []  # outcomes to record, in one batch
+        self._disable: list[tuple[Claim, str, dt.datetime]] = []
         self._wake = asyncio.Event()
 
     def start(self) -> Dispatcher:
@@ -96,6 +98,8 @@ class Dispatcher:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending)
+        with contextlib.suppress(StoreError):
+            await self.record()
         await self.transport.close()
 
     async def _run(self) -> None:
@@ -103,6 +107,7 @@ class Dispatcher:
         while True:
             if self.store.indexes_ready:
                 try:
+                    await self.record()
                     if time.monotonic() - fanned_at >= self.poll:
                         fanned_at = time.monotonic()
                         await self.fan_out()
@@ -200,17 +205,28 @@ class Dispatcher:
         self._attempts.discard(task)
         self._wake.set()
 
+    async def record(self) -> None:
+        """Record the outcomes of the attempts that ended since the last time, in one batch
+        (if that fails, their leases run out and the deliveries are tried again), then disable
+        the endpoints they condemned."""
+        done, self._done = self._done, []
+        if done:
+            await self.store.webhook_deliveries.finish(done)
+        disable, self._disable = self._disable, []
+        for claim, reason, at in disable:
+            await self.store.webhook_endpoints.disable(
+                claim.workspace_id, claim.endpoint_id, reason, at
+            )
+            log.info("webhook endpoint %s disabled: %s", claim.endpoint_id, reason)
+
     async def _attempt(self, claim: Claim) -> None:
         body = claim.event.encode()
         at = utcnow()
         headers = signing.headers(claim.secrets, claim.event_id, int(time.time()), body)
         outcome = await self.transport.post(claim.url, body, headers)
-        try:
-            await self._record(claim, at, outcome)
-        except StoreError as exc:  # its lease runs out and the delivery is tried again
-            log.warning("could not record a webhook attempt (%s)", exc)
+        self._outcome(claim, at, outcome)
 
-    async def _record(self, claim: Claim, at: dt.datetime, outcome: Outcome) -> None:
+    def _outcome(self, claim: Claim, at: dt.datetime, outcome: Outcome) -> None:
         code = outcome.status_code
         delivered = outcome.error is None and code is not None and 200 <= code < 300
         ended = utcnow()
@@ -238,12 +254,9 @@ class Dispatcher:
             next_attempt_at=next_at,
             delivered=delivered,
         )
-        await self.store.webhook_deliveries.finish(claim, attempt)
+        self._done.append((claim, attempt))
         if disable is not None:
-            await self.store.webhook_endpoints.disable(
-                claim.workspace_id, claim.endpoint_id, disable, ended
-            )
-            log.info("webhook endpoint %s disabled: %s", claim.endpoint_id, disable)
+            self._disable.append((claim, disable, ended))
 
 
 def _reason(outcome: Outcome, disabled: str | None) -> str:

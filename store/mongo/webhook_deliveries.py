@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
@@ -214,50 +215,74 @@ class WebhookDeliveries:
             {"$unset": {f"slots.{slot}": ""}},
         )
 
-    async def finish(self, claim: Claim, attempt: Attempt) -> None:
-        if attempt.delivered:
-            state = DELIVERED
-        else:
-            state = PENDING if attempt.next_attempt_at is not None else FAILED
-        await self.attempts.insert_one(
-            {
-                "_id": id_at(attempt.at),
-                "workspaceId": claim.workspace_id,
-                "endpointId": claim.endpoint_id,
-                "deliveryId": claim.delivery_id,
-                "eventId": claim.event_id,
-                "eventType": claim.event_type,
-                "attempt": claim.attempt,
-                "at": attempt.at,
-                "statusCode": attempt.status_code,
-                "durationMs": attempt.duration_ms,
-                "error": attempt.error,
-                "nextAttemptAt": attempt.next_attempt_at,
-            }
-        )
-        # Only while the lease holds: an attempt that outlived it was taken over.
-        await self.col.update_one(
-            {"_id": claim.delivery_id, "leaseToken": claim.token, "state": PENDING},
-            {
-                "$set": {
-                    "state": state,
+    async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:
+        if not results:
+            return
+        attempts, updates, endpoints = [], [], {}
+        slots: list[UpdateOne] = []
+        for claim, attempt in results:
+            if attempt.delivered:
+                state = DELIVERED
+            else:
+                state = PENDING if attempt.next_attempt_at is not None else FAILED
+            attempts.append(
+                {
+                    "_id": id_at(attempt.at),
+                    "workspaceId": claim.workspace_id,
+                    "endpointId": claim.endpoint_id,
+                    "deliveryId": claim.delivery_id,
+                    "eventId": claim.event_id,
+                    "eventType": claim.event_type,
+                    "attempt": claim.attempt,
+                    "at": attempt.at,
+                    "statusCode": attempt.status_code,
+                    "durationMs": attempt.duration_ms,
+                    "error": attempt.error,
                     "nextAttemptAt": attempt.next_attempt_at,
-                    "updatedAt": attempt.at,
-                },
-                "$unset": {"leaseToken": "", "leaseUntil": ""},
-            },
-        )
-        if claim.slot is not None:
-            await self._free_slot(claim.workspace_id, claim.endpoint_id, claim.slot, claim.until)
-        held = {"_id": claim.endpoint_id, "workspaceId": claim.workspace_id}
-        if attempt.delivered:
-            await self.endpoints.update_one(
-                {**held, "failingSince": {"$ne": None}}, {"$set": {"failingSince": None}}
+                }
             )
-        else:
-            await self.endpoints.update_one(
-                {**held, "failingSince": None}, {"$set": {"failingSince": attempt.at}}
+            # Only while the lease holds: an attempt that outlived it was taken over.
+            updates.append(
+                UpdateOne(
+                    {"_id": claim.delivery_id, "leaseToken": claim.token, "state": PENDING},
+                    {
+                        "$set": {
+                            "state": state,
+                            "nextAttemptAt": attempt.next_attempt_at,
+                            "updatedAt": attempt.at,
+                        },
+                        "$unset": {"leaseToken": "", "leaseUntil": ""},
+                    },
+                )
             )
+            if claim.slot is not None:
+                slots.append(
+                    UpdateOne(
+                        {
+                            "_id": claim.endpoint_id,
+                            "workspaceId": claim.workspace_id,
+                            f"slots.{claim.slot}": claim.until,
+                        },
+                        {"$unset": {f"slots.{claim.slot}": ""}},
+                    )
+                )
+            endpoints[(claim.endpoint_id, claim.workspace_id)] = (attempt.delivered, attempt.at)
+        await self.attempts.insert_many(attempts, ordered=False)
+        await self.col.bulk_write(updates, ordered=False)
+        for (endpoint_id, workspace_id), (delivered, at) in endpoints.items():
+            held = {"_id": endpoint_id, "workspaceId": workspace_id}
+            if delivered:
+                slots.append(
+                    UpdateOne(
+                        {**held, "failingSince": {"$ne": None}}, {"$set": {"failingSince": None}}
+                    )
+                )
+            else:
+                slots.append(
+                    UpdateOne({**held, "failingSince": None}, {"$set": {"failingSince": at}})
+                )
+        # One at a time per endpoint document: in order, so no update waits on another.
+        await self.endpoints.bulk_write(slots, ordered=True)
 
     async def page(
         self, workspace_id: str, endpoint_id: str, after: Position | None, page_size: int

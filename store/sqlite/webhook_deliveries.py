@@ -157,54 +157,63 @@ class WebhookDeliveries:
 
         return await self.engine.write(claim)
 
-    async def finish(self, claim: Claim, attempt: Attempt) -> None:
-        at, next_at = ms(attempt.at), ms(attempt.next_attempt_at)
-        if attempt.delivered:
-            state = DELIVERED
-        else:
-            state = PENDING if attempt.next_attempt_at is not None else FAILED
-        row = (
-            id_at(attempt.at),
-            claim.workspace_id,
-            claim.endpoint_id,
-            claim.delivery_id,
-            claim.event_id,
-            claim.event_type,
-            claim.attempt,
-            at,
-            attempt.status_code,
-            attempt.duration_ms,
-            attempt.error,
-            next_at,
-        )
+    async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:
+        rows, updates, endpoints = [], [], {}
+        for claim, attempt in results:
+            at, next_at = ms(attempt.at), ms(attempt.next_attempt_at)
+            if attempt.delivered:
+                state = DELIVERED
+            else:
+                state = PENDING if attempt.next_attempt_at is not None else FAILED
+            rows.append(
+                (
+                    id_at(attempt.at),
+                    claim.workspace_id,
+                    claim.endpoint_id,
+                    claim.delivery_id,
+                    claim.event_id,
+                    claim.event_type,
+                    claim.attempt,
+                    at,
+                    attempt.status_code,
+                    attempt.duration_ms,
+                    attempt.error,
+                    next_at,
+                )
+            )
+            updates.append((state, next_at, at, claim.delivery_id, claim.token, PENDING))
+            # The endpoint's latest outcome in this batch decides its failingSince.
+            endpoints[(claim.endpoint_id, claim.workspace_id)] = (attempt.delivered, at)
 
         def finish(conn: sqlite3.Connection) -> None:
-            conn.execute(
+            conn.executemany(
                 f"INSERT INTO webhook_attempts ({ATTEMPT_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
+                rows,
             )
             # Only while the lease holds: an attempt that outlived it was taken over.
-            conn.execute(
+            conn.executemany(
                 "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = ?, leaseToken = NULL, "
                 'leaseUntil = NULL, updatedAt = ? WHERE "_id" = ? AND leaseToken = ? '
                 "AND state = ?",
-                (state, next_at, at, claim.delivery_id, claim.token, PENDING),
+                updates,
             )
-            if attempt.delivered:
-                conn.execute(
-                    "UPDATE webhook_endpoints SET failingSince = NULL "
-                    'WHERE "_id" = ? AND workspaceId = ? AND failingSince IS NOT NULL',
-                    (claim.endpoint_id, claim.workspace_id),
-                )
-            else:
-                conn.execute(
-                    "UPDATE webhook_endpoints SET failingSince = ? "
-                    'WHERE "_id" = ? AND workspaceId = ? AND failingSince IS NULL',
-                    (at, claim.endpoint_id, claim.workspace_id),
-                )
+            for (endpoint_id, workspace_id), (delivered, at) in endpoints.items():
+                if delivered:
+                    conn.execute(
+                        "UPDATE webhook_endpoints SET failingSince = NULL "
+                        'WHERE "_id" = ? AND workspaceId = ? AND failingSince IS NOT NULL',
+                        (endpoint_id, workspace_id),
+                    )
+                else:
+                    conn.execute(
+                        "UPDATE webhook_endpoints SET failingSince = ? "
+                        'WHERE "_id" = ? AND workspaceId = ? AND failingSince IS NULL',
+                        (at, endpoint_id, workspace_id),
+                    )
 
-        await self.engine.write(finish)
+        if rows:
+            await self.engine.write(finish)
 
     async def page(
         self, workspace_id: str, endpoint_id: str, after: Position | None, page_size: int
