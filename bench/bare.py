@@ -3,7 +3,7 @@ query and the same JSON encoding as the API handler they stand beside, and nothi
 authentication, rate limiting, request id, validation or access log). They run in the API's
 process on a second port, on the same store, so the ratio API/bare is the cost of the API's
 hot path. Also the bench-only endpoints: the database round-trip counters, a call insert
-through the store's write path, and the switch of the store's event writing (P7)."""
+through the store's write path, and the switch of the store's event writing (P8)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class BareRecordingRef(BareHandler):
 class BareCallInsert(BareHandler):
     """POST /bench/call: one finished call recorded through the store's write path
     (`store.calls.create`: the call, its timeline entry, its counts and its events), the write
-    P7b measures with event writing on and off."""
+    P8b measures with event writing on and off."""
 
     async def post(self) -> None:
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -87,7 +87,7 @@ class BareCallInsert(BareHandler):
 
 class EventWriting(tornado.web.RequestHandler):
     """GET /bench/events?writing=on|off: switch the store's event writing (the bench-only
-    mechanism behind P7's comparison; nothing in the service's configuration can do it)."""
+    mechanism behind P8's comparison; nothing in the service's configuration can do it)."""
 
     def initialize(self, store) -> None:
         self.store = store

@@ -9,9 +9,11 @@ the same run, printed as one table of ratios with targets.
 - P5a, P5b contact uploads of 10 and 100 contacts: database round trips per request against
   an upload of 1 (they must not grow with the upload).
 - P6 the API's RSS while a 100,000-activity timeline streams.
-- P7a, P7b what recording events costs a write: a contact upload of 100 contacts and a call
+- P7a, P7b what sqlite_synchronous=full (every commit on disk before the answer) costs an upload
+  of 100 contacts and a list creation, against normal, two servers on two files side by side.
+- P8a, P8b what recording events costs a write: a contact upload of 100 contacts and a call
   insert with event writing on against off (a bench-only switch), interleaved in one run.
-- P8 GET /v1/events?pageSize=100 a million events deep against page 1.
+- P9 GET /v1/events?pageSize=100 a million events deep against page 1.
 - P10a, P10b webhooks (bench/webhooks.py): deliveries per second from one API process against
   a bare aiohttp loop posting the same pre-signed bodies, and the lag from a write's
   acknowledgement to its delivery at 100 writes per second.
@@ -64,7 +66,8 @@ FIGURES = {
     "P5": ("P5a", "P5b"),
     "P6": ("P6",),
     "P7": ("P7a", "P7b"),
-    "P8": ("P8",),
+    "P8": ("P8a", "P8b"),
+    "P9": ("P9",),
     "P10": ("P10a", "P10b"),
     "S1": ("S1",),
     "S2": ("S2",),
@@ -102,9 +105,11 @@ class Settings:
     slow_seconds: float = 30.0
     activities: int = 100_000
     p6_runs: int = 2
-    p7_rounds: int = 12  # per side, interleaved (on off off on ...)
-    p7_uploads: int = 8  # uploads of 100 contacts per side and round
-    p7_inserts: int = 200  # call inserts per side and round
+    p7_rounds: int = 8
+    p7_requests: dict = dataclasses.field(default_factory=lambda: {"upload": 10, "create": 40})
+    p8_rounds: int = 12  # per side, interleaved (on off off on ...)
+    p8_uploads: int = 8  # uploads of 100 contacts per side and round
+    p8_inserts: int = 200  # call inserts per side and round
     events: int = 1_000_000
 
 
@@ -127,8 +132,10 @@ QUICK = Settings(
     activities=2000,
     p6_runs=1,
     p7_rounds=2,
-    p7_uploads=2,
-    p7_inserts=10,
+    p7_requests={"upload": 2, "create": 3},
+    p8_rounds=2,
+    p8_uploads=2,
+    p8_inserts=10,
     events=5000,
 )
 
@@ -789,6 +796,97 @@ async def bench_p6(bench: Bench, server: Process) -> list[Row]:
     ]
 
 
+P7_MODES = ("full", "normal")
+
+
+async def bench_p7(bench: Bench) -> list[Row]:
+    """The same writes against two servers, one on a SQLite file with synchronous=full, one
+    with synchronous=normal (files side by side in the run's directory), in interleaved rounds
+    (ABBA), one request at a time: what making every commit durable before its answer costs."""
+    s = bench.settings
+    servers = {
+        mode: bench.start_server(
+            f"server-p7-{mode}",
+            "--users",
+            "2",
+            "--sqlite-path",
+            str(bench.workdir / f"p7-{mode}.sqlite3"),
+            "--synchronous",
+            mode,
+        )
+        for mode in P7_MODES
+    }
+    run = uuid.uuid4().hex[:8]
+    counter = [0]
+
+    def requests(server: Process, kind: str):
+        info = server.info
+        port = info["api_port"]
+        headers = {"Authorization": f"Bearer {info['key']}", "Content-Type": "application/json"}
+
+        def make(_: int) -> bytes:
+            counter[0] += 100
+            if kind == "upload":  # every contact new
+                path = f"/v1/lists/{info['listId']}/contacts"
+                body = upload_body(counter[0], 100, run)
+            else:
+                path = "/v1/lists"
+                body = json.dumps({"name": f"p7-{counter[0]}", "ownerUserId": info["ownerUserId"]})
+                body = body.encode()
+            return request_bytes("POST", path, HOST, port, headers, body)
+
+        return port, make
+
+    latencies = {(mode, kind): [] for mode in P7_MODES for kind in ("upload", "create")}
+    errors = 0
+    for mode in P7_MODES:  # warm-up: imports, caches, the files' first pages
+        for kind in ("upload", "create"):
+            port, make = requests(servers[mode], kind)
+            await run_load(HOST, port, make, connections=1, duration=30, max_requests=2)
+    for round_index in range(s.p7_rounds):
+        order = P7_MODES if round_index % 2 == 0 else P7_MODES[::-1]
+        for mode in order:
+            for kind in ("upload", "create"):
+                port, make = requests(servers[mode], kind)
+                load = await run_load(
+                    HOST, port, make, connections=1, duration=60, max_requests=s.p7_requests[kind]
+                )
+                latencies[mode, kind].extend(load.latencies)
+                errors += load.errors + sum(
+                    n for status, n in load.statuses.items() if status not in (200, 201)
+                )
+    for server in servers.values():
+        server.stop()
+    rows = []
+    for row_id, kind, what in zip(
+        FIGURES["P7"],
+        ("upload", "create"),
+        ("POST /lists/{id}/contacts, 100 new contacts", "POST /lists"),
+        strict=True,
+    ):
+        full = percentile(latencies["full", kind], 0.5)
+        normal = percentile(latencies["normal", kind], 0.5)
+        rows.append(
+            Row(
+                row_id,
+                f"{what}: synchronous=full vs normal, p50",
+                f"full {ms(full)} (p99 {ms(percentile(latencies['full', kind], 0.99))})",
+                "INFO: the price of durability",
+                "INFO" if not errors else f"ERRORS ({errors})",
+                baseline=f"normal {ms(normal)} "
+                f"(p99 {ms(percentile(latencies['normal', kind], 0.99))})",
+                ratio=f"x{full / normal:.2f}, {'+' if full >= normal else '-'}"
+                f"{ms(abs(full - normal))}",
+                data={
+                    "full_p50_ms": full * 1000,
+                    "normal_p50_ms": normal * 1000,
+                    "requests": len(latencies["full", kind]),
+                },
+            )
+        )
+    return rows
+
+
 def count_activities(body: bytes) -> int | None:
     """The length of the longest array in the document (the timeline)."""
     try:
@@ -815,7 +913,7 @@ async def set_event_writing(server: Process, on: bool) -> None:
         raise RuntimeError(f"{path}: {result.status}")
 
 
-async def bench_p7(bench: Bench, server: Process) -> list[Row]:
+async def bench_p8(bench: Bench, server: Process) -> list[Row]:
     """What recording events costs a write, as the time one write takes: a contact upload of
     100 contacts (through the API) and a call insert (the store's write path behind a bare
     handler), one request at a time, with event writing on and off in rounds interleaved on off
@@ -834,15 +932,15 @@ async def bench_p7(bench: Bench, server: Process) -> list[Row]:
 
     insert = request_bytes("POST", "/bench/call", HOST, bare_port, body=b"")
     writes = {
-        "upload": (api_port, upload, s.p7_uploads, 200),
-        "insert": (bare_port, lambda i: insert, s.p7_inserts, 201),
+        "upload": (api_port, upload, s.p8_uploads, 200),
+        "insert": (bare_port, lambda i: insert, s.p8_inserts, 201),
     }
     p50s: dict[tuple[str, bool], list[float]] = {(w, on): [] for w in writes for on in (1, 0)}
     errors = 0
     try:
         for port, make, _, _ in writes.values():  # warm-up: imports, caches, statements
             await run_load(HOST, port, make, connections=1, duration=30, max_requests=3)
-        for round_index in range(s.p7_rounds):
+        for round_index in range(s.p8_rounds):
             for on in (True, False) if round_index % 2 == 0 else (False, True):
                 await set_event_writing(server, on)
                 for write, (port, make, count, status) in writes.items():
@@ -869,12 +967,12 @@ async def bench_p7(bench: Bench, server: Process) -> list[Row]:
         )
 
     return [
-        row("P7a", "upload", "POST /lists/{id}/contacts, 100 contacts: events on vs off"),
-        row("P7b", "insert", "call insert (the store's write path): events on vs off"),
+        row("P8a", "upload", "POST /lists/{id}/contacts, 100 contacts: events on vs off"),
+        row("P8b", "insert", "call insert (the store's write path): events on vs off"),
     ]
 
 
-async def bench_p8(bench: Bench, server: Process) -> list[Row]:
+async def bench_p9(bench: Bench, server: Process) -> list[Row]:
     """GET /v1/events?pageSize=100 at the feed's start against the same a million events deep
     (by cursor), side by side on one server."""
     s = bench.settings
@@ -903,7 +1001,7 @@ async def bench_p8(bench: Bench, server: Process) -> list[Row]:
     result = "ERRORS: " + "; ".join(problems) if problems else None
     return [
         Row(
-            "P8",
+            "P9",
             f"GET /events?pageSize=100, {s.events:,} events deep vs page 1",
             "deep " + deep.describe(),
             "<= 1.2",
@@ -931,7 +1029,7 @@ async def run_all(
     try:
         # 1. Request rates and round trips, on one server (P4, P5, P3) and P1's throughput.
         available = probe_features()
-        if only & {"P1", "P3", "P4", "P5", "P7"}:
+        if only & {"P1", "P3", "P4", "P5", "P8"}:
             args = ["--users", str(settings.users)]
             if available["calls"]:
                 args += ["--calls", str(settings.calls)]
@@ -956,8 +1054,8 @@ async def run_all(
                 )
             if "P5" in only:
                 rows += await bench_p5(bench, main)
-            if "P7" in only:
-                rows += await bench_p7(bench, main)
+            if "P8" in only:
+                rows += await bench_p8(bench, main)
             if "P1" in only:
                 rows += (
                     await bench_p1(bench, main)
@@ -1008,11 +1106,13 @@ async def run_all(
                         "NOT RUN: no GET /v1/prospect-activities yet",
                     )
                 )
-        if "P8" in only:  # its own server: a feed a million events deep
+        if "P7" in only:
+            rows += await bench_p7(bench)
+        if "P9" in only:  # its own server: a feed a million events deep
             server = bench.start_server(
-                "server-p8", "--users", "2", "--events", str(settings.events)
+                "server-p9", "--users", "2", "--events", str(settings.events)
             )
-            rows += await bench_p8(bench, server)
+            rows += await bench_p9(bench, server)
             server.stop()
         if "P10" in only:  # its own serve process, receiver and SQLite file
             from bench import webhooks

@@ -52,7 +52,7 @@ async def _seed(store, auth, users, calls, recordings, activities) -> dict:
         "ownerUserId": owner,
         "listId": target["id"],
         "userIds": [p["id"] for p in people],
-        "calleeId": await _prospect(store, wid, "callee-live"),  # of P7b's calls
+        "calleeId": await _prospect(store, wid, "callee-live"),  # of P8b's calls
     }
     if calls or recordings:
         info.update(
@@ -166,7 +166,7 @@ async def _prospect(store, wid: str, name: str) -> str:
 
 
 async def seed_events(store, wid: str, count: int) -> dict:
-    """`count` events written straight into the SQLite store's events table (P8: a feed a
+    """`count` events written straight into the SQLite store's events table (P9: a feed a
     million events deep, built in seconds rather than by a million writes), one every 0.8 s
     up to a minute ago, of every type in turn, each carrying a call's record. Their ids and
     instants are made like recorded ones (store.events.EventClock's layout)."""

@@ -4,6 +4,7 @@ same process and on the same store.
 
     python -m bench.server [--users 25] [--calls 2000] [--recording REF=BYTES ...]
                            [--activities 100000] [--events 1000000] [--provider-url URL ...]
+                           [--sqlite-path FILE --synchronous full|normal]
 
 Once listening it prints one JSON line on stdout (ports, key, seeded ids, features) and runs
 until SIGTERM. Logs go to stderr, as in production (the harness sends them to a file).
@@ -30,8 +31,13 @@ BENCH_RATE_LIMIT = 1_000_000_000
 
 
 def bench_config(args):
+    sqlite_path = getattr(args, "sqlite_path", None)  # bench.streams' arguments have none
     environ = {
-        "MONGODB_URI": "memory",
+        # A throwaway file, or with --sqlite-path a file kept there, synced as --synchronous
+        # says (a throwaway file is never synced: bench P7 measures what syncing costs).
+        "MONGODB_URI": "" if sqlite_path else "memory",
+        "WSAPI_SQLITE_PATH": sqlite_path or "",
+        "WSAPI_SQLITE_SYNCHRONOUS": getattr(args, "synchronous", "full"),
         "WSAPI_HOST": "127.0.0.1",
         "WSAPI_RATE_LIMIT_PER_MINUTE": str(args.rate_limit),
         "WSAPI_LOG_LEVEL": "info",
@@ -120,12 +126,14 @@ def parse_args(argv=None):
         help="activities of one prospect (for GET /prospect-activities)",
     )
     parser.add_argument(
-        "--events", type=int, default=0, help="events in the feed, written directly (P8)"
+        "--events", type=int, default=0, help="events in the feed, written directly (P9)"
     )
     parser.add_argument("--provider-url")
     parser.add_argument("--provider-account")
     parser.add_argument("--provider-token")
     parser.add_argument("--rate-limit", type=int, default=BENCH_RATE_LIMIT)
+    parser.add_argument("--sqlite-path", help="a SQLite file instead of a throwaway one")
+    parser.add_argument("--synchronous", choices=("full", "normal"), default="full")
     return parser.parse_args(argv)
 
 

@@ -70,6 +70,7 @@ class Operation:
     description: str
     tag: str
     auth: bool
+    scope: str | None  # the key scope it needs (x-required-scope); None: none, or any key
     params: list[Param]
     body: list[dict] | None
     body_tree: list[Node]
@@ -147,6 +148,7 @@ class View:
             description=op.get("description", ""),
             tag=op["tags"][0],
             auth=op.get("security") != [],
+            scope=op.get("x-required-scope"),
             params=[self.param(p) for p in op.get("parameters", [])],
             body=self.type_parts(body["schema"]) if body else None,
             body_tree=self.tree(body["schema"]) if body else [],

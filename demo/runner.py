@@ -1,8 +1,8 @@
 """The `workspace-api demo` process: the API on the embedded store, seeded with the demo data
 (or serving a kept data file), with the simulated telephony provider beside it.
 
-It writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey"}]} once it serves,
-prints the banner, runs the admin console on its standard input and, with
+It writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey", "readOnlyApiKey"}]}
+once it serves, prints the banner, runs the admin console on its standard input and, with
 `--live-calls-per-minute N`, the live writer; Ctrl-C stops it all.
 """
 
@@ -23,7 +23,7 @@ from tornado.netutil import bind_sockets
 from demo.console import admin_console
 from demo.data import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Scale
 from demo.live import live_writer
-from demo.seeding import Progress, anchor, estimate, seed
+from demo.seeding import Progress, anchor, demo_keys, estimate, seed
 from server.app import freeze_heap, http_server, make_app, open_services
 from server.config import Config, env_name, validate_webhooks
 from server.event_sweep import EventSweeper
@@ -77,16 +77,15 @@ def run_demo(config: Config, args: argparse.Namespace) -> int:
 async def _demo(config: Config, args: argparse.Namespace) -> None:
     store, auth = await open_services(config)
     existing = await store.workspaces.list()
-    if existing:  # a kept data file: nothing is seeded again; every workspace gets a new key
+    if existing:  # a kept data file: nothing is seeded again; every workspace gets new keys
         log.info(
             "using the data in %s (%d workspaces); issuing fresh demo keys",
             args.data,
             len(existing),
         )
-        workspaces = []
-        for workspace in existing:
-            _, key = await auth.create(workspace["id"], "demo key")
-            workspaces.append({"id": workspace["id"], "name": workspace["name"], "apiKey": key})
+        workspaces = [
+            {"id": w["id"], "name": w["name"], **await demo_keys(auth, w["id"])} for w in existing
+        ]
     else:
         scale = Scale(calls=args.calls, prospects=args.prospects, timeline=args.timeline)
         progress = Progress(estimate(scale))
@@ -128,6 +127,7 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
         await stop(writer)
         await webhooks.stop(config.shutdown_timeout_seconds)
         await sweeper.stop()
+        await auth.usage.stop()
         await events.stop()
 
 
@@ -189,7 +189,8 @@ def banner(
         f"Workspace Data API demo ({kept})",
         f"  Base URL : {origin}/v1",
         f"  Console  : {origin}/reference",
-        f"  API key  : {key}  ({workspaces[0]['name']})",
+        f"  API key  : {key}  ({workspaces[0]['name']}; scopes read, write)",
+        f"  Read-only: {workspaces[0]['readOnlyApiKey']}  (scope read: GETs only)",
         f"  All keys : {keys_file}",
         *([f"  Live     : {live} new calls a minute in each workspace"] if live else []),
         "",

@@ -141,6 +141,14 @@ async def _write_calls(
     )
 
 
+async def demo_keys(auth: Any, workspace_id: str) -> dict[str, str]:
+    """A new pair of demo keys for a workspace: "apiKey" (the default scopes, read and write)
+    and "readOnlyApiKey" (read only: what a dashboard or someone exploring should hold)."""
+    _, key = await auth.create(workspace_id, "demo key")
+    _, read_only = await auth.create(workspace_id, "demo read-only key", frozenset({"read"}))
+    return {"apiKey": key, "readOnlyApiKey": read_only}
+
+
 async def seed(
     store: Any,
     auth: Any,
@@ -150,8 +158,8 @@ async def seed(
     progress: Progress | None = None,
 ) -> list[dict]:
     """Create the demo workspaces in `store` (opened by store.database.open_store), each with
-    a key from `auth` (a server.auth.KeyService); returns [{"id", "name", "apiKey"}]. Same
-    seed, same data.
+    its keys from `auth` (a server.auth.KeyService); returns [{"id", "name", "apiKey",
+    "readOnlyApiKey"}]. Same seed, same data.
 
     The first workspace gets `scale`, the second about a tenth of it. In the first, the
     prospect LONG_TIMELINE_CONTACT has `scale.timeline` extra activities, and the workspace's
@@ -247,8 +255,7 @@ async def _seed(
                 # The third-newest: the console pre-fills the newest call, which should play.
                 recorded[-min(3, len(recorded))]["recordingRef"] = MISSING_RECORDING_REF
         await _write_calls(progress, store, wid, pending, call_timeline(rng, wid, pending, status))
-        _, key = await auth.create(wid, "demo key")
-        result.append({"id": wid, "name": spec["name"], "apiKey": key})
+        result.append({"id": wid, "name": spec["name"], **await demo_keys(auth, wid)})
     progress.advance(progress.total, "done")
     progress.close()
     return result

@@ -1,8 +1,13 @@
 """APIHandler: authentication, rate limit, request ids, strict JSON in, JSON out, one error shape.
 
-Handlers subclass it, declare `query_schemas` / `body_schemas` per method, read `self.query`,
-`self.body` and `self.workspace_id`, call the store, and `send_json` the result. Errors are
-raised as `APIError` (handlers.errors; or escape as exceptions), rendered only by `write_error`.
+Handlers subclass it, declare `query_schemas` / `body_schemas` and the `scopes` a key needs
+per method, read `self.query`, `self.body`, `self.key` and `self.workspace_id`, call the store,
+and `send_json` the result. Errors are raised as `APIError` (handlers.errors; or escape as
+exceptions), rendered only by `write_error`.
+
+A request passes, in order: the method (405), the body size (413), the key (401), the
+workspace's rate limit (429; counted from here on), the key's scope (403), the query (400), the
+body (400, 415).
 """
 
 from __future__ import annotations
@@ -18,12 +23,22 @@ from tornado.httputil import HTTPServerRequest
 from tornado.web import Application, HTTPError, RequestHandler
 
 from handlers import jsonio
-from handlers.errors import UUID, APIError, invalid, not_found, path_uuid
+from handlers.errors import UUID, APIError, invalid, invalid_cursor, not_found, path_uuid
 from schemas.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
 from store.contract import Store
-from store.errors import StoreUnavailable
+from store.errors import StoreDamaged, StoreUnavailable
+from store.keys import SCOPES, ActiveKey, KeyExpired, ordered
 
-__all__ = ["UUID", "APIError", "APIHandler", "NotFoundHandler", "invalid", "not_found", "path_uuid"]
+__all__ = [
+    "ANY_SCOPE",
+    "UUID",
+    "APIError",
+    "APIHandler",
+    "NotFoundHandler",
+    "invalid",
+    "not_found",
+    "path_uuid",
+]
 
 log = logging.getLogger("workspace_api")
 
@@ -33,9 +48,15 @@ JSON_TYPE = re.compile(r"^application/json\s*(;\s*charset\s*=\s*\"?utf-8\"?\s*)?
 INTEGER = re.compile(r"-?[0-9]+")
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 NO_QUERY = "/schemas/queries/none.json"
+CURSOR_PARAMETER = "/schemas/parameters/cursor.json"
+MALFORMED_CURSOR = "the cursor is malformed"  # as store.cursors says of one it cannot read
 # The store's StoreUnavailable (every backend), and a deadline that ran out around a store call.
 DB_DOWN = (StoreUnavailable, TimeoutError)
 RETRY_AFTER_DB = "5"
+REALM = 'Bearer realm="workspace-api"'
+# A handler's `scopes` value for a method any valid key may use, whatever its scopes (GET
+# /v1/api-key: a key describing itself).
+ANY_SCOPE = "any"
 
 
 _ID_PREFIX: str
@@ -55,6 +76,17 @@ _new_id_source()
 os.register_at_fork(after_in_child=_new_id_source)
 
 
+def db_reason(exc: BaseException) -> str:
+    """Why the database failed a request, for its log line: the store's message (the
+    database's own reason: SQLite's message and code, or the driver's error class and message;
+    never data or credentials), or the kind of time-out."""
+    if isinstance(exc, StoreDamaged):  # explained once, in full, when it was found
+        return "the database file is damaged (logged in full when it was found)"
+    if isinstance(exc, StoreUnavailable):
+        return str(exc) or type(exc).__name__
+    return f"no answer in time ({type(exc).__name__})"
+
+
 class UnparsedBodyRequest(HTTPServerRequest):
     """A request whose body Tornado leaves alone: it would parse form-encoded and multipart
     bodies (and answer a bare 400 for a broken one) before the key is checked. Bodies here are
@@ -68,9 +100,29 @@ class APIHandler(RequestHandler):
     auth_required = True
     query_schemas: dict[str, str] = {}
     body_schemas: dict[str, str] = {}
+    # The one scope (store.keys.SCOPES) a key needs for each method the handler serves: `read`
+    # for GET and HEAD; `write` for the integrator's writes (lists, contacts, webhook
+    # endpoints); `ingest` for the dialer's (calls, activities). A handler with a write declares
+    # its whole table, e.g. {"GET": "read", "HEAD": "read", "POST": "write"}; a served method
+    # missing from it is an error when the class is defined.
+    scopes: dict[str, str] = {"GET": "read", "HEAD": "read"}
+    key: ActiveKey  # set by authenticate(), like workspace_id
     workspace_id: str  # set by authenticate(), before any method of a handler that needs a key
     query: dict = {}
     body: Any = None  # the validated JSON body
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.auth_required:
+            return
+        for method in cls.allowed_methods():
+            needed = cls.scopes.get(method)
+            if needed is None:
+                raise TypeError(
+                    f"{cls.__name__} serves {method} without a scope: add it to its `scopes`"
+                )
+            if needed not in (*SCOPES, ANY_SCOPE):
+                raise TypeError(f"{cls.__name__}.scopes[{method!r}]: unknown scope {needed!r}")
 
     def __init__(self, application: Application, request: HTTPServerRequest, **kwargs: Any) -> None:
         if type(request) is HTTPServerRequest:
@@ -132,6 +184,7 @@ class APIHandler(RequestHandler):
                 )
             await self.authenticate()
             await self.check_rate_limit()
+            self.check_scope()
         self.query = self.validated_query()
         schema = self.body_schemas.get(self.request.method)
         if schema:
@@ -143,17 +196,43 @@ class APIHandler(RequestHandler):
             raise APIError(
                 "unauthorized",
                 "send the API key as Authorization: Bearer <key>",
-                headers={"WWW-Authenticate": 'Bearer realm="workspace-api"'},
+                headers={"WWW-Authenticate": REALM},
             )
         match = BEARER.match(header)
-        workspace = match and await self.settings["auth"].authenticate(match.group(1))
-        if not workspace:
+        try:
+            key = match and await self.settings["auth"].authenticate(match.group(1))
+        except KeyExpired:
+            raise APIError(
+                "unauthorized",
+                "the API key has expired; ask your workspace's operator for a new key",
+                headers={
+                    "WWW-Authenticate": f'{REALM}, error="invalid_token", '
+                    'error_description="The API key expired"'
+                },
+            ) from None
+        if not key:
             raise APIError(
                 "unauthorized",
                 "the API key is malformed, unknown or revoked",
-                headers={"WWW-Authenticate": 'Bearer realm="workspace-api", error="invalid_token"'},
+                headers={"WWW-Authenticate": f'{REALM}, error="invalid_token"'},
             )
-        self.workspace_id = workspace
+        self.key = key
+        self.workspace_id = key.workspace_id
+
+    def check_scope(self) -> None:
+        """403 `insufficient_scope` (RFC 6750 3.1) when the key's scopes do not allow the method;
+        after the rate-limit count (a refused request counts), before the body is read."""
+        method = self.request.method or ""
+        needed = self.scopes.get(method)
+        if needed == ANY_SCOPE or needed in self.key.scopes:
+            return
+        held = ", ".join(ordered(self.key.scopes))
+        raise APIError(
+            "insufficient_scope",
+            f"{method} {self.request.path} needs an API key with the scope "
+            f"`{needed}`; this key has {held}",
+            headers={"WWW-Authenticate": f'{REALM}, error="insufficient_scope", scope="{needed}"'},
+        )
 
     async def check_rate_limit(self) -> None:
         """Count the request against its workspace's limit (server.ratelimit); 429 when over."""
@@ -195,8 +274,20 @@ class APIHandler(RequestHandler):
             name = error["pointer"][2:].split("/")[0]
             errors.append({"parameter": name, "detail": error["detail"]})
         if errors:
+            # A cursor the schema refuses (wrong characters or shape, too long) is one the API
+            # did not make: the same 400 `invalid_cursor` as an altered or another's cursor
+            # (handlers.pagination), on every endpoint whose query uses the shared parameter.
+            cursors = {
+                name
+                for name, prop in schema.get("properties", {}).items()
+                if prop.get("$ref") == CURSOR_PARAMETER
+            }
             for error in errors:
                 error["pointer"] = "#/query/" + error["parameter"]
+                if error["parameter"] in cursors:
+                    error["detail"] = MALFORMED_CURSOR
+            if all(error["parameter"] in cursors for error in errors):
+                raise invalid_cursor(MALFORMED_CURSOR, errors[0]["parameter"])
             raise invalid(errors)
         return values
 
@@ -229,7 +320,8 @@ class APIHandler(RequestHandler):
             for name, value in exc.headers.items():
                 self.set_header(name, value)
         elif isinstance(exc, DB_DOWN):
-            code, detail, errors = "service_unavailable", "the database is not reachable", None
+            # The database's own reason goes to the log (log_exception), never to the client.
+            code, detail, errors = "service_unavailable", "the database is not available", None
             self.set_header("Retry-After", RETRY_AFTER_DB)
         else:
             code = CODE_FOR_STATUS.get(
@@ -268,8 +360,7 @@ class APIHandler(RequestHandler):
         if isinstance(value, APIError | HTTPError):
             return
         if isinstance(value, DB_DOWN):
-            cause = type(value.__cause__ or value).__name__  # the backend's error, never its text
-            log.warning("database unavailable: %s (request %s)", cause, self.request_id)
+            log.warning("database unavailable: %s (request %s)", db_reason(value), self.request_id)
             return
         log.error("unhandled error in request %s", self.request_id, exc_info=value)
 

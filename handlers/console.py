@@ -11,6 +11,7 @@ import jinja2
 from tornado.web import HTTPError, StaticFileHandler
 
 from console.view import View
+from handlers import ranges
 from handlers.base import APIHandler
 from handlers.openapi import openapi_document
 
@@ -109,9 +110,54 @@ class StaticHandler(APIHandler, StaticFileHandler):
         if path not in console_pages(self.settings).versions:
             raise HTTPError(404)
         try:
-            await super().get(path, include_body)
+            span = self.wanted_span((STATIC / path).stat().st_size)
+            if span is None:
+                await super().get(path, include_body)
+            else:
+                await self.get_span(path, *span, include_body)
         except HTTPError as exc:  # outside the folder, or not a file: simply not found
             raise HTTPError(404 if exc.status_code == 403 else exc.status_code) from exc
+
+    def wanted_span(self, size: int) -> tuple[int, int, int] | None:
+        """The first and last byte the Range header asks for, judged as the API judges it
+        (handlers/ranges.py: an end past the end is the last byte, whatever its digits), and
+        the size; None for the whole file. What cannot be satisfied is a 416 problem."""
+        raw = self.request.headers.get("Range")
+        if raw is None:
+            return None
+        try:
+            wanted = ranges.parse_range(raw)
+        except ranges.InvalidRange:
+            raise ranges.unsatisfiable(size, "file") from None
+        if wanted is None:  # several ranges: the whole file
+            return None
+        span = wanted.resolve(size)
+        if span is None:
+            raise ranges.unsatisfiable(size, "file")
+        return (*span, size)
+
+    async def get_span(
+        self, path: str, first: int, last: int, size: int, include_body: bool
+    ) -> None:
+        """Bytes first-last of a file as 206 (Tornado would answer a range that covers the
+        whole file with 200), with the headers and validators of the whole file."""
+        self.path = self.parse_url_path(path)
+        self.absolute_path = self.validate_absolute_path(
+            self.root, self.get_absolute_path(self.root, self.path)
+        )
+        if self.absolute_path is None:
+            return
+        self.modified = self.get_modified_time()
+        self.set_headers()
+        if self.should_return_304():
+            self.set_status(304)
+            return
+        self.set_status(206)
+        self.set_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.set_header("Content-Length", last - first + 1)
+        if include_body:
+            for chunk in self.get_content(self.absolute_path, first, last + 1):
+                self.write(chunk)
 
 
 default_handlers = [

@@ -54,3 +54,13 @@ def invalid(errors: list[dict], what: str = "request") -> APIError:
             errors,
         )
     return APIError("invalid_request", f"{where} {first['detail']}", errors)
+
+
+def invalid_cursor(reason: str, parameter: str = "cursor") -> APIError:
+    """The 400 `invalid_cursor` for a cursor the API did not make for this workspace and
+    resource (malformed, altered, or another's): `reason` says which, never more."""
+    return APIError(
+        "invalid_cursor",
+        f"{parameter}: {reason}; start again without a cursor",
+        [{"parameter": parameter, "pointer": f"#/query/{parameter}", "detail": reason}],
+    )

@@ -1,5 +1,6 @@
-"""GET /healthz (the process answers) and GET /readyz (it can serve: the database answers and
-its indexes exist). No API key; neither counts against a rate limit."""
+"""GET /healthz (the process answers) and GET /readyz (it can serve: the database answers, its
+indexes exist and it has not been found damaged; store.readiness says what is checked). No API
+key; neither counts against a rate limit."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ class ReadinessHandler(APIHandler):
             reason = "the process is shutting down"
         elif not store.indexes_ready:
             reason = "the database is not ready yet"
-        elif not await store.ping(self.settings["config"].db_timeout_seconds):
-            reason = "the database is not reachable"
+        elif found := await store.readiness(self.settings["config"].db_timeout_seconds):
+            reason = found
         else:
             self.send_json({"status": "ready"})
             return

@@ -1,21 +1,30 @@
-"""Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) for the POSTs that create.
+"""Idempotency-Key (draft-ietf-httpapi-idempotency-key-header) for the POSTs that write.
 
 A POST with `Idempotency-Key: <1 to 255 printable ASCII characters>` is safe to retry for 24
-hours. The key is claimed in the store before the handler runs (so two requests with one key
-never both run: the second gets 409 `idempotency_key_in_use` with Retry-After); the response is
-stored before it is sent (a completed status below 500: successes and client errors alike), and
-a later request with the same key, method, path and body gets it replayed (status, body and
+hours, after a crash at any point. The key is claimed in the store before the handler runs (so
+two requests with one key never both run: the second gets 409 `idempotency_key_in_use` with
+Retry-After). The handler hands its one store write `self.once`, and the store makes the
+write idempotent on it (store/idempotency.py): on SQLite the response is stored in the write's
+own transaction; on MongoDB the records the write creates take ids derived from the key, so
+an attempt after a crash finds them, and the response is stored right after. A later request
+with the same key, method, path and body gets the stored response replayed (status, body and
 Location; a problem body names the replaying request's requestId) with
-`Idempotent-Replayed: true`, writing nothing. The same key with another method, path or body is
-422 `idempotency_key_reused`. A 5xx frees the key, so the retry runs again. Keys belong to the
-workspace: another workspace's identical key is unrelated. Records live in the database, so
-this holds across processes and hosts.
+`Idempotent-Replayed: true`, writing nothing. Client errors (4xx, which write nothing) are
+stored too. The same key with another method, path or body is 422 `idempotency_key_reused`.
+A 5xx frees the key, so the retry runs again (and writes once). A claim whose process died is
+taken over at once on its host, else after LOCK. Keys belong to the workspace. Records live in
+the database, so this holds across processes and hosts.
+
+A POST joins by subclassing IdempotentHandler: decorate the method with `@idempotent`, pass
+`once=self.once` to its one store write, send the write's result with `self.answer(result)`,
+and define `reply(result)`: the response (status, JSON value, Location) that result gets.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -28,10 +37,11 @@ from handlers import jsonio
 from handlers.base import APIError, APIHandler
 from store.clock import utcnow
 from store.contract import Idempotency
+from store.idempotency import Once, Replayed, StoredResponse
 
 KEY = re.compile(r"[\x20-\x7e]{1,255}")
 TTL = dt.timedelta(hours=24)
-LOCK = dt.timedelta(seconds=60)  # a claim whose request died is taken over after this
+LOCK = dt.timedelta(seconds=60)  # a claim whose request died elsewhere is taken over after this
 Handler = Callable[..., Awaitable[None]]  # a handler's method: (self, *path arguments)
 JSON_TYPE, PROBLEM_TYPE = "application/json; charset=utf-8", "application/problem+json"
 
@@ -43,30 +53,48 @@ def fingerprint(method: str, path: str, body: object) -> str:
     return hashlib.sha256(f"{method}\0{path}\0{canonical}".encode()).hexdigest()
 
 
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """A handler's answer to its write's result."""
+
+    status: int
+    value: object
+    location: str | None = None
+
+    def stored(self) -> StoredResponse:
+        return StoredResponse(self.status, jsonio.dumps(self.value), JSON_TYPE, self.location)
+
+
 class IdempotentHandler(APIHandler):
-    """A handler whose `@idempotent` methods hold their response until it is stored."""
+    """A handler whose `@idempotent` method hands `self.once` to its store write."""
 
-    _holding = False
-    _held: tuple[object, int] | None = None
+    once: Once | None = None
 
-    def send_json(self, value: object, status: int = 200) -> None:
-        if self._holding:
-            self._held = (value, status)
-            return
-        super().send_json(value, status)
+    def reply(self, result: Any) -> Reply:
+        """The response to the write's `result`."""
+        raise NotImplementedError
 
-    def replay(self, record: dict) -> None:
+    def answer(self, result: Any) -> None:
+        """Send the response to the write's `result`: the one the store stored, when it did."""
+        once = self.once
+        self.send_stored(once.answer(result) if once else self.reply(result).stored())
+
+    def send_stored(self, response: StoredResponse, replayed: bool = False) -> None:
+        self.set_status(response.status)
+        self.set_header("Content-Type", response.content_type)
+        if response.location:
+            self.set_header("Location", response.location)
+        if replayed:
+            self.set_header("Idempotent-Replayed", "true")
+        self.finish(response.body)
+
+    def replay(self, response: StoredResponse) -> None:
         """Send a stored response again. A problem body gets this request's requestId (as
         every problem names the request it answers, for the logs); all else is as stored."""
-        body = record["body"]
-        if record["contentType"] == PROBLEM_TYPE:
-            body = jsonio.dumps({**json.loads(body), "requestId": self.request_id})
-        self.set_status(record["status"])
-        self.set_header("Content-Type", record["contentType"])
-        self.set_header("Idempotent-Replayed", "true")
-        if record.get("location"):
-            self.set_header("Location", record["location"])
-        self.finish(body)
+        if response.content_type == PROBLEM_TYPE:
+            body = jsonio.dumps({**json.loads(response.body), "requestId": self.request_id})
+            response = dataclasses.replace(response, body=body)
+        self.send_stored(response, replayed=True)
 
 
 def idempotent(method: Handler) -> Handler:
@@ -90,54 +118,51 @@ def idempotent(method: Handler) -> Handler:
             )
         records, workspace = self.store.idempotency, self.workspace_id
         mark = fingerprint(self.request.method or "", self.request.path, self.body)
-        found = await records.begin(workspace, raw, mark, utcnow(), LOCK, TTL)
-        if found is not None:
-            if found["fingerprint"] != mark:
+        now = utcnow()
+        state = await records.begin(workspace, raw, mark, now, LOCK, TTL)
+        if not state.claimed:
+            if state.fingerprint != mark:
                 raise APIError(
                     "idempotency_key_reused",
                     "this Idempotency-Key was used for a request with another method, path or body",
                 )
-            if found["status"] is None:
+            if state.response is None:
                 raise APIError(
                     "idempotency_key_in_use",
                     "a request with this Idempotency-Key is still being processed",
                     headers={"Retry-After": "1"},
                 )
-            return self.replay(found)
-        self._holding = True
+            return self.replay(state.response)
+        once = self.once = Once(
+            workspace, raw, mark, state.seed, now + TTL, lambda result: self.reply(result).stored()
+        )
         try:
             await method(self, *args)
+        except Replayed as exc:  # another attempt stored the response first: nothing written
+            return self.replay(exc.response)
         except APIError as exc:
             if exc.status >= 500:
                 await _release(records, workspace, raw)
-                raise
-            body = jsonio.dumps(self.problem_of(exc.code, exc.detail, exc.errors))
-            await _complete(records, workspace, raw, exc.status, body, PROBLEM_TYPE, None)
+            elif not once.stored:  # a client error, before any write: stored as it is
+                body = jsonio.dumps(self.problem_of(exc.code, exc.detail, exc.errors))
+                await _complete(records, workspace, raw, exc.status, body, PROBLEM_TYPE, None)
             raise
         except BaseException:
-            await _release(records, workspace, raw)
+            if not once.stored:
+                await _release(records, workspace, raw)
             raise
-        finally:
-            self._holding = False
-        if self._held is None:
-            raise RuntimeError(f"{method.__qualname__} is @idempotent but sent no JSON")
-        value, status = self._held
-        await _complete(
-            records,
-            workspace,
-            raw,
-            status,
-            jsonio.dumps(value),
-            JSON_TYPE,
-            self._headers.get("Location"),
-        )
-        self.send_json(value, status)
+        if not once.stored:
+            raise RuntimeError(
+                f"{method.__qualname__} is @idempotent but its store write did not store the "
+                "response (pass once=self.once to it)"
+            )
 
     return run
 
 
 async def _complete(records: Idempotency, workspace: str, key: str, *response: Any) -> None:
-    """Store the response; if that fails, free the key (the client sees a 5xx and retries)."""
+    """Store a client error's response; if that fails, free the key (the client sees a 5xx and
+    retries)."""
     try:
         await records.complete(workspace, key, *response)
     except BaseException:

@@ -1,21 +1,32 @@
 """Dialer lists: GET/POST /v1/lists, GET /v1/lists/{id}, POST /v1/lists/{id}/contacts."""
 
-from handlers.base import APIError, APIHandler, not_found, path_uuid
-from handlers.idempotency import IdempotentHandler, idempotent
+from handlers.base import APIError, APIHandler, invalid, not_found, path_uuid
+from handlers.idempotency import IdempotentHandler, Reply, idempotent
 from handlers.pagination import serve_page
+from handlers.params import instant
+from store.paging import Page, Window
+from store.prospects import Upload
+
+
+def list_filters(query: dict) -> dict:
+    """The filters of GET /lists (and its export) by parameter name, None when absent."""
+    return {"updatedSince": instant(query, "updatedSince")}
 
 
 class ListsHandler(IdempotentHandler):
+    scopes = {"GET": "read", "HEAD": "read", "POST": "write"}
     query_schemas = {"GET": "/schemas/queries/lists.json"}
     body_schemas = {"POST": "/schemas/requests/list-create.json"}
 
     async def get(self) -> None:
         lists = self.store.lists
 
-        async def fetch(window, filters):
-            return await lists.page(self.workspace_id, window, encoded=True)
+        async def fetch(window: Window, filters: dict) -> Page:
+            return await lists.page(
+                self.workspace_id, window, updated_since=filters.get("updatedSince"), encoded=True
+            )
 
-        await serve_page(self, "lists", {}, fetch)
+        await serve_page(self, "lists", list_filters(self.query), fetch)
 
     @idempotent
     async def post(self) -> None:
@@ -27,9 +38,11 @@ class ListsHandler(IdempotentHandler):
                 "ownerUserId must be an existing, non-deleted user of your workspace",
                 [{"pointer": "#/ownerUserId", "detail": "is not an active user of your workspace"}],
             )
-        created = await store.lists.create(self.workspace_id, self.body["name"].strip(), owner)
-        self.set_header("Location", f"/v1/lists/{created['id']}")
-        self.send_json({"list": created}, status=201)
+        name = self.body["name"].strip()
+        self.answer(await store.lists.create(self.workspace_id, name, owner, once=self.once))
+
+    def reply(self, created: dict) -> Reply:
+        return Reply(201, {"list": created}, f"/v1/lists/{created['id']}")
 
 
 class ListHandler(APIHandler):
@@ -42,27 +55,44 @@ class ListHandler(APIHandler):
 
 
 class ContactsHandler(IdempotentHandler):
+    scopes = {"POST": "write"}
     body_schemas = {"POST": "/schemas/requests/contacts-upload.json"}
+    list_id = ""
 
     @idempotent
     async def post(self, list_id: str) -> None:
         store = self.store
-        list_id = path_uuid(list_id, "list")
-        target = await store.lists.get(self.workspace_id, list_id)
+        self.list_id = path_uuid(list_id, "list")
+        contacts = self.body["contacts"]
+        unreadable = [
+            {
+                "pointer": f"#/contacts/{index}/phoneNumber",
+                "detail": "is not a phone number that can be read; send it in E.164, such as "
+                "+14155550101",
+            }
+            for index, contact in enumerate(contacts)
+            if isinstance(phone := contact.get("phoneNumber"), str)
+            and phone.strip()  # blank values are ignored, as everywhere in a contact
+            and store.prospects.normalize_phone(phone) is None
+        ]
+        if unreadable:
+            raise invalid(unreadable)
+        target = await store.lists.get(self.workspace_id, self.list_id)
         if target is None:
             raise not_found("list")
-        contacts = self.body["contacts"]
-        upload = await store.prospects.add_to_list(self.workspace_id, target, contacts)
-        updated = await store.lists.set_count(self.workspace_id, list_id, upload.members)
-        if updated is None:  # lists are never deleted: found above, so found here
-            raise not_found("list")
-        self.send_json(
+        self.answer(
+            await store.prospects.add_to_list(self.workspace_id, target, contacts, once=self.once)
+        )
+
+    def reply(self, upload: Upload) -> Reply:
+        return Reply(
+            200,
             {
-                "listId": list_id,
-                "acceptedContacts": len(contacts),
-                "totalProspects": updated["prospectsCount"],
+                "listId": self.list_id,
+                "acceptedContacts": len(self.body["contacts"]),
+                "totalProspects": upload.members,
                 "results": upload.results,
-            }
+            },
         )
 
 

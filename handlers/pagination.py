@@ -18,7 +18,8 @@ import math
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlencode
 
-from handlers.base import APIError, APIHandler
+from handlers.base import APIHandler
+from handlers.errors import invalid_cursor
 from handlers.params import problem
 from store.clock import utcnow
 from store.cursors import InvalidCursor
@@ -64,11 +65,7 @@ def decode_cursor(
             handler.workspace_id, resource, token
         )
     except InvalidCursor as exc:
-        raise APIError(
-            "invalid_cursor",
-            f"cursor: {exc}; start again without a cursor",
-            [{"parameter": "cursor", "pointer": "#/query/cursor", "detail": str(exc)}],
-        ) from None
+        raise invalid_cursor(str(exc)) from None
     if sort is not None and sort != made_sort:
         raise problem(
             "sort", f"differs from the cursor's sort ({made_sort}); repeat it or leave it out"

@@ -1,4 +1,4 @@
-"""Byte ranges for the recording endpoint (RFC 9110 section 14).
+"""Byte ranges (RFC 9110 section 14), for recordings and the console's static assets.
 
 `parse_range` turns a client's Range header into one `ByteRange`, None (send the whole
 recording) or `InvalidRange` (416). `ByteRange.delivered` checks that the provider's 206 is
@@ -8,6 +8,12 @@ exactly the range that was asked for. Choices where the RFC leaves room:
   multipart/byteranges body, which RFC 9110 allows (a server MAY ignore Range).
 - A malformed header (garbage, an unknown unit, an end before its start) and ``bytes=-0``
   get 416 rather than being ignored, so a client's mistake does not pass silently.
+- Positions of any length are read. An end past the end of the representation is the last
+  byte (RFC 9110 14.1.2), however many digits it has (``bytes=0-9223372036854775807``, what
+  a client sends for "to the end", and longer); a suffix longer than the representation is
+  all of it; a start of more than MAX_DIGITS digits is past the end of anything (416). Such
+  numbers are compared by their digits, never converted (int() of thousands of digits is
+  slow, and refused past 4,300).
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from handlers.errors import APIError
+
 RANGE_SPEC = re.compile(r"^([0-9]*)-([0-9]*)$")  # ASCII digits only, unlike \d
-MAX_DIGITS = 18  # beyond any recording's size; longer numbers only cost big-int parsing
+MAX_DIGITS = 18  # positions of more digits are past the end of any representation
 STRONG_ETAG = re.compile(r'^"[\x21\x23-\x7e]*"$')
 ETAG = re.compile(r'^(W/)?"[\x21\x23-\x7e]*"$')
 
@@ -72,17 +80,31 @@ def parse_range(value: str | None) -> ByteRange | None:
         if not element:
             continue  # empty list elements are allowed and ignored (RFC 9110 section 5.6.1)
         match = RANGE_SPEC.match(element)
-        if not match or max(map(len, match.groups())) > MAX_DIGITS:
+        if not match:
             raise InvalidRange("malformed range")
-        first, last = match.groups()
+        first, last = (digits.lstrip("0") or ("0" if digits else "") for digits in match.groups())
         if first:
-            if last and int(last) < int(first):
+            if last and (len(last), last) < (len(first), first):
                 raise InvalidRange("a range cannot end before it starts")
-            ranges.append(ByteRange(int(first), int(last) if last else None))
-        elif last and int(last) > 0:
-            ranges.append(ByteRange(suffix=int(last)))
+            if len(first) > MAX_DIGITS:  # past the end of any representation
+                ranges.append(ByteRange(10**MAX_DIGITS))
+            else:  # an end of more digits than that is past the end too: to the end
+                end = int(last) if last and len(last) <= MAX_DIGITS else None
+                ranges.append(ByteRange(int(first), end))
+        elif last and last != "0":
+            # A suffix of more digits than any length is the whole representation.
+            ranges.append(ByteRange(0) if len(last) > MAX_DIGITS else ByteRange(suffix=int(last)))
         else:
             raise InvalidRange("malformed range" if not last else "an empty suffix range")
     if not ranges:
         raise InvalidRange("no range given")
     return ranges[0] if len(ranges) == 1 else None
+
+
+def unsatisfiable(length: int | None, what: str) -> APIError:
+    """The 416 of a Range header that is invalid or outside `what` (of `length` bytes; None:
+    unknown)."""
+    headers = {"Content-Range": f"bytes */{length}"} if length is not None else {}
+    return APIError(
+        "range_not_satisfiable", f"the Range header is invalid or outside the {what}", None, headers
+    )

@@ -45,13 +45,7 @@ def upstream_failed() -> APIError:
 
 
 def unsatisfiable(length: int | None) -> APIError:
-    headers = {"Content-Range": f"bytes */{length}"} if length is not None else {}
-    return APIError(
-        "range_not_satisfiable",
-        "the Range header is invalid or outside the recording",
-        None,
-        headers,
-    )
+    return ranges.unsatisfiable(length, "recording")
 
 
 def count_written(connection: HTTP1Connection, sent: int) -> None:

@@ -14,12 +14,12 @@ import datetime as dt
 from urllib.parse import urlencode
 
 from handlers.base import APIError, APIHandler, invalid, not_found, path_uuid
-from handlers.idempotency import IdempotentHandler, idempotent
+from handlers.idempotency import IdempotentHandler, Reply, idempotent
 from handlers.pagination import decode_cursor
 from handlers.params import INSTANT_FORM, instant
 from store.clock import utcnow
 from store.webhooks import RESOURCE, SORT
-from webhooks.signing import new_secret
+from webhooks.signing import derived_secret, new_secret
 from webhooks.transport import check_url
 
 READ = {"GET": "read", "HEAD": "read"}
@@ -36,6 +36,14 @@ async def checked_url(handler: APIHandler, url: str) -> str:
             [{"pointer": "#/url", "detail": reason}],
         )
     return url
+
+
+def secret_for(handler: IdempotentHandler, purpose: str) -> str:
+    """A new signing secret; with an Idempotency-Key, the same in every attempt of the request
+    (derived from the key's stored seed), so that a retry after a crash never makes a second
+    one that the client was not shown."""
+    once = handler.once
+    return derived_secret(once.seed, purpose) if once else new_secret()
 
 
 def event_types(body: dict) -> list[str] | None:
@@ -55,17 +63,19 @@ class WebhookEndpointsHandler(IdempotentHandler):
     @idempotent
     async def post(self) -> None:
         url = await checked_url(self, self.body["url"])
-        secret = new_secret()
         created = await self.store.webhook_endpoints.create(
             self.workspace_id,
             url,
             event_types(self.body),
             self.body.get("description"),
-            secret,
+            secret_for(self, "create"),
             utcnow(),
+            once=self.once,
         )
-        self.set_header("Location", f"/v1/webhook-endpoints/{created['id']}")
-        self.send_json({"webhookEndpoint": {**created, "secret": secret}}, status=201)
+        self.answer(created)
+
+    def reply(self, created: dict) -> Reply:
+        return Reply(201, {"webhookEndpoint": created}, f"/v1/webhook-endpoints/{created['id']}")
 
 
 class WebhookEndpointHandler(APIHandler):
@@ -109,13 +119,20 @@ class RotateSecretHandler(IdempotentHandler):
     @idempotent
     async def post(self, endpoint_id: str) -> None:
         endpoint_id = path_uuid(endpoint_id, "webhook endpoint")
-        secret = new_secret()
         rotated = await self.store.webhook_endpoints.rotate_secret(
-            self.workspace_id, endpoint_id, secret, utcnow(), SECRET_OVERLAP
+            self.workspace_id,
+            endpoint_id,
+            secret_for(self, "rotate"),
+            utcnow(),
+            SECRET_OVERLAP,
+            once=self.once,
         )
         if rotated is None:
             raise not_found("webhook endpoint")
-        self.send_json({"webhookEndpoint": {**rotated, "secret": secret}})
+        self.answer(rotated)
+
+    def reply(self, rotated: dict) -> Reply:
+        return Reply(200, {"webhookEndpoint": rotated})
 
 
 class DeliveriesHandler(APIHandler):
@@ -178,11 +195,15 @@ class RecoverHandler(IdempotentHandler):
                 "kept; recover from a later instant",
                 [{"pointer": "#/since", "detail": "has expired"}],
             )
+        self.recovery = {"endpointId": endpoint_id, "since": since}
         if not await self.store.webhook_endpoints.recover(
-            self.workspace_id, endpoint_id, since, now
+            self.workspace_id, endpoint_id, since, now, once=self.once
         ):
             raise not_found("webhook endpoint")
-        self.send_json({"recovery": {"endpointId": endpoint_id, "since": since}}, status=202)
+        self.answer(True)
+
+    def reply(self, result: object) -> Reply:
+        return Reply(202, {"recovery": self.recovery})
 
 
 default_handlers = [

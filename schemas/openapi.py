@@ -29,6 +29,8 @@ NOT_COMPONENTS = (ENDPOINTS, "/schemas/meta/", "/schemas/queries/")
 ENDPOINT_META = "/schemas/meta/endpoint.json"
 NO_QUERY = "/schemas/queries/none.json"
 PROBLEM = "/schemas/records/problem.json"
+CURSOR_PARAMETER = "/schemas/parameters/cursor.json"
+ANY_SCOPE = "any"  # an operation any valid key may call (handlers.base.ANY_SCOPE)
 UUID_SCHEMA = {"type": "string", "format": "uuid"}
 LICENSE = {"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
 STANDARD_PROBLEMS = ["invalid_request", "unauthorized", "rate_limited", "service_unavailable"]
@@ -42,6 +44,11 @@ TAGS = [
     ),
     ("Calls", "Calls and their recordings."),
     ("Prospects", "Prospects and their activity timelines."),
+    (
+        "Exports",
+        "Backfill in one request: every record of a resource as NDJSON, then the sync order "
+        'from the export\'s `Link rel="next"`.',
+    ),
     ("Events", "One feed of everything that changed in the workspace."),
     (
         "Webhooks",
@@ -50,6 +57,7 @@ TAGS = [
         "are the document's `webhooks`.",
     ),
     ("Reporting", "Dialer KPIs."),
+    ("API key", "The key you call with: its scopes and expiry."),
     ("Service", "Health of the service (no API key needed)."),
     ("Reference", "The OpenAPI document of this API."),
 ]
@@ -58,7 +66,13 @@ DESCRIPTION = """\
 Server-side HTTP API over a dialer workspace's calling data: calls, call recordings,
 prospects, prospect activities, users, dialer lists and dialer KPIs.
 
-Every request carries `Authorization: Bearer <API key>`; the key decides the workspace.
+Every request carries `Authorization: Bearer <API key>`; the key decides the workspace, and
+its scopes what it may do: `read` (every GET and HEAD), `write` (the integrator's writes:
+lists, contact uploads, webhook endpoints), `ingest` (the dialer's writes: calls, activities).
+Each operation names the scope it needs (`x-required-scope`, and in its security
+requirement); a request the key's scopes do not allow is 403 `insufficient_scope`. GET
+/v1/api-key says which scopes a key has and when it expires.
+
 Paginated lists take `page` and `pageSize` (50 or 100), are ordered newest first and carry a
 `Link` header. Errors are RFC 9457 problem details whose `type` points at
 /reference/problems#<code>.
@@ -84,11 +98,22 @@ HEADERS = {
         {"type": "string"},
     ),
     "Retry-After": ("Seconds to wait before retrying.", {"type": "integer", "minimum": 0}),
-    "WWW-Authenticate": ("The Bearer challenge.", {"type": "string"}),
+    "WWW-Authenticate": (
+        'The Bearer challenge (RFC 6750): on 401 `error="invalid_token"` for a key '
+        "that is malformed, unknown, revoked or expired; on 403 "
+        '`error="insufficient_scope"` with the `scope` the operation needs.',
+        {"type": "string"},
+    ),
     "Link": (
         "RFC 8288 links to the first, prev, next and last pages, relative URLs that keep "
-        'the other query parameters, e.g. `</v1/lists?page=2&pageSize=50>; rel="next"`.',
+        'the other query parameters, e.g. `</v1/lists?page=2&pageSize=50>; rel="next"`. On '
+        'an export, `rel="next"` is the sync-order request that continues right after it, e.g. '
+        '`</v1/calls?sort=updatedAt&cursor=...>; rel="next"`.',
         {"type": "string"},
+    ),
+    "Content-Encoding": (
+        "`gzip` when the request's Accept-Encoding accepts gzip: the body is gzip-encoded.",
+        {"type": "string", "enum": ["gzip"]},
     ),
     "Location": ("URL of the created resource.", {"type": "string"}),
     "Content-Range": (
@@ -110,17 +135,20 @@ HEADERS = {
 REQUEST_HEADERS = {
     "Idempotency-Key": (
         "Makes the request safe to retry for 24 hours (draft-ietf-httpapi-idempotency-key-"
-        "header): 1 to 255 printable ASCII characters, unique per request, e.g. a UUID. A "
-        "retry with the same key, method, path and body gets the first response again "
-        "(with `Idempotent-Replayed: true`) and writes nothing; the same key with another "
-        "body or path is 422 `idempotency_key_reused`; while the first is still running, 409 "
+        "header), whatever happened to the first attempt: 1 to 255 printable ASCII "
+        "characters, unique per request, e.g. a UUID. A retry with the same key, method, path "
+        "and body gets the first response again (with `Idempotent-Replayed: true`) and writes "
+        "nothing, or, when the first attempt never finished (a crash, a dropped database), "
+        "performs the write once; the same key with another body or path is 422 "
+        "`idempotency_key_reused`; while the first is still running, 409 "
         "`idempotency_key_in_use` with Retry-After. Responses of 500 and above are not kept, "
-        "so their retry runs again. Keys are per workspace.",
+        "so their retry runs again (and writes once). Keys are per workspace.",
         {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
     ),
     "Range": (
-        "A single byte range `bytes=<start>-<end>` (either end may be omitted); answered "
-        "with 206, or 416 when it cannot be satisfied.",
+        "A single byte range `bytes=<start>-<end>` (either end may be omitted; an end past "
+        "the end, of any length, means the last byte); answered with 206, or 416 when it "
+        "cannot be satisfied.",
         {"type": "string", "pattern": "^bytes=\\d*-\\d*$"},
     ),
     "If-Range": (
@@ -186,6 +214,8 @@ def endpoint_files(schemas: Schemas) -> list[dict]:
         for key in ("query", "body"):
             if key in doc and doc[key] not in schemas.documents:
                 raise ValueError(f"{sid}: {key} {doc[key]} is not a schema file")
+        if doc.get("auth", True) and doc["method"] != "GET" and "scope" not in doc:
+            raise ValueError(f"{sid}: an authenticated {doc['method']} must declare its scope")
         if set(path_names(doc["path"])) != set(doc.get("pathParameters", {})):
             raise ValueError(f"{sid}: pathParameters must describe exactly {doc['path']}")
         unknown = [c for c in doc.get("problems", []) if c not in PROBLEMS]
@@ -245,6 +275,7 @@ def problem_responses(codes: list[str], auth: bool, head: bool) -> dict:
         status, title, meaning = PROBLEMS[code]
         headers = {
             "401": ["WWW-Authenticate"],
+            "403": ["WWW-Authenticate"],
             "429": ["Retry-After"],
             "503": ["Retry-After"],
             "416": ["Content-Range"],
@@ -265,8 +296,23 @@ def problem_responses(codes: list[str], auth: bool, head: bool) -> dict:
     return result
 
 
+def required_scope(endpoint: dict) -> str | None:
+    """The scope an endpoint file's operation needs: None without a key, ANY_SCOPE for any
+    valid key; a GET that declares none needs `read`."""
+    if not endpoint.get("auth", True):
+        return None
+    return endpoint.get("scope", "read")
+
+
+def takes_cursor(endpoint: dict, schemas: Schemas) -> bool:
+    """Whether the operation's query has the shared cursor parameter (400 invalid_cursor)."""
+    query = schemas.documents[endpoint.get("query", NO_QUERY)]
+    return any(p.get("$ref") == CURSOR_PARAMETER for p in query.get("properties", {}).values())
+
+
 def operation(endpoint: dict, schemas: Schemas, head: bool = False) -> dict:
     auth = endpoint.get("auth", True)
+    scope = required_scope(endpoint)
     op = {
         "operationId": endpoint["operationId"] + ("Head" if head else ""),
         "tags": [endpoint["tag"]],
@@ -285,10 +331,18 @@ def operation(endpoint: dict, schemas: Schemas, head: bool = False) -> dict:
         status: response(spec, auth, head) for status, spec in endpoint["responses"].items()
     }
     codes = (STANDARD_PROBLEMS if auth else []) + endpoint.get("problems", [])
+    if takes_cursor(endpoint, schemas):
+        codes.insert(1, "invalid_cursor")
+    if scope is not None and scope != ANY_SCOPE:
+        codes.append("insufficient_scope")
     responses.update(problem_responses(list(dict.fromkeys(codes)), auth, head))
     op["responses"] = dict(sorted(responses.items()))
     if not auth:
         op["security"] = []
+    elif scope != ANY_SCOPE:
+        # OpenAPI 3.1 lets a requirement of any scheme list the roles it needs.
+        op["security"] = [{"bearerAuth": [scope]}]
+        op["x-required-scope"] = scope
     if endpoint.get("tryIt") is False:
         op["x-try-it"] = False
     return op
@@ -336,7 +390,16 @@ def build_document(schemas: Schemas | None = None) -> dict:
                     "type": "http",
                     "scheme": "bearer",
                     "description": "The workspace's API key: `Authorization: Bearer <API key>`. "
-                    "Keys are for server-side use; never put one in a query string.",
+                    "Keys are for server-side use; never put one in a query string. A key "
+                    "holds one or more scopes, and each operation's security requirement "
+                    "lists the one it needs (also its `x-required-scope`): `read` for every "
+                    "GET and HEAD, `write` for the integrator's writes (lists, contact "
+                    "uploads, webhook endpoints), `ingest` for the dialer's writes (calls, "
+                    "activities). A request without it is 403 `insufficient_scope` with "
+                    '`WWW-Authenticate: Bearer error="insufficient_scope"` and the scope '
+                    "needed; it changes nothing and counts against the rate limit. A key "
+                    "past its expiry is 401 like a revoked one. GET /v1/api-key describes "
+                    "the calling key.",
                 }
             },
             "headers": {name: {"description": d, "schema": s} for name, (d, s) in HEADERS.items()},
@@ -477,6 +540,13 @@ def route_mismatches(document: dict, routes: list, endpoints: list[dict]) -> lis
                 f"{method} {path}: documents body {endpoint.get('body')} but "
                 f"{handler.__name__} validates {body}"
             )
+        if getattr(handler, "auth_required", True):
+            needed = getattr(handler, "scopes", {}).get(method)
+            if required_scope(endpoint) != needed:
+                problems.append(
+                    f"{method} {path}: documents scope {required_scope(endpoint)} but "
+                    f"{handler.__name__} requires {needed}"
+                )
     for route in routes[:-1]:
         if getattr(route[1], "in_api_document", True) is False:
             continue  # the console's pages and assets: not part of the API

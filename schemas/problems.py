@@ -24,7 +24,19 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         401,
         "Unauthorized",
         "The Authorization header is missing or is not `Bearer <API key>`, or the "
-        "key is unknown or revoked.",
+        "key is unknown, revoked or expired (the `detail` says when it expired; ask "
+        "your workspace's operator for a new key).",
+    ),
+    "insufficient_scope": (
+        403,
+        "Insufficient scope",
+        "The API key is valid but its scopes do not allow this request: `read` "
+        "allows every GET and HEAD, `write` the integrator's writes (lists, "
+        "contact uploads, webhook endpoints), `ingest` the dialer's writes (calls, "
+        "activities). The `WWW-Authenticate` header names the scope needed "
+        '(`Bearer error="insufficient_scope", scope="write"`). Nothing was '
+        "changed; the request counted against the rate limit. Use a key with "
+        "that scope.",
     ),
     "not_found": (
         404,
@@ -96,8 +108,8 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
     "too_many_streams": (
         429,
         "Too many streams",
-        "The workspace already has as many streamed responses (recordings and "
-        "activity timelines) open as it may; retry after Retry-After seconds, "
+        "The workspace already has as many streamed responses (recordings, "
+        "activity timelines and exports) open as it may; retry after Retry-After seconds, "
         "or when one of them ends.",
     ),
     "internal_error": (
@@ -113,7 +125,8 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
     "service_unavailable": (
         503,
         "Service unavailable",
-        "The database is not reachable right now; retry after Retry-After seconds.",
+        "The database is not available right now (unreachable, busy, out of disk space or "
+        "damaged); retry after Retry-After seconds.",
     ),
 }
 

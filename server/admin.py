@@ -6,12 +6,16 @@ commands read the same in both places."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 
 from server.app import open_services
-from server.auth import KeyService
+from server.auth import KeyService, parse_scopes
 from server.config import Config
 from store.contract import Store
+from store.keys import DEFAULT_SCOPES, SCOPES, ordered
+
+MAX_EXPIRY_DAYS = 36_500
 
 ADMIN_COMMANDS = ("workspaces", "users", "keys")
 
@@ -41,10 +45,43 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     create = keys.add_parser("create", help="create a key (shown once)")
     create.add_argument("--workspace", required=True)
     create.add_argument("--name", required=True)
+    create.add_argument(
+        "--scope",
+        type=_scopes,
+        default=",".join(ordered(DEFAULT_SCOPES)),  # a string default goes through `type`
+        metavar="SCOPES",
+        help=f"what the key may do, comma-separated: {', '.join(SCOPES)}",
+    )
+    create.add_argument(
+        "--expires-in",
+        type=_days,
+        default=None,
+        metavar="DAYS",
+        help="the key stops working this many days from now (default: never)",
+    )
     listing = keys.add_parser("list", help="list a workspace's keys")
     listing.add_argument("--workspace", required=True)
     revoke = keys.add_parser("revoke", help="revoke a key (refused within seconds)")
     revoke.add_argument("key_id")
+
+
+def _scopes(text: str) -> frozenset[str]:
+    """An argparse type: a comma-separated list of scopes (read, write, ingest), not empty."""
+    try:
+        return parse_scopes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _days(text: str) -> int:
+    """An argparse type: a whole number of days from 1 to MAX_EXPIRY_DAYS."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+    if not 1 <= value <= MAX_EXPIRY_DAYS:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_EXPIRY_DAYS} days")
+    return value
 
 
 def admin_parser() -> argparse.ArgumentParser:
@@ -113,7 +150,8 @@ async def _dispatch(store: Store, auth: KeyService, args: argparse.Namespace) ->
         return {"deleted": args.user_id}
     if command == ("keys", "create"):
         await _workspace(store, args.workspace)
-        record, key = await auth.create(args.workspace, args.name)
+        expires = None if args.expires_in is None else dt.timedelta(days=args.expires_in)
+        record, key = await auth.create(args.workspace, args.name, args.scope, expires)
         print("The API key is shown once and never stored: keep it now.", file=sys.stderr)
         return {"key": record, "apiKey": key}
     if command == ("keys", "list"):

@@ -26,12 +26,14 @@ from telephony.upstream import UpstreamClient
 
 # Each module ends with `default_handlers = [(pattern, Handler[, kwargs])]`.
 HANDLER_MODULES = [
+    "handlers.apikey",
     "handlers.users",
     "handlers.lists",
     "handlers.calls",
     "handlers.recordings",
     "handlers.prospects",
     "handlers.activities",
+    "handlers.exports",
     "handlers.events",
     "handlers.webhooks",
     "handlers.reporting",
@@ -74,10 +76,15 @@ def make_app(
 
 
 async def open_services(
-    config: Config, clock: Callable[[], float] = time.monotonic, wait_for_indexes: bool = True
+    config: Config,
+    clock: Callable[[], float] = time.monotonic,
+    wait_for_indexes: bool = True,
+    wall: Callable[[], float] = time.time,
 ) -> tuple[Store, KeyService]:
-    """Connect the store (creating indexes idempotently) and the key service. Without
-    `wait_for_indexes` the caller ensures indexes itself (serve retries them in the background)."""
+    """Connect the store (creating indexes idempotently) and the key service (`clock` times its
+    cache, `wall` its keys' expiry and last use). Without `wait_for_indexes` the caller ensures
+    indexes itself (serve retries them in the background). On shutdown, stop the key service's
+    last-use writer (`auth.usage.stop()`) before closing the store."""
     secret = resolve_secret(config)
     store = open_store(
         config.mongodb_uri,
@@ -85,6 +92,7 @@ async def open_services(
         config.db_timeout_seconds,
         config.default_region,
         config.sqlite_path,
+        config.sqlite_synchronous,
     )
     try:
         if wait_for_indexes or store.embedded:
@@ -96,7 +104,7 @@ async def open_services(
     except Exception:
         await store.close()
         raise
-    auth = KeyService(secret, store.keys, config.key_cache_seconds, clock)
+    auth = KeyService(secret, store.keys, config.key_cache_seconds, clock, wall=wall)
     return store, auth
 
 

@@ -1,14 +1,17 @@
 """API keys: HS256 JWTs carrying a key id and a workspace id, checked against a key record.
 
 The signature proves the key was issued here; the key record (cached for at most
-`key_cache_seconds`) proves it has not been revoked. The hot path costs one JWT verification
-per distinct key (then remembered, LRU-bounded) and at most one indexed lookup per key per
-cache period.
+`key_cache_seconds`) proves it has not been revoked and says the key's scopes and expiry. The
+hot path costs one JWT verification per distinct key (then remembered, LRU-bounded), at most
+one indexed lookup per key per cache period, and a comparison with the key's expiry on every
+request (so an expired key is refused at once, cache or not). Each use is noted for the key's
+`lastUsedAt` (server.keyuse: at most one write per key per minute, off the request's path).
 """
 
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import hashlib
 import hmac
 import secrets
@@ -18,7 +21,12 @@ from collections.abc import Callable
 import jwt
 
 from server.config import Config, ConfigError
+from server.keyuse import KeyUsage
 from store.contract import Keys
+from store.keys import DEFAULT_SCOPES, SCOPES, ActiveKey, KeyExpired
+
+EPOCH = dt.datetime(1970, 1, 1)
+NEVER = float("inf")
 
 ALGORITHM = "HS256"
 MIN_SECRET_LENGTH = 32
@@ -38,6 +46,18 @@ def resolve_secret(config: Config) -> str | None:
     raise ConfigError("WSAPI_SECRET must be set when MONGODB_URI points at MongoDB")
 
 
+def parse_scopes(text: str) -> frozenset[str]:
+    """A comma-separated scope list ("read,write"): one or more of store.keys.SCOPES, else
+    ValueError."""
+    names = [name.strip() for name in text.split(",")]
+    if not any(names) or not all(names):
+        raise ValueError(f"give one or more of {','.join(SCOPES)}, separated by commas")
+    unknown = [name for name in names if name not in SCOPES]
+    if unknown:
+        raise ValueError(f"unknown scope {unknown[0]!r} (the scopes are {', '.join(SCOPES)})")
+    return frozenset(names)
+
+
 class KeyService:
     def __init__(
         self,
@@ -46,12 +66,20 @@ class KeyService:
         cache_seconds: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         cache_size: int = 10_000,
+        wall: Callable[[], float] = time.time,
     ) -> None:
+        """`clock` times the cache; `wall` (seconds since the epoch) is what expiry and last
+        use are measured in. Tests inject both."""
         self._secret = secret
         self._keys = keys_store
         self._ttl = cache_seconds
         self._clock = clock
-        self._cache: collections.OrderedDict[str, tuple[float, bool]] = collections.OrderedDict()
+        self._wall = wall
+        # key -> (cache deadline, the unrevoked key or None, its expiry in epoch seconds)
+        self._cache: collections.OrderedDict[str, tuple[float, ActiveKey | None, float]] = (
+            collections.OrderedDict()
+        )
+        self.usage = KeyUsage(keys_store)
         self._cache_size = cache_size
         # Keys whose signature already verified, with their (key id, workspace id): a key's
         # signature cannot stop verifying, so the hot path checks it once per key (revocation
@@ -69,13 +97,26 @@ class KeyService:
         claims = {"kid": key_id, "wid": workspace_id, "iat": int(time.time())}
         return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
 
-    async def create(self, workspace_id: str, name: str) -> tuple[dict, str]:
-        """A new key record and the plain key, which is shown once and never stored."""
-        record = await self._keys.create(workspace_id, name)
+    def utcnow(self) -> dt.datetime:
+        """The wall clock as the store's instants: naive UTC, whole milliseconds."""
+        return EPOCH + dt.timedelta(milliseconds=int(self._wall() * 1000))
+
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        scopes: frozenset[str] = DEFAULT_SCOPES,
+        expires_in: dt.timedelta | None = None,
+    ) -> tuple[dict, str]:
+        """A new key record and the plain key, which is shown once and never stored. The key
+        expires `expires_in` from now (None: never)."""
+        expires_at = None if expires_in is None else self.utcnow() + expires_in
+        record = await self._keys.create(workspace_id, name, scopes, expires_at)
         return record, self.sign(record["id"], workspace_id)
 
-    async def authenticate(self, token: str) -> str | None:
-        """The workspace id a valid, unrevoked key belongs to, else None."""
+    async def authenticate(self, token: str) -> ActiveKey | None:
+        """The key a valid, unrevoked, unexpired token stands for, else None; KeyExpired when
+        it is past its expiry."""
         ids = self._verified.get(token)
         if ids is None:
             ids = self._verify(token)
@@ -91,13 +132,23 @@ class KeyService:
         now = self._clock()
         cached = self._cache.get(cache_key)
         if cached is None or cached[0] <= now:
-            active = await self._keys.is_active(workspace_id, key_id)
-            self._cache[cache_key] = (now + self._ttl, active)
+            active = await self._keys.find_active(workspace_id, key_id)
+            expires = NEVER
+            if active is not None and active.expires_at is not None:
+                expires = (active.expires_at - EPOCH).total_seconds()
+            cached = (now + self._ttl, active, expires)
+            self._cache[cache_key] = cached
             self._cache.move_to_end(cache_key)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-            cached = self._cache[cache_key]
-        return workspace_id if cached[1] else None
+        key = cached[1]
+        if key is None:
+            return None
+        wall = self._wall()
+        if wall >= cached[2]:
+            raise KeyExpired(key_id)
+        self.usage.note(workspace_id, key_id, wall)
+        return key
 
     def _verify(self, token: str) -> tuple[str, str] | None:
         """(key id, workspace id) of a key with a valid signature and claims, else None."""

@@ -14,7 +14,7 @@ from server.admin import add_admin_commands
 from server.config import ConfigError, load_config
 from server.tail import add_events_commands
 from store.database import is_mongodb
-from store.errors import StoreError, StoreUnavailable
+from store.errors import StoreError, StoreUnavailable, StoreUnusable
 
 log = logging.getLogger("workspace_api")
 
@@ -255,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run_admin(config, args))
     except ConfigError as exc:
         print(f"workspace-api: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except StoreUnusable as exc:  # the database file: one line saying what, where, what to do
+        print(f"workspace-api: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:
         if not is_mongodb(config.mongodb_uri):

@@ -24,6 +24,7 @@ class Config:
     processes: int
     mongodb_uri: str
     sqlite_path: str
+    sqlite_synchronous: str
     database: str
     db_timeout_seconds: float
     secret: str
@@ -112,6 +113,11 @@ def validate(config: Config) -> None:
         )
     if config.embedded and not config.throwaway and not config.sqlite_path:
         raise ConfigError("sqlite_path (WSAPI_SQLITE_PATH) must name the database file")
+    if config.sqlite_synchronous not in ("full", "normal"):
+        raise ConfigError(
+            "sqlite_synchronous (WSAPI_SQLITE_SYNCHRONOUS) must be full or normal, not "
+            f"{config.sqlite_synchronous!r}"
+        )
     if not 0 < config.port < 65536:
         raise ConfigError(f"port must be between 1 and 65535, not {config.port}")
     if config.key_cache_seconds > 5:

@@ -1,7 +1,8 @@
 """`workspace-api serve`: run the API against the configured store, in one or N processes.
 
 With `--processes N` the socket is bound once and N forked workers accept on it; the parent
-only supervises (restarts a crashed worker, forwards SIGTERM/SIGINT). Every worker opens its
+only supervises (restarts a crashed worker, forwards SIGTERM/SIGINT), and a worker gets SIGTERM
+from the kernel when the supervisor dies, however it dies. Every worker opens its
 own store (MongoDB client, or connections to the SQLite file) after the fork. The service starts
 even while MongoDB is unreachable: it
 answers 503 (and /readyz says not ready) until the indexes could be ensured, retrying by itself.
@@ -14,6 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
+import errno
 import logging
 import os
 import signal
@@ -33,12 +36,15 @@ from server.gate import Gate
 from server.logs import secrets_of, setup_logging
 from server.webhook_dispatch import dispatcher
 from store.contract import Store
-from store.errors import StoreError, StoreUnavailable
+from store.database import open_store
+from store.errors import StoreError, StoreUnavailable, StoreUnusable
 
 log = logging.getLogger("workspace_api")
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 MAX_RETRY_DELAY = 10.0
+BIND_PATIENCE = 3.0  # seconds a port still held by stopping workers is waited for
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def serve(config: Config, args: argparse.Namespace) -> int:
@@ -57,13 +63,43 @@ def serve(config: Config, args: argparse.Namespace) -> int:
         )
     resolve_secret(config)  # refuse a bad secret once, before any worker starts
     setup_logging(config.log_level, secrets_of(config))
-    try:
-        sockets = bind_sockets(config.port, config.host)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from exc
+    if config.embedded and not config.throwaway:
+        # A database file that cannot be used is one line and exit code 2 (server.cli), before
+        # anything is logged, and never workers dying one after another.
+        asyncio.run(check_store(config))
+    sockets = listen(config)
     if config.processes == 1:
         return asyncio.run(run_worker(config, sockets))
     return supervise(config.processes, lambda: asyncio.run(run_worker(config, sockets)))
+
+
+def listen(config: Config, patience: float = BIND_PATIENCE) -> list[socket.socket]:
+    """Bind the listening sockets. A port still held for a moment is waited for: the workers
+    of a supervisor that was killed (SIGKILL) are stopping on their parent-death signal, and
+    close their copies of the socket within moments."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return bind_sockets(config.port, config.host)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
+                raise ConfigError(
+                    f"cannot listen on {config.host}:{config.port}: {exc.strerror}"
+                ) from exc
+            time.sleep(0.1)
+
+
+async def check_store(config: Config) -> None:
+    """Open the store once and close it (raises StoreUnusable for a file that cannot serve)."""
+    store = open_store(
+        config.mongodb_uri,
+        config.database,
+        config.db_timeout_seconds,
+        config.default_region,
+        config.sqlite_path,
+        config.sqlite_synchronous,
+    )
+    await store.close()
 
 
 async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
@@ -120,6 +156,7 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
         indexes.cancel()
     await webhooks.stop(config.shutdown_timeout_seconds)
     await sweeper.stop()
+    await auth.usage.stop()  # writes the keys' last uses still queued
     await events.stop()
     await store.close()
     log.info("stopped (pid %d)", os.getpid())
@@ -151,6 +188,8 @@ def supervise(count: int, work: Callable[[], int]) -> int:
     children: dict[int, float] = {}  # pid -> start time
     stopping = False
 
+    supervisor = os.getpid()
+
     def spawn() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         pid = os.fork()
@@ -160,7 +199,10 @@ def supervise(count: int, work: Callable[[], int]) -> int:
                 # Still blocked: a stop signal waits until the worker can shut down gracefully.
                 for signum in STOP_SIGNALS:
                     signal.signal(signum, signal.SIG_DFL)
-                code = work()
+                # (0 without work: the supervisor died before this worker could serve.)
+                code = work() if die_with_parent(supervisor) else 0
+            except StoreUnusable as exc:
+                log.error("worker %d cannot serve: %s", os.getpid(), exc)
             except BaseException:
                 log.exception("worker %d failed", os.getpid())
             finally:
@@ -197,6 +239,20 @@ def supervise(count: int, work: Callable[[], int]) -> int:
             continue
         spawn()
     return 1 if quick_deaths >= 3 * count else 0
+
+
+def die_with_parent(parent: int) -> bool:
+    """In a worker: ask the kernel for SIGTERM when the supervisor dies, however it dies (a
+    SIGKILL leaves it no time to stop its workers), so that no worker serves on without it
+    and holds the port against a restart; the worker then shuts down gracefully. False when
+    the supervisor has died already (before the request took effect)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    except (OSError, AttributeError) as exc:  # not Linux: the supervisor's SIGTERM only
+        log.warning("workers cannot follow their supervisor's death here (%s)", exc)
+    return os.getppid() == parent
 
 
 def describe(status: int) -> str:

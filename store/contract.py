@@ -27,6 +27,9 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from store.events import EventPage, StoredEvent
+from store.exports import Batch
+from store.idempotency import KeyState, Once
+from store.keys import DEFAULT_SCOPES, ActiveKey
 from store.paging import Page, Position, Window
 from store.prospects import Contact, Upload
 from store.webhooks import Attempt, AttemptPage, Claim, FanoutClaim
@@ -73,12 +76,33 @@ class Users(Protocol):
 
 
 class Keys(Protocol):
-    """API key records: id and metadata; the plain key (a signed JWT) is never stored."""
+    """API key records: id and metadata (name, scopes, expiry, last use); the plain key (a
+    signed JWT) is never stored. Records written before keys had scopes and expiry are
+    `read,write` and never expire (store/keys.py)."""
 
-    async def create(self, workspace_id: str, name: str) -> dict: ...
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        scopes: frozenset[str] = DEFAULT_SCOPES,
+        expires_at: dt.datetime | None = None,
+    ) -> dict:
+        """A new key record (store.keys.key_record) with one or more of store.keys.SCOPES."""
+        ...
 
-    async def is_active(self, workspace_id: str, key_id: str) -> bool:
-        """The hot-path check behind authentication (cached by server.auth)."""
+    async def find_active(self, workspace_id: str, key_id: str) -> ActiveKey | None:
+        """The hot-path lookup behind authentication (cached by server.auth): the key's scopes
+        and expiry, or None when there is no such unrevoked key in the workspace. An expired
+        key is returned (authentication tells it apart from an unknown one)."""
+        ...
+
+    async def get(self, workspace_id: str, key_id: str) -> dict | None:
+        """A key's record, revoked or not, or None."""
+        ...
+
+    async def touch(self, workspace_id: str, key_id: str, at: dt.datetime) -> None:
+        """Record that the key was used at `at`: lastUsedAt moves forward only (server.keyuse
+        calls it at most once per key per minute per process)."""
         ...
 
     async def revoke(self, key_id: str) -> dict | None:
@@ -99,13 +123,42 @@ class Lists(Protocol):
         source: str = "CSV",
         created_at: dt.datetime | None = None,
         list_id: str | None = None,
-    ) -> dict: ...
+        once: Once | None = None,
+    ) -> dict:
+        """Insert a list; its record. With an Idempotency-Key (`once`) the write is idempotent
+        on it (store/idempotency.py) and stores its response."""
+        ...
 
-    async def get(self, workspace_id: str, list_id: str) -> dict | None: ...
+    async def get(self, workspace_id: str, list_id: str) -> dict | None:
+        """The list, or None. On MongoDB a list an interrupted upload left marked gets its
+        prospectsCount counted again first."""
+        ...
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
-        """One window of lists. With `encoded` a backend may return the records as one JSON
-        array (store.paging.RawJSON); without it they are dicts."""
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        updated_since: dt.datetime | None = None,
+        encoded: bool = False,
+    ) -> Page:
+        """One window of lists (updatedAt >= `updated_since` when given). With `encoded` a
+        backend may return the records as one JSON array (store.paging.RawJSON); without it
+        they are dicts."""
+        ...
+
+    def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = ...,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Batch, None]:
+        """Every list last changed at or before `settled_before` (the export's horizon), in
+        the sync order (updatedAt, then id), in batches of at most `batch_size` records
+        (store/exports.py); memory stays bounded whatever the number. Close it
+        (contextlib.aclosing) when stopping early."""
         ...
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
@@ -124,10 +177,12 @@ class Prospects(Protocol):
         ...
 
     async def add_to_list(
-        self, workspace_id: str, listing: dict, raw_contacts: list[dict]
+        self, workspace_id: str, listing: dict, raw_contacts: list[dict], once: Once | None = None
     ) -> Upload:
-        """Match or create a prospect for each contact and add it to `listing` (a list record);
-        idempotent. The list's number of prospects and each contact's outcome."""
+        """Match or create a prospect for each contact and add it to `listing` (a list record),
+        and set the list's prospectsCount; idempotent. The list's number of prospects and each
+        contact's outcome. With an Idempotency-Key (`once`) the write is idempotent on it
+        (store/idempotency.py) and stores its response."""
         ...
 
     async def count_in_list(self, workspace_id: str, list_id: str) -> int: ...
@@ -160,6 +215,21 @@ class Prospects(Protocol):
         updated_since: dt.datetime | None = None,
         encoded: bool = False,
     ) -> Page: ...
+
+    def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = ...,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Batch, None]:
+        """Every prospect `page`'s filters select that was last changed at or before
+        `settled_before`, in the sync order, in batches (see Lists.export)."""
+        ...
 
     async def lookup(
         self,
@@ -203,6 +273,25 @@ class Calls(Protocol):
         """One window of calls: equality filters, createdAt in [from, to), updatedAt >= since."""
         ...
 
+    def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = ...,
+        user_id: str | None = None,
+        prospect_id: str | None = None,
+        list_id: str | None = None,
+        direction: str | None = None,
+        disposition: str | None = None,
+        created_from: dt.datetime | None = None,
+        created_to: dt.datetime | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Batch, None]:
+        """Every call `page`'s filters select that was last changed at or before
+        `settled_before`, in the sync order, in batches (see Lists.export)."""
+        ...
+
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""
         ...
@@ -214,7 +303,8 @@ class Calls(Protocol):
 
 
 class Activities(Protocol):
-    """Prospect activities: bulk inserts and the timeline, newest first."""
+    """Prospect activities: bulk inserts, the timeline (newest first) and the export (in the
+    order they were stored)."""
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
         """Write prebuilt activity documents (store.activities.activity_document), with their
@@ -227,6 +317,19 @@ class Activities(Protocol):
         """A prospect's activities as records, newest first, in batches of `batch_size`; memory
         stays bounded whatever the timeline's length. Close it (contextlib.aclosing) when
         stopping early."""
+        ...
+
+    def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = ...,
+        stored_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Batch, None]:
+        """Every activity of the workspace stored at or before `settled_before` (and at or
+        after `stored_since`), in the order they were stored (storedAt, then id), as
+        store.activities.export_record shows them, in batches (see Lists.export)."""
         ...
 
 
@@ -275,8 +378,10 @@ class WebhookEndpoints(Protocol):
         description: str | None,
         secret: str,
         now: dt.datetime,
+        once: Once | None = None,
     ) -> dict:
-        """A new enabled endpoint whose feed position is `now`; its record (without secret)."""
+        """A new enabled endpoint whose feed position is `now`; its record with its `secret`
+        (with an Idempotency-Key, the one an earlier attempt stored, if it did)."""
         ...
 
     async def list(self, workspace_id: str) -> builtins.list[dict]:
@@ -304,12 +409,19 @@ class WebhookEndpoints(Protocol):
         secret: str,
         now: dt.datetime,
         overlap: dt.timedelta,
+        once: Once | None = None,
     ) -> dict | None:
-        """Make `secret` the current one; the previous one signs too until `now + overlap`."""
+        """Make `secret` the current one (unless it is already); the previous one signs too
+        until `now + overlap`. Its record with its `secret`, or None."""
         ...
 
     async def recover(
-        self, workspace_id: str, endpoint_id: str, since: dt.datetime, now: dt.datetime
+        self,
+        workspace_id: str,
+        endpoint_id: str,
+        since: dt.datetime,
+        now: dt.datetime,
+        once: Once | None = None,
     ) -> bool:
         """Deliver again every event since `since` up to the feed position (a new generation of
         deliveries); False when there is no such endpoint."""
@@ -399,7 +511,8 @@ class DialerMetrics(Protocol):
 
 
 class Idempotency(Protocol):
-    """Idempotency-Key records: claimed while a request runs, then holding its response."""
+    """Idempotency-Key records: claimed while a request runs, then holding its response. The
+    response of a write is stored by the write itself (store/idempotency.py: `Once`)."""
 
     async def begin(
         self,
@@ -409,10 +522,11 @@ class Idempotency(Protocol):
         now: dt.datetime,
         lock: dt.timedelta,
         ttl: dt.timedelta,
-    ) -> dict | None:
-        """Claim the key (None), or the record that holds it: {"fingerprint", "status" (None
-        while in progress), "body", "contentType", "location"}. A record past its expiry, or
-        in progress past its lock (its process died), is taken over."""
+    ) -> KeyState:
+        """Claim the key (`claimed`, with the seed of the ids derived from it), or the state
+        of the record that holds it (`response` None while in progress). A record past its
+        expiry is claimed anew; one in progress for the same request (fingerprint) is taken
+        over, keeping its seed, when its lock has lapsed or its process is gone."""
         ...
 
     async def complete(
@@ -423,10 +537,13 @@ class Idempotency(Protocol):
         body: str,
         content_type: str,
         location: str | None,
-    ) -> None: ...
+    ) -> None:
+        """Store the response of a request that wrote nothing (a client error)."""
+        ...
 
     async def release(self, workspace_id: str, key: str) -> None:
-        """Free a claimed key (the request failed with a 5xx: its retry may run again)."""
+        """Free this process's claim of the key (the request failed with a 5xx: its retry may
+        run again); the claim stays, with its seed, for that retry to take over."""
         ...
 
 
@@ -529,6 +646,12 @@ class Store(Protocol):
 
     async def ping(self, timeout: float = 2.0) -> bool:
         """Whether the database answers within `timeout` seconds (never raises)."""
+        ...
+
+    async def readiness(self, timeout: float = 2.0) -> str | None:
+        """None when the database can serve requests, else why not, in words a client may read
+        (GET /readyz): unreachable, or (SQLite) found damaged. Cheap at any database size:
+        never a full integrity check. Never raises."""
         ...
 
     async def collections(self) -> list[str]:

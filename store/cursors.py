@@ -83,6 +83,11 @@ class Cursors:
             payload, mac = _unb64(payload_text), _unb64(mac_text)
         except (ValueError, binascii.Error):
             raise InvalidCursor("the cursor is malformed") from None
+        # Only the exact text `encode` makes: base64 decoding alone would let other texts
+        # through to the same bytes (characters outside the alphabet, padding, the unused low
+        # bits of a last character).
+        if _b64(payload) != payload_text or _b64(mac) != mac_text:
+            raise InvalidCursor("the cursor is malformed")
         if not hmac.compare_digest(mac, self._mac(workspace_id, payload)):
             raise InvalidCursor("the cursor was altered or was not made for this workspace")
         try:
@@ -96,5 +101,7 @@ class Cursors:
                     raise ValueError
                 position = Position(EPOCH + dt.timedelta(milliseconds=value), ident)
             return sort, {name: _typed(value) for name, value in filters.items()}, position
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
+            # OverflowError: an instant past datetime's range; RecursionError: JSON nested too
+            # deeply. Neither can come from `encode`, but only InvalidCursor may leave here.
             raise InvalidCursor("the cursor is not one of this resource") from None

@@ -10,9 +10,16 @@ mypy checks here, and raise store.errors.
 from __future__ import annotations
 
 from store.contract import Store
-from store.errors import StoreBusy, StoreError, StoreUnavailable
+from store.errors import StoreBusy, StoreError, StoreUnavailable, StoreUnusable
 
-__all__ = ["StoreBusy", "StoreError", "StoreUnavailable", "is_mongodb", "open_store"]
+__all__ = [
+    "StoreBusy",
+    "StoreError",
+    "StoreUnavailable",
+    "StoreUnusable",
+    "is_mongodb",
+    "open_store",
+]
 
 
 def is_mongodb(uri: str) -> bool:
@@ -25,6 +32,7 @@ def open_store(
     timeout_seconds: float = 5.0,
     default_region: str = "US",
     sqlite_path: str | None = None,
+    sqlite_synchronous: str = "full",
 ) -> Store:
     if is_mongodb(uri):
         from store.mongo import open_mongo
@@ -32,4 +40,9 @@ def open_store(
         return open_mongo(uri, database, timeout_seconds, default_region)
     from store.sqlite import open_sqlite
 
-    return open_sqlite(None if uri == "memory" else sqlite_path, timeout_seconds, default_region)
+    return open_sqlite(
+        None if uri == "memory" else sqlite_path,
+        timeout_seconds,
+        default_region,
+        sqlite_synchronous,
+    )

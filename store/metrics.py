@@ -1,4 +1,4 @@
-"""Dialer metrics: KPIs of outbound calls over whole local days, by one aggregation pipeline.
+"""Dialer metrics: KPIs of outbound calls over whole local days, counted in the database.
 
 Definitions (published in schemas/records/dialer-metrics.json):
 - a dial is an outbound call; it counts on the local day (in the report's time zone) of its
@@ -9,13 +9,21 @@ Definitions (published in schemas/records/dialer-metrics.json):
   the average talk time is over connects (0 without connects).
 
 Days are buckets between the UTC instants of consecutive local midnights, computed here with
-zoneinfo (so DST days have 23 or 25 hours); each backend counts per user and day between those
-boundaries, and `report` turns the counts into the published figures.
+zoneinfo (so DST days have 23 or 25 hours). Both backends count per user and quarter hour of
+UTC (`quarter_of`), from each call's `contribution`: every UTC offset and DST change in use
+falls on a quarter hour, so a local midnight starts a quarter hour and a quarter hour lies in one
+day (`day_of` finds it). Where a boundary falls inside a quarter hour (historical offsets such
+as Monrovia's -00:44:30 until 1972), the backends count that quarter's calls by their exact
+instant. `assemble` adds the rows of counts into totals, users and days, and `report` shapes the
+published result.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from zoneinfo import ZoneInfo
 
 CONVERSATION_SECONDS = 60
@@ -50,6 +58,40 @@ def day_starts(first: dt.date, last: dt.date, zone: ZoneInfo) -> list[dt.datetim
     return starts
 
 
+EPOCH = dt.datetime(1970, 1, 1)
+QUARTER = dt.timedelta(minutes=15)
+QUARTER_MS = 15 * 60 * 1000
+
+
+def quarter_of(instant: dt.datetime) -> int:
+    """The quarter hour of UTC, counted from the epoch, that an instant (naive UTC, or aware)
+    falls in."""
+    if instant.tzinfo is not None:
+        instant = instant.astimezone(dt.UTC).replace(tzinfo=None)
+    return (instant - EPOCH) // QUARTER
+
+
+def contribution(call: Mapping[str, Any]) -> dict[str, int]:
+    """What one outbound call adds to each of COUNTS (the definitions above), from its
+    disposition, durationSeconds and meetingBooked."""
+    connected = call["disposition"] == "connected"
+    talk = (call["durationSeconds"] or 0) if connected else 0
+    return {
+        "dials": 1,
+        "connects": int(connected),
+        "conversations": int(connected and talk >= CONVERSATION_SECONDS),
+        "meetingsBooked": int(bool(call["meetingBooked"])),
+        "voicemails": int(call["disposition"] == "voicemail"),
+        "talkTimeSeconds": talk,
+    }
+
+
+def day_of(bounds: Sequence[int], instant_ms: int) -> int:
+    """The index of the day (between `bounds`, epoch milliseconds of the day starts) that an
+    instant in the range falls in."""
+    return bisect.bisect_right(bounds, instant_ms) - 1
+
+
 EMPTY = {name: 0 for name in FIGURES}
 
 
@@ -70,6 +112,43 @@ def rates(counts: dict) -> dict:
     }
 
 
+def assemble(
+    first: dt.date,
+    last: dt.date,
+    zone: ZoneInfo,
+    user_id: str | None,
+    starts: list[dt.datetime],
+    rows: Iterable[tuple[str | None, int, Sequence[int]]],
+) -> dict:
+    """The dialer-metrics result from rows of (userId, day index, COUNTS): each row is added
+    into the totals, its user and its day, and the figures computed from the sums."""
+    totals: list[int] = []
+    users: dict[str | None, list[int]] = {}
+    days: dict[int, list[int]] = {}
+    for user, day, counts in rows:
+        for into in (totals, users.setdefault(user, []), days.setdefault(day, [])):
+            if not into:
+                into.extend([0] * len(COUNTS))
+            for index, value in enumerate(counts):
+                into[index] += value
+
+    def figures(sums: list[int]) -> dict:
+        return rates(dict(zip(COUNTS, sums, strict=True)))
+
+    ordered = sorted(users, key=lambda user: (user is None, user or ""))
+
+    return report(
+        first,
+        last,
+        zone,
+        user_id,
+        starts,
+        figures(totals) if totals else None,
+        [(user, figures(users[user])) for user in ordered],
+        {starts[day]: figures(sums) for day, sums in days.items()},
+    )
+
+
 def report(
     first: dt.date,
     last: dt.date,
@@ -77,7 +156,7 @@ def report(
     user_id: str | None,
     starts: list[dt.datetime],
     totals: dict | None,
-    by_user: list[tuple[str, dict]],
+    by_user: list[tuple[str | None, dict]],
     by_day: dict[dt.datetime, dict],
 ) -> dict:
     """The dialer-metrics result from figures per user (sorted by id) and per day start."""

@@ -1,11 +1,14 @@
 """Prospects and contact matching, backend-neutral: the rules that decide which prospect each
 uploaded contact becomes, the dedupe keys, and the stored and API forms of a prospect.
 
-Matching (spec 4.4, README "Contact matching"):
+Matching (spec 4.4, docs/api.md "Contact upload and matching"):
 - email is compared case-insensitively, phone numbers in E.164 form (`store.identity`);
 - a contact reuses an existing prospect only when all its email/phone matches are one and the
   same prospect (a safe match), and that prospect's LinkedIn URL does not contradict the
   contact's; the reused prospect's blank fields are filled, never overwritten;
+- a prospect that was created apart from its matches (over a LinkedIn conflict or an ambiguity)
+  stands aside when later contacts are matched, unless it has the contact's LinkedIn URL, so
+  that uploading the same contacts again lands each where it did;
 - otherwise a new prospect is created. Every prospect carries a `dedupeKey` derived from the
   contact that created it (unique per workspace), and new prospects are written as upserts on
   that key, so concurrent uploads of the same contacts converge on one prospect instead of
@@ -22,6 +25,7 @@ import dataclasses
 import datetime as dt
 
 from store.clock import new_id
+from store.idempotency import Once
 from store.identity import (
     CONTACT_FIELDS,
     clean_contact,
@@ -102,13 +106,15 @@ class Candidate:
     @classmethod
     def from_doc(cls, doc: dict) -> Candidate:
         fields = {f: doc[f] for f in CONTACT_FIELDS if f in doc}
+        email, phone, linkedin = doc.get("emailNorm"), doc.get("phoneE164"), doc.get("linkedinNorm")
         return cls(
             doc["dedupeKey"],
             fields,
-            doc.get("emailNorm"),
-            doc.get("phoneE164"),
-            doc.get("linkedinNorm"),
+            email,
+            phone,
+            linkedin,
             id=doc["_id"],
+            reason=split_reason(doc["dedupeKey"], email, phone, linkedin),
         )
 
     def matches(self, contact: Contact) -> bool:
@@ -157,6 +163,22 @@ def dedupe_key(contact: Contact, reason: str = "") -> str:
     return base
 
 
+def split_reason(key: str, email: str | None, phone: str | None, linkedin: str | None) -> str:
+    """Why a stored prospect was created apart from its matches ("linkedin", "ambiguous"),
+    read back from its dedupe key and identifiers; "" for one created under its contact's own
+    identity. The identifiers a key was made from never change (blanks are filled, values
+    never overwritten), but a LinkedIn URL may have been filled in after an ambiguity."""
+    for base in (Contact({}, email, None, None), Contact({}, None, phone, None)):
+        if not (base.email or base.phone):
+            continue
+        with_linkedin = dataclasses.replace(base, linkedin=linkedin)
+        if linkedin and key == dedupe_key(with_linkedin, "linkedin"):
+            return "linkedin"
+        if key in (dedupe_key(base, "ambiguous"), dedupe_key(with_linkedin, "ambiguous")):
+            return "ambiguous"
+    return ""
+
+
 def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
     """The prospect a contact lands on: a safe match in `pool`, or a new one added to it.
 
@@ -164,9 +186,15 @@ def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
     not contradict the contact's. Among several matches, the one with exactly the contact's
     LinkedIn URL is the same person when every other match has a different LinkedIn URL (this
     is what makes re-uploading a contact that once split off over a LinkedIn conflict land on
-    its own prospect again).
+    its own prospect again). Prospects that were split off from their matches (`reason`) stand
+    aside unless they carry the contact's own LinkedIn URL (or every match is one): a contact
+    lands where it did before they were split off, so that uploading the same contacts again
+    lands each where it did, also when a later contact of the request split one off.
     """
-    matches = [c for c in pool if c.matches(contact)]
+    found = [c for c in pool if c.matches(contact)]
+    matches = [
+        c for c in found if not c.reason or (contact.linkedin and c.linkedin == contact.linkedin)
+    ] or found
     if len(matches) > 1 and contact.linkedin:
         same_person = [c for c in matches if c.linkedin == contact.linkedin]
         others = [c for c in matches if c.linkedin != contact.linkedin]
@@ -189,6 +217,33 @@ def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
 
 
 REASONS = {"linkedin": "linkedin_conflict", "ambiguous": "ambiguous_match"}
+
+
+def new_prospect_id(once: Once | None, key: str) -> str:
+    """The id of a prospect an upload creates under dedupe key `key`: with an Idempotency-Key,
+    derived from it (the same in every attempt of the request), else random."""
+    return once.record_id("prospect", key) if once else new_id()
+
+
+def created_reason(key: str, linkedin: str | None) -> str:
+    """Why the prospect created under dedupe key `key` (see dedupe_key) was made despite email
+    or phone matches: "ambiguous", "linkedin" or ""."""
+    suffix = f"|l:{linkedin}" if linkedin else None
+    if suffix and key.endswith(suffix):
+        return "ambiguous" if key[: -len(suffix)].endswith("|ambiguous") else "linkedin"
+    return "ambiguous" if key.endswith("|ambiguous") else ""
+
+
+def recognise_created(targets: list[Candidate], once: Once | None) -> None:
+    """Prospects an earlier attempt of the same request created (their ids derive from its
+    Idempotency-Key) count as created by this one, so that its retry answers as the first
+    attempt would have."""
+    if once is None:
+        return
+    for target in targets:
+        if target.id and not target.created and target.id == new_prospect_id(once, target.key):
+            target.created = True
+            target.reason = created_reason(target.key, target.linkedin)
 
 
 @dataclasses.dataclass

@@ -1,5 +1,5 @@
-"""The API forms of the small resources (workspaces, users, API keys, lists), shared by both
-backends; calls, prospects and activities keep theirs beside their other rules."""
+"""The API forms of the small resources (workspaces, users, lists), shared by both backends;
+API keys (store/keys.py), calls, prospects and activities keep theirs beside their other rules."""
 
 from __future__ import annotations
 
@@ -15,17 +15,6 @@ def user_record(doc: dict) -> dict:
         "firstName": doc["firstName"],
         "lastName": doc["lastName"],
         "createdAt": doc["createdAt"],
-    }
-
-
-def key_record(doc: dict) -> dict:
-    """An API key's metadata; the plain key (a signed JWT) is never stored."""
-    return {
-        "id": doc["_id"],
-        "workspaceId": doc["workspaceId"],
-        "name": doc["name"],
-        "createdAt": doc["createdAt"],
-        "revokedAt": doc.get("revokedAt"),
     }
 
 

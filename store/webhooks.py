@@ -37,6 +37,10 @@ def delivery_id(endpoint_id: str, event_id: str, generation: int) -> str:
     return str(uuid.uuid5(DELIVERY_IDS, f"{endpoint_id}/{event_id}/{generation}"))
 
 
+def current_secret(secrets: list[dict]) -> str:
+    return next(entry["secret"] for entry in secrets if entry.get("expiresAt") is None)
+
+
 def endpoint_record(doc: dict) -> dict:
     """An endpoint's API form: never its secrets, its feed position or its leases."""
     return {
@@ -79,6 +83,8 @@ def rotated(secrets: list[dict], new: str, now: dt.datetime, overlap: dt.timedel
     """The secrets after a rotation: the new one, and the one it replaces until `now + overlap`
     (an older one still in its overlap is dropped)."""
     current = [entry for entry in secrets if entry.get("expiresAt") is None][:1]
+    if current and current[0]["secret"] == new:  # a retry of this rotation: done already
+        return secrets
     return [{"secret": new, "expiresAt": None}] + [
         {"secret": entry["secret"], "expiresAt": now + overlap} for entry in current
     ]

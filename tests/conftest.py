@@ -138,8 +138,9 @@ def clock():
 
 @pytest.fixture
 def services(io_loop, config, clock):
-    store, auth = io_loop.run_sync(lambda: open_services(config, clock))
+    store, auth = io_loop.run_sync(lambda: open_services(config, clock, wall=clock.wall))
     yield store, auth
+    io_loop.run_sync(auth.usage.stop)
     if not store.embedded:
         io_loop.run_sync(store.drop)
     io_loop.run_sync(store.close)

@@ -23,13 +23,18 @@ TEST_SECRET = "test-secret-" + "x" * 40
 
 
 class FakeClock:
-    """An injectable monotonic clock that only moves when a test moves it."""
+    """An injectable monotonic clock that only moves when a test moves it, and its wall clock
+    (`wall`: seconds since the epoch, from the real time the clock was made, moving with it)."""
 
     def __init__(self, now: float = 1000.0):
         self.now = now
+        self._wall_offset = time.time() - now
 
     def __call__(self) -> float:
         return self.now
+
+    def wall(self) -> float:
+        return self.now + self._wall_offset
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
@@ -181,7 +186,9 @@ def check_invariants(response: Response, method: str) -> None:
             assert problem["title"] and problem["detail"]
             assert "Traceback" not in response.body.decode()
     elif response.code not in (204, 304) and method != "HEAD":
-        assert content_type.startswith(("application/json", "audio/mpeg", "text/html")), response
+        assert content_type.startswith(
+            ("application/json", "application/x-ndjson", "audio/mpeg", "text/html")
+        ), response
 
 
 async def walk_pages(client: Client, path: str, key: str) -> tuple[list[dict], int]:

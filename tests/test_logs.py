@@ -18,7 +18,6 @@ from server.logs import REDACTED, JSONFormatter, secrets_of, setup_logging
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient
 from tests.helpers import TEST_SECRET, add_call, test_environ
-from tests.wire import limit
 
 PROVIDER_HOST = "127.0.0.5"  # used by nothing else, so any mention of it is a leak
 ACCOUNT_ID = "AC" + "3b" * 16
@@ -127,20 +126,13 @@ async def representative_run(api, anon, origin, store, ws_a, ws_b, provider, aut
             ]
         },
     )
-    # The dialer metrics are left out where the server cannot run their pipeline (the wire
-    # tier's FerretDB 1.24: tests/wire.py LIMITS["aggregation"]).
-    metrics = (
-        ()
-        if limit("aggregation")
-        else ("/v1/reporting/dialer-metrics?from=2026-11-01&to=2026-11-30",)
-    )
     for path in (
         "/v1/users",
         "/v1/lists",
         "/v1/calls",
         "/v1/prospects",
         "/v1/prospect-activities?email=ann@example.com",
-        *metrics,
+        "/v1/reporting/dialer-metrics?from=2026-11-01&to=2026-11-30",
         f"/v1/calls/{recorded}/recording",
         f"/v1/calls/{missing}/recording",
         f"/v1/lists/{uuid.uuid4()}",

@@ -77,8 +77,6 @@ def binary() -> Path:
 LIMITS = {
     "ttl": 'TTL indexes are not implemented ("Index option expireAfterSeconds is not '
     'implemented yet"); the expiry sweep alone removes expired records',
-    "aggregation": "the aggregation stages $facet and $bucket and the expressions $cond, $eq "
-    "and $and are not implemented, and the dialer-metrics pipeline uses them",
     "scan": "no query but one on _id alone uses an index: every other query reads the whole "
     "collection (and sorts it in memory), so reading a large collection, or many such queries "
     "in a row, outlasts the API's time limits (the first batch of a 100,000-activity timeline "

@@ -22,6 +22,13 @@ def new_secret() -> str:
     return PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
 
 
+def derived_secret(seed: str, purpose: str) -> str:
+    """A secret made from a random `seed` (an Idempotency-Key claim's, kept in the database):
+    the same for every attempt of one request."""
+    digest = hashlib.sha256(f"{seed}\x1fwebhook-secret\x1f{purpose}".encode()).digest()
+    return PREFIX + base64.b64encode(digest).decode()
+
+
 def signature(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
     """One `v1,<base64>` signature of a message with `secret`."""
     key = base64.b64decode(secret.removeprefix(PREFIX))

@@ -1,4 +1,5 @@
-// The interactive reference: the API key (this tab's sessionStorage only), the Try-it forms,
+// The interactive reference: the API key (this tab's sessionStorage only) and what its scopes
+// allow (GET /v1/api-key: operations the key cannot use have their Send disabled), the Try-it forms,
 // code samples built from them, how responses are shown (status, timing, headers, JSON, pages,
 // audio, chart), the search box, and the navigation menu on narrow screens.
 // Requests go only to this origin; the key is attached only to this origin's /v1 API.
@@ -40,6 +41,8 @@ keyInput.addEventListener("input", () => {
   if (value) sessionStorage.setItem(KEY_STORAGE, value);
   else sessionStorage.removeItem(KEY_STORAGE);
   showKeyState();
+  clearTimeout(scopeTimer);
+  scopeTimer = setTimeout(checkKeyScopes, 400); // once typing or pasting has settled
 });
 document.getElementById("key-toggle").addEventListener("click", (event) => {
   const show = keyInput.type === "password";
@@ -51,9 +54,80 @@ document.getElementById("key-forget").addEventListener("click", () => {
   sessionStorage.removeItem(KEY_STORAGE);
   keyInput.value = "";
   showKeyState();
+  checkKeyScopes();
 });
 document.getElementById("key-form").addEventListener("submit", (event) => event.preventDefault());
 showKeyState();
+
+// --- what the key may do: its scopes, from GET /v1/api-key --------------------------------
+
+const keyScopes = document.getElementById("key-scopes");
+let scopeTimer = 0;
+let scopeCheck = 0; // the newest check's number: an older answer never overwrites a newer one
+
+function showScopes(text, refused) {
+  keyScopes.textContent = text;
+  keyScopes.classList.toggle("refused", refused);
+  keyScopes.hidden = text === "";
+}
+
+// Each operation that needs a scope the key lacks gets its Send disabled, saying why.
+// `scopes` null: not known (no key, or one not accepted), so nothing is disabled.
+function applyScopes(scopes) {
+  for (const op of document.querySelectorAll("article.op[data-scope]")) {
+    const needed = op.dataset.scope;
+    const blocked = scopes !== null && !scopes.includes(needed);
+    const send = op.querySelector("form.try .send");
+    const why = op.querySelector(".try-blocked");
+    if (!send || !why) continue;
+    send.disabled = blocked;
+    op.classList.toggle("blocked", blocked);
+    why.hidden = !blocked;
+    why.textContent = blocked
+      ? `Your key cannot use this operation: it needs the ${needed} scope, and the key has ${scopes.join(", ")}. Paste a key with ${needed} to try it.`
+      : "";
+  }
+}
+
+function blockedReason(form) {
+  const why = form.querySelector(".try-blocked");
+  return why && !why.hidden ? why.textContent : null;
+}
+
+async function checkKeyScopes() {
+  const mine = ++scopeCheck;
+  const key = currentKey();
+  if (!key) {
+    applyScopes(null);
+    showScopes("", false);
+    return;
+  }
+  let response;
+  let json = null;
+  try {
+    response = await fetch("/v1/api-key", {
+      headers: { Authorization: `Bearer ${key}` }, cache: "no-store", credentials: "omit",
+      redirect: "manual", referrerPolicy: "no-referrer",
+    });
+    json = await response.json();
+  } catch {
+    if (mine === scopeCheck) showScopes("The key's scopes could not be checked.", true);
+    return;
+  }
+  if (mine !== scopeCheck) return;
+  if (response.ok && json && json.apiKey && Array.isArray(json.apiKey.scopes)) {
+    const { scopes, expiresAt } = json.apiKey;
+    applyScopes(scopes);
+    const until = expiresAt ? `; it expires ${expiresAt.replace("T", " ").slice(0, 16)} UTC` : "";
+    showScopes(`This key's scopes: ${scopes.join(", ")}${until}.`, false);
+  } else {
+    applyScopes(null);
+    const why = json && typeof json.detail === "string" ? json.detail : `HTTP ${response.status}`;
+    showScopes(`This key is not accepted: ${why}.`, true);
+  }
+}
+
+if (currentKey()) checkKeyScopes();
 
 // --- building a request from a form ------------------------------------------------------
 
@@ -249,6 +323,11 @@ async function send(form, override) {
   const request = override || describeRequest(form);
   const auth = op.dataset.auth === "bearer";
   result.hidden = false;
+  const blocked = blockedReason(form);
+  if (blocked) { // a pager button or Enter: nothing is sent that the key may not do
+    result.replaceChildren(message(blocked, "error"));
+    return;
+  }
   if (request.missing.length) {
     result.replaceChildren(message(`Fill in ${request.missing.join(", ")} first.`, "error"));
     return;
@@ -283,7 +362,7 @@ async function send(form, override) {
   } catch (error) {
     result.replaceChildren(message(`The request failed: ${error.message}`, "error"));
   } finally {
-    button.disabled = false;
+    button.disabled = blockedReason(form) !== null;
     button.textContent = "Send";
   }
 }
@@ -346,8 +425,9 @@ function showResult(form, result, request, response, payload, elapsed, auth) {
   parts.push(headerList);
 
   const links = parseLinks(response.headers.get("Link"));
+  const records = /^application\/x-ndjson/.test(type) ? ndjson(payload) : null; // an export
   let json = null;
-  if (typeof payload === "string" && /json/.test(type) && payload) {
+  if (typeof payload === "string" && /json/.test(type) && payload && records === null) {
     try {
       json = JSON.parse(payload);
     } catch {
@@ -367,11 +447,32 @@ function showResult(form, result, request, response, payload, elapsed, auth) {
     parts.push(chart);
     drawChart(chart, json.byDay);
   }
+  if (records !== null) {
+    const shown = records.slice(0, EXPORT_SHOWN);
+    const more = records.length > shown.length ? `; the first ${shown.length}:` : "";
+    parts.push(message(`${records.length} records, one per line (NDJSON)${more}`, "note"));
+    parts.push(jsonView(shown));
+  }
   if (json !== null) parts.push(jsonView(json));
-  else if (typeof payload === "string" && payload) parts.push(el("pre", { class: "json" }, payload));
+  else if (records === null && typeof payload === "string" && payload) {
+    parts.push(el("pre", { class: "json" }, payload));
+  }
   parts.push(el("pre", { class: "curl" }, curlFor(request, auth)));
   result.replaceChildren(...parts);
   if (json && status < 300) remember(json);
+}
+
+// An export's body: one JSON record per line. Only its first records are shown, as a JSON array
+// (an export of a large workspace holds millions).
+const EXPORT_SHOWN = 50;
+
+function ndjson(payload) {
+  if (typeof payload !== "string") return null;
+  try {
+    return payload.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line));
+  } catch {
+    return null;
+  }
 }
 
 function parseLinks(header) {

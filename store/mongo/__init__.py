@@ -13,7 +13,7 @@ import pymongo
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store.mongo.activities import Activities
+from store.mongo.activities import Activities, fill_stored_at
 from store.mongo.calls import Calls
 from store.mongo.errors import driver_errors, translate_errors
 from store.mongo.events import Events, EventWriter
@@ -22,7 +22,7 @@ from store.mongo.idempotency import Idempotency
 from store.mongo.indexes import ensure_indexes
 from store.mongo.keys import Keys
 from store.mongo.lists import Lists
-from store.mongo.metrics import DialerMetrics
+from store.mongo.metrics import DialerMetrics, fill_metric_fields
 from store.mongo.prospects import Prospects
 from store.mongo.ratelimits import RateLimits
 from store.mongo.settings import Settings
@@ -72,7 +72,11 @@ class MongoStore:
         await self.db.command("ping")
         with pymongo.timeout(build_timeout):
             self.ttl_indexes = await ensure_indexes(self.db)
+            await fill_stored_at(self.db)
         self.indexes_ready = True
+        # Calls stored before they carried their metrics fields get them once, in small
+        # batches; the API serves meanwhile (a report counts such calls one by one).
+        await fill_metric_fields(self.db)
 
     async def sweep_expired(
         self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
@@ -98,6 +102,10 @@ class MongoStore:
         except Exception:
             return False
         return True
+
+    async def readiness(self, timeout: float = 2.0) -> str | None:
+        """None when the server answers a ping within `timeout` seconds."""
+        return None if await self.ping(timeout) else "the database is not reachable"
 
     async def collections(self) -> list[str]:
         return await self.db.list_collection_names()

@@ -1,8 +1,12 @@
-"""Calls on MongoDB: the paginated, filtered call log and the recording reference of a call."""
+"""Calls on MongoDB: the paginated, filtered call log and the recording reference of a call.
+
+Every call is stored with its contribution to the dialer metrics (`quarter`, `m`:
+store/mongo/metrics.py), which its record never shows."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from pymongo import ReturnDocument
@@ -12,8 +16,11 @@ from store.activities import call_activity
 from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
 from store.calls import record as _record
 from store.clock import utcnow
+from store.exports import BATCH_SIZE
 from store.mongo.activities import Activities
 from store.mongo.errors import translate_errors
+from store.mongo.exports import export_batches
+from store.mongo.metrics import metric_fields
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 
@@ -70,15 +77,17 @@ class Calls:
         return _record(doc)
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt call documents in bounded batches, each with its `call` activity on
-        the prospect's timeline, and their events."""
+        """Write prebuilt call documents in bounded batches, each with its contribution to the
+        dialer metrics, its `call` activity on the prospect's timeline, and their events."""
         if any(doc["workspaceId"] != workspace_id for doc in documents):
             raise ValueError("every document must belong to the given workspace")
         for start in range(0, len(documents), INSERT_BATCH):
             batch = documents[start : start + INSERT_BATCH]
             entries = [call_activity(doc) for doc in batch]
             pending = self.events.begin()
-            await self.col.insert_many([pending.new(doc) for doc in batch], ordered=False)
+            await self.col.insert_many(
+                [pending.new({**doc, **metric_fields(doc)}) for doc in batch], ordered=False
+            )
             await self.activities.col.insert_many(
                 [pending.new(entry) for entry in entries], ordered=False
             )
@@ -94,6 +103,27 @@ class Calls:
         return await page_query(
             self.col, call_filters(workspace_id, **filters), window, CALL_FIELDS, _record
         )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        **filters: Any,
+    ) -> AsyncGenerator[list[dict], None]:
+        """The calls last changed at or before `settled_before`, in the sync order, in
+        batches of records; `filters` as `call_filters`."""
+        async for batch in export_batches(
+            self.col,
+            call_filters(workspace_id, **filters),
+            "updatedAt",
+            settled_before,
+            CALL_FIELDS,
+            _record,
+            batch_size,
+        ):
+            yield batch
 
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""

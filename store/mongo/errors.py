@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -22,12 +23,29 @@ from store.errors import StoreError, StoreUnavailable
 T = TypeVar("T", bound=type)
 
 
+URI = re.compile(r"mongodb(?:\+srv)?://\S*", re.IGNORECASE)
+CREDENTIALS = re.compile(r"[^\s/@:]+:[^\s/@]+@")
+DUPLICATE = re.compile(r"dup key: \{.*?\}")  # the values of a duplicate key: data
+MESSAGE_LENGTH = 300
+
+
+def reason(exc: PyMongoError) -> str:
+    """The driver's error class and message for a log line: one line, without a URI or a
+    credential, without the topology dump a selection time-out appends, and bounded."""
+    message = str(exc).split(", Topology Description:")[0]
+    message = CREDENTIALS.sub("", URI.sub("[uri]", message))
+    message = DUPLICATE.sub("dup key: {...}", message)
+    message = " ".join(message.split())
+    if len(message) > MESSAGE_LENGTH:
+        message = message[:MESSAGE_LENGTH] + "..."
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 def translated(exc: PyMongoError) -> StoreError:
     """The store error that stands for a driver error."""
-    name = type(exc).__name__
     if isinstance(exc, ConnectionFailure | ExecutionTimeout) or exc.timeout:
-        return StoreUnavailable(f"MongoDB did not answer in time ({name})")
-    return StoreError(f"MongoDB refused the operation ({name}): {exc}")
+        return StoreUnavailable(f"MongoDB did not answer in time ({reason(exc)})")
+    return StoreError(f"MongoDB refused the operation ({reason(exc)})")
 
 
 @contextlib.contextmanager

@@ -1,12 +1,19 @@
-"""API key records. The plain key (a signed JWT) is never stored: only its id and metadata."""
+"""API key records. The plain key (a signed JWT) is never stored: only its id and metadata.
+A document written before keys had scopes and expiry has neither field (store/keys.py)."""
 
 from __future__ import annotations
+
+import datetime as dt
 
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.clock import new_id, utcnow
+from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document
+from store.keys import key_record as _record
 from store.mongo.errors import translate_errors
-from store.records import key_record as _record
+
+# What authentication reads of a key.
+ACTIVE_FIELDS = {"_id": 1, "workspaceId": 1, "scopes": 1, "expiresAt": 1}
 
 
 @translate_errors
@@ -14,14 +21,14 @@ class Keys:
     def __init__(self, db: AsyncDatabase) -> None:
         self.col = db["api_keys"]
 
-    async def create(self, workspace_id: str, name: str) -> dict:
-        doc = {
-            "_id": new_id(),
-            "workspaceId": workspace_id,
-            "name": name,
-            "createdAt": utcnow(),
-            "revokedAt": None,
-        }
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        scopes: frozenset[str] = DEFAULT_SCOPES,
+        expires_at: dt.datetime | None = None,
+    ) -> dict:
+        doc = key_document(workspace_id, new_id(), name, scopes, utcnow(), expires_at)
         await self.col.insert_one(doc)
         return _record(doc)
 
@@ -29,12 +36,21 @@ class Keys:
         cursor = self.col.find({"workspaceId": workspace_id}).sort("createdAt", 1)
         return [_record(doc) async for doc in cursor]
 
-    async def is_active(self, workspace_id: str, key_id: str) -> bool:
-        """The hot-path check behind authentication (cached by server.auth)."""
+    async def find_active(self, workspace_id: str, key_id: str) -> ActiveKey | None:
+        """The hot-path lookup behind authentication (cached by server.auth)."""
         doc = await self.col.find_one(
-            {"_id": key_id, "workspaceId": workspace_id, "revokedAt": None}, {"_id": 1}
+            {"_id": key_id, "workspaceId": workspace_id, "revokedAt": None}, ACTIVE_FIELDS
         )
-        return doc is not None
+        return doc and active_key(doc)
+
+    async def get(self, workspace_id: str, key_id: str) -> dict | None:
+        doc = await self.col.find_one({"_id": key_id, "workspaceId": workspace_id})
+        return doc and _record(doc)
+
+    async def touch(self, workspace_id: str, key_id: str, at: dt.datetime) -> None:
+        await self.col.update_one(
+            {"_id": key_id, "workspaceId": workspace_id}, {"$max": {"lastUsedAt": at}}
+        )
 
     async def revoke(self, key_id: str) -> dict | None:
         """Operator scope (admin CLI only): revoke a key by id. Returns the record, or None."""

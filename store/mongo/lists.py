@@ -1,19 +1,39 @@
-"""Dialer lists: creation, paging, lookup, and the prospectsCount counter."""
+"""Dialer lists: creation, paging, lookup, and the prospectsCount counter.
+
+A contact upload cannot add memberships and move the list's count in one write (no
+multi-document transactions), so it marks the list first (`countPending`, a token of the
+upload), adds the memberships, then sets the count from them and removes its mark. An upload
+cut short in between leaves the mark: the next read of the list counts its memberships and
+corrects `prospectsCount` (members are never removed, so the count only grows), and removes
+the mark once no upload of the workspace is running. So `prospectsCount` is exact after a crash
+at any point of an upload, without waiting for a retry.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from pymongo import ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE
+from store.idempotency import Once
 from store.mongo.errors import translate_errors
+from store.mongo.exports import export_batches
+from store.mongo.idempotency import store_response
+from store.mongo.locks import UPLOAD_LEASE, Leases
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.records import LIST_FIELDS
 from store.records import list_record as _record
+
+PENDING = "countPending"  # the token of an upload that has not set the count yet
+FIELDS = {**LIST_FIELDS, PENDING: 1}  # what reads of lists take: the record and the mark
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter
@@ -23,6 +43,9 @@ if TYPE_CHECKING:
 class Lists:
     def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
         self.col = db["lists"]
+        self.prospects = db["prospects"]
+        self.idempotency = db["idempotency"]
+        self.leases = Leases(db)
         self.events = events
 
     async def create(
@@ -33,10 +56,13 @@ class Lists:
         source: str = "CSV",
         created_at: dt.datetime | None = None,
         list_id: str | None = None,
+        once: Once | None = None,
     ) -> dict:
+        """Insert a list. With an Idempotency-Key its id derives from the key: when an earlier
+        attempt of the same request inserted it, that list is the answer."""
         now = created_at or utcnow()
         doc = {
-            "_id": list_id or new_id(),
+            "_id": list_id or (once.record_id("list") if once else new_id()),
             "workspaceId": workspace_id,
             "name": name,
             "source": source,
@@ -46,27 +72,103 @@ class Lists:
             "prospectsCount": 0,
         }
         pending = self.events.begin()
-        await self.col.insert_one(pending.new(doc))
-        await self.events.publish(workspace_id, pending, {"lists": [str(doc["_id"])]})
-        return _record(doc)
+        try:
+            await self.col.insert_one(pending.new(doc))
+        except DuplicateKeyError:
+            if once is None:
+                raise
+            found = await self.col.find_one({"_id": doc["_id"], "workspaceId": workspace_id})
+            if found is None:  # the id of another workspace's list: cannot be (uuid5 of ours)
+                raise
+            # An earlier attempt inserted it; its marker (or its event) is that attempt's.
+            doc = found
+        else:
+            await self.events.publish(workspace_id, pending, {"lists": [str(doc["_id"])]})
+        record = _record(doc)
+        if once is not None:
+            await store_response(self.idempotency, once, record)
+        return record
 
     async def get(self, workspace_id: str, list_id: str) -> dict | None:
-        doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, LIST_FIELDS)
+        doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, FIELDS)
+        if doc is not None and PENDING in doc:
+            doc = await self._recount(workspace_id, doc) or doc
         return doc and _record(doc)
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        updated_since: dt.datetime | None = None,
+        encoded: bool = False,
+    ) -> Page:
         """One window of lists; dicts even when `encoded` is asked for (see Calls.page)."""
-        return await page_query(
-            self.col, {"workspaceId": workspace_id}, window, LIST_FIELDS, _record
+        pending: list[tuple[dict, dict]] = []
+
+        def record(doc: dict) -> dict:
+            item = _record(doc)
+            if PENDING in doc:
+                pending.append((doc, item))
+            return item
+
+        query = _query(workspace_id, updated_since)
+        page = await page_query(self.col, query, window, FIELDS, record)
+        for doc, item in pending:
+            # The count only: the item keeps its place (updatedAt) in the page's order.
+            recounted = await self._recount(workspace_id, doc)
+            if recounted is not None:
+                item["prospectsCount"] = recounted["prospectsCount"]
+        return page
+
+    async def _recount(self, workspace_id: str, doc: dict) -> dict | None:
+        """Correct the count of a list an upload has marked (see the module's docstring): the
+        list as it is now, or None when it is gone."""
+        list_id = doc["_id"]
+        members = await self.prospects.count_documents(
+            {"workspaceId": workspace_id, "listIds": list_id}
         )
+        if members > doc["prospectsCount"]:
+            pending = self.events.begin()
+            await self.col.update_one(
+                {"_id": list_id, "workspaceId": workspace_id, "prospectsCount": {"$lt": members}},
+                pending.update({"$set": {"prospectsCount": members, "updatedAt": utcnow()}}),
+            )
+            await self.events.publish(workspace_id, pending, {"lists": [list_id]})
+        if not await self.leases.taken(workspace_id, UPLOAD_LEASE):
+            await self.col.update_one(
+                {"_id": list_id, "workspaceId": workspace_id, PENDING: doc[PENDING]},
+                {"$unset": {PENDING: ""}},
+            )
+        return await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, FIELDS)
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[list[dict], None]:
+        """The lists last changed at or before `settled_before`, in the sync order, in batches
+        of records."""
+        async for batch in export_batches(
+            self.col,
+            _query(workspace_id, updated_since),
+            "updatedAt",
+            settled_before,
+            LIST_FIELDS,
+            _record,
+            batch_size,
+        ):
+            yield batch
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
 
-        The count comes from the memberships themselves (Prospects.count_in_list), so an upload
-        interrupted before this update leaves no lasting drift: the next upload recounts.
-        Members are never removed, so `$max` keeps an upload that finishes late from
-        overwriting a later upload's larger count.
+        The count comes from the memberships themselves (Prospects.count_in_list). Members are
+        never removed, so `$max` keeps an upload that finishes late from overwriting a later
+        upload's larger count.
         """
         pending = self.events.begin()
         doc = await self.col.find_one_and_update(
@@ -79,3 +181,38 @@ class Lists:
             return None
         await self.events.publish(workspace_id, pending, {"lists": [list_id]})
         return _record(doc)
+
+
+async def mark_counting(col: AsyncCollection, workspace_id: str, list_id: str) -> str:
+    """Mark the list (in `col`, the lists) as being added to by an upload; the mark's token."""
+    token = new_id()
+    await col.update_one({"_id": list_id, "workspaceId": workspace_id}, {"$set": {PENDING: token}})
+    return token
+
+
+async def set_counted(
+    col: AsyncCollection,
+    events: EventWriter,
+    workspace_id: str,
+    list_id: str,
+    token: str,
+    members: int,
+) -> None:
+    """After an upload: the list's count from its `members` (never decreasing), its updatedAt
+    moved, and the upload's mark removed (if another mark replaced it, that one stays); its
+    `list.updated` event."""
+    selector = {"_id": list_id, "workspaceId": workspace_id}
+    pending = events.begin()
+    change = pending.update({"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}})
+    marked = await col.update_one({**selector, PENDING: token}, {**change, "$unset": {PENDING: ""}})
+    if not marked.matched_count:
+        await col.update_one(selector, change)
+    await events.publish(workspace_id, pending, {"lists": [list_id]})
+
+
+def _query(workspace_id: str, updated_since: dt.datetime | None) -> dict:
+    """The query of GET /lists: the workspace, and updatedAt >= since."""
+    query: dict = {"workspaceId": workspace_id}
+    if updated_since is not None:
+        query["updatedAt"] = {"$gte": updated_since}
+    return query

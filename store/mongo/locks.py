@@ -24,6 +24,8 @@ from store.mongo.errors import translate_errors
 
 log = logging.getLogger("workspace_api")
 
+UPLOAD_LEASE = "contact-upload"  # the contact uploads of a workspace take turns through it
+
 
 @translate_errors
 class Leases:
@@ -46,6 +48,13 @@ class Leases:
         except DuplicateKeyError:
             return None
         return token
+
+    async def taken(self, workspace_id: str, name: str) -> bool:
+        """Whether someone holds the lease now (it exists and has not expired)."""
+        found = await self.col.find_one(
+            {"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id}, {"expiresAt": 1}
+        )
+        return found is not None and found["expiresAt"] > utcnow()
 
     async def release(self, workspace_id: str, name: str, token: str) -> None:
         await self.col.delete_one(

@@ -6,12 +6,15 @@ blank fields of prospects that existed before, one bulk write of list membership
 write of `list_added` activities (one per prospect and list, idempotent by _id), plus one read
 of prospect ids and one bulk write of their blank fields only when a concurrent upload created
 some of this upload's new prospects first.
-Uploads of one workspace take turns through a lease (store/mongo/locks.py).
+Uploads of one workspace take turns through a lease (store/mongo/locks.py); the list is
+marked before the memberships are written and its count set after (store/mongo/lists.py), so
+that its prospectsCount is exact after a crash at any point.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from pymongo import UpdateOne
@@ -19,10 +22,15 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE
+from store.idempotency import Once
 from store.identity import normalize_email, normalize_phone
 from store.mongo.activities import Activities, record_list_added
 from store.mongo.errors import translate_errors
-from store.mongo.locks import Leases
+from store.mongo.exports import export_batches
+from store.mongo.idempotency import store_response
+from store.mongo.lists import mark_counting, set_counted
+from store.mongo.locks import UPLOAD_LEASE, Leases
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.prospects import (
@@ -35,8 +43,10 @@ from store.prospects import (
     Upload,
     dedupe_key,
     match_all,
+    new_prospect_id,
     outcomes,
     prospect_document,
+    recognise_created,
 )
 from store.prospects import record as _record
 
@@ -48,6 +58,8 @@ if TYPE_CHECKING:
 class Prospects:
     def __init__(self, db: AsyncDatabase, events: EventWriter, default_region: str = "US") -> None:
         self.col = db["prospects"]
+        self.lists = db["lists"]
+        self.idempotency = db["idempotency"]
         self.activities = Activities(db, events)
         self.leases = Leases(db)
         self.events = events
@@ -57,38 +69,56 @@ class Prospects:
         return Contact.parse(raw, self.default_region)
 
     async def add_to_list(
-        self, workspace_id: str, listing: dict, raw_contacts: list[dict]
+        self, workspace_id: str, listing: dict, raw_contacts: list[dict], once: Once | None = None
     ) -> Upload:
-        """Match or create a prospect for each contact and add it to `listing` (a list record).
+        """Match or create a prospect for each contact and add it to `listing` (a list record),
+        and set the list's prospectsCount.
 
         Returns the list's number of prospects after the upload (counted while the upload still
         holds its turn) and each contact's outcome. Idempotent: the same upload again adds
-        nothing.
+        nothing. With an Idempotency-Key (`once`) the prospects it creates take ids derived
+        from the key, so that a retry after a crash answers as the first attempt would have,
+        and the response is stored at the end.
         """
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
+        list_id = listing["id"]
         pending = self.events.begin()
         # Matching reads the workspace's prospects and then writes: uploads of one workspace
         # take turns (a lease shared by every process), so two uploads can never both miss a
         # prospect the other is creating under a different identifier. The unique dedupeKey
         # upserts stay as the second line of defence.
-        async with self.leases.held(workspace_id, "contact-upload"):
+        async with self.leases.held(workspace_id, UPLOAD_LEASE):
+            mark = await mark_counting(self.lists, workspace_id, list_id)
             try:
-                chosen, added = await self._add_to_list(workspace_id, listing, contacts, pending)
+                chosen, added = await self._add_to_list(
+                    workspace_id, listing, contacts, once, pending
+                )
             except BulkWriteError as exc:  # a fallback: the lease already serialises uploads
                 if any(e.get("code") != DUPLICATE_KEY for e in exc.details.get("writeErrors", [])):
                     raise
-                chosen, added = await self._add_to_list(workspace_id, listing, contacts, pending)
+                chosen, added = await self._add_to_list(
+                    workspace_id, listing, contacts, once, pending
+                )
             touched = [target.id for target in chosen if target.id]
             await self.events.publish(workspace_id, pending, {"prospects": touched}, added)
-            members = await self.count_in_list(workspace_id, listing["id"])
-            return Upload(members, outcomes(chosen))
+            members = await self.count_in_list(workspace_id, list_id)
+            await set_counted(self.lists, self.events, workspace_id, list_id, mark, members)
+        upload = Upload(members, outcomes(chosen))
+        if once is not None:
+            await store_response(self.idempotency, once, upload)
+        return upload
 
     async def count_in_list(self, workspace_id: str, list_id: str) -> int:
         """How many prospects the list has (index workspaceId+listIds+createdAt+_id)."""
         return await self.col.count_documents({"workspaceId": workspace_id, "listIds": list_id})
 
     async def _add_to_list(
-        self, workspace_id: str, listing: dict, contacts: list[Contact], pending: Pending
+        self,
+        workspace_id: str,
+        listing: dict,
+        contacts: list[Contact],
+        once: Once | None,
+        pending: Pending,
     ) -> tuple[list[Candidate], list[dict]]:
         """One attempt at the upload, its writes marked with `pending`: the prospect each
         contact landed on, and the `list_added` activities it inserted."""
@@ -102,7 +132,14 @@ class Prospects:
             if target.id is None:
                 selector = {"workspaceId": workspace_id, "dedupeKey": target.key}
                 created = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
-                doc = prospect_document(workspace_id, created, target.key, owner_user_id, now)
+                doc = prospect_document(
+                    workspace_id,
+                    created,
+                    target.key,
+                    owner_user_id,
+                    now,
+                    prospect_id=new_prospect_id(once, target.key),
+                )
                 for field in selector:  # the upsert takes these from the selector
                     doc.pop(field)
                 upserts[doc["_id"]] = target
@@ -130,6 +167,7 @@ class Prospects:
                     fills += self._fills(workspace_id, target, now, pending)
             if fills:
                 await self.col.bulk_write(fills, ordered=False)
+        recognise_created(targets, once)
         members = [t.id for t in targets if t.id]
         if not members:
             return chosen, []
@@ -231,12 +269,32 @@ class Prospects:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. The records are dicts
         even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""
-        query = self._query(workspace_id, email=email, phone=phone)
-        if list_id is not None:
-            query["listIds"] = list_id
-        if updated_since is not None:
-            query["updatedAt"] = {"$gte": updated_since}
+        query = self._filtered(workspace_id, list_id, email, phone, updated_since)
         return await page_query(self.col, query, window, RECORD_FIELDS, _record)
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[list[dict], None]:
+        """The prospects last changed at or before `settled_before`, in the sync order, in
+        batches of records; filters as `page`."""
+        async for batch in export_batches(
+            self.col,
+            self._filtered(workspace_id, list_id, email, phone, updated_since),
+            "updatedAt",
+            settled_before,
+            RECORD_FIELDS,
+            _record,
+            batch_size,
+        ):
+            yield batch
 
     async def lookup(
         self,
@@ -253,6 +311,22 @@ class Prospects:
             query["_id"] = prospect_id
         cursor = self.col.find(query, RECORD_FIELDS).sort([("createdAt", 1), ("_id", 1)])
         return [_record(doc) async for doc in cursor.limit(limit)]
+
+    def _filtered(
+        self,
+        workspace_id: str,
+        list_id: str | None,
+        email: str | None,
+        phone: str | None,
+        updated_since: dt.datetime | None,
+    ) -> dict:
+        """The query of GET /prospects's filters."""
+        query = self._query(workspace_id, email=email, phone=phone)
+        if list_id is not None:
+            query["listIds"] = list_id
+        if updated_since is not None:
+            query["updatedAt"] = {"$gte": updated_since}
+        return query
 
     def _query(self, workspace_id: str, *, email: str | None, phone: str | None) -> dict:
         query: dict = {"workspaceId": workspace_id}

@@ -12,9 +12,12 @@ import datetime as dt
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id
+from store.idempotency import Once
 from store.mongo.errors import translate_errors
+from store.mongo.idempotency import store_response
 from store.paging import Position
 from store.webhooks import (
     BY_REQUEST,
@@ -23,6 +26,7 @@ from store.webhooks import (
     FAILED,
     PENDING,
     FanoutClaim,
+    current_secret,
     endpoint_record,
     rotated,
 )
@@ -57,6 +61,7 @@ class WebhookEndpoints:
     def __init__(self, db: AsyncDatabase) -> None:
         self.db = db
         self.col = db["webhook_endpoints"]
+        self.idempotency = db["idempotency"]
 
     async def create(
         self,
@@ -66,9 +71,10 @@ class WebhookEndpoints:
         description: str | None,
         secret: str,
         now: dt.datetime,
+        once: Once | None = None,
     ) -> dict:
         doc: dict = {
-            "_id": new_id(),
+            "_id": once.record_id("webhook-endpoint") if once else new_id(),
             "workspaceId": workspace_id,
             "url": url,
             "eventTypes": event_types,
@@ -88,8 +94,20 @@ class WebhookEndpoints:
             "failingSince": None,
             "slots": {},
         }
-        await self.col.insert_one(doc)
-        return endpoint_record(doc)
+        try:
+            await self.col.insert_one(doc)
+        except DuplicateKeyError:
+            if once is None:
+                raise
+            # An earlier attempt of this request inserted it: that endpoint is the answer.
+            found = await self.col.find_one({"_id": doc["_id"], "workspaceId": workspace_id})
+            if found is None:
+                raise
+            doc = found
+        record = {**endpoint_record(doc), "secret": current_secret(doc["secrets"])}
+        if once is not None:
+            await store_response(self.idempotency, once, record)
+        return record
 
     async def list(self, workspace_id: str) -> list[dict]:
         cursor = self.col.find({"workspaceId": workspace_id}, FIELDS).sort(
@@ -147,6 +165,7 @@ class WebhookEndpoints:
         secret: str,
         now: dt.datetime,
         overlap: dt.timedelta,
+        once: Once | None = None,
     ) -> dict | None:
         doc = await self.col.find_one(
             {"_id": endpoint_id, "workspaceId": workspace_id}, {"secrets": 1, "updatedAt": 1}
@@ -161,11 +180,19 @@ class WebhookEndpoints:
             return_document=ReturnDocument.AFTER,
         )
         if updated is None:  # rotated meanwhile by another request: rotate from that
-            return await self.rotate_secret(workspace_id, endpoint_id, secret, now, overlap)
-        return endpoint_record(updated)
+            return await self.rotate_secret(workspace_id, endpoint_id, secret, now, overlap, once)
+        record = {**endpoint_record(updated), "secret": secret}
+        if once is not None:
+            await store_response(self.idempotency, once, record)
+        return record
 
     async def recover(
-        self, workspace_id: str, endpoint_id: str, since: dt.datetime, now: dt.datetime
+        self,
+        workspace_id: str,
+        endpoint_id: str,
+        since: dt.datetime,
+        now: dt.datetime,
+        once: Once | None = None,
     ) -> bool:
         result = await self.col.update_one(
             {"_id": endpoint_id, "workspaceId": workspace_id},
@@ -174,6 +201,8 @@ class WebhookEndpoints:
                 "$set": {"recoverAt": since, "recoverId": "", "updatedAt": now},
             },
         )
+        if result.matched_count and once is not None:
+            await store_response(self.idempotency, once, True)
         return result.matched_count > 0
 
     async def disable(

@@ -13,23 +13,18 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from store.sqlite import activities, calls, lists, prospects, schema
+from store.errors import StoreDamaged
+from store.sqlite import activities, calls, lists, opening, prospects, schema
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
 from store.sqlite.events import Events, EventWriter
+from store.sqlite.idempotency import Idempotency, delete_expired_idempotency
 from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.ratecounts import SharedCounters, counters_path
-from store.sqlite.small import (
-    Idempotency,
-    Keys,
-    Settings,
-    Users,
-    Workspaces,
-    delete_expired_idempotency,
-)
+from store.sqlite.small import Keys, Settings, Users, Workspaces
 from store.sqlite.webhook_deliveries import WebhookDeliveries
 from store.sqlite.webhook_endpoints import WebhookEndpoints
 
@@ -60,10 +55,25 @@ class SQLiteStore:
         timeout: float = 5.0,
         default_region: str = "US",
         throwaway_dir: str | None = None,
+        synchronous: str = "full",
     ):
         self.path = Path(path)
-        self.engine = Engine(self.path, timeout)
+        # A file that cannot be used ends here, with StoreUnusable naming what is wrong; a new
+        # one is created whole (store/sqlite/opening.py).
+        opening.check(self.path, schema.create)
+        self.engine = Engine(self.path, timeout, synchronous=synchronous)
         self._throwaway_dir = throwaway_dir  # removed at close: `MONGODB_URI=memory`
+        try:
+            # The schema exists before the store is used (once, at start-up): every table and
+            # index is created idempotently, so opening an older or a new file is the same.
+            # Then the pages every request starts from are read once.
+            self.engine.run_once(schema.create)
+            self.engine.run_once(build_quarters)
+            self.engine.run_once(opening.probe)
+            self.ratelimits = SharedCounters(counters_path(self.path))
+        except BaseException:
+            self.engine.close()
+            raise
         # Every write unit of the families below records its events through this one writer.
         self.event_writer = EventWriter(
             {
@@ -84,13 +94,8 @@ class SQLiteStore:
         self.webhook_endpoints = WebhookEndpoints(self.engine)
         self.webhook_deliveries = WebhookDeliveries(self.engine)
         self.metrics = DialerMetrics(self.engine)
-        self.ratelimits = SharedCounters(counters_path(self.path))
         self.settings = Settings(self.engine)
         self.idempotency = Idempotency(self.engine)
-        # The schema exists before the store is used (once, at start-up): every table and
-        # index is created idempotently, so opening an older or a new file is the same.
-        self.engine.run_once(schema.create)
-        self.engine.run_once(build_quarters)
         self.indexes_ready = False
 
     @property
@@ -137,6 +142,18 @@ class SQLiteStore:
         except Exception:
             return False
         return True
+
+    async def readiness(self, timeout: float = 2.0) -> str | None:
+        """None when the file can serve: no request has found it damaged, and the schema and
+        the first row of every table read (a few pages: cheap at any size). Otherwise why not."""
+        if self.engine.damage is None:
+            try:
+                await asyncio.wait_for(self.engine.read(opening.probe, quick=True), timeout)
+            except StoreDamaged:
+                pass
+            except Exception:
+                return "the database is not usable"
+        return "the database is damaged" if self.engine.damage is not None else None
 
     async def sweep_expired(
         self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
@@ -191,9 +208,13 @@ class SQLiteStore:
             shutil.rmtree(self._throwaway_dir, ignore_errors=True)
 
 
-def open_sqlite(path: str | None, timeout: float = 5.0, default_region: str = "US") -> SQLiteStore:
-    """The store in the SQLite file at `path`; None makes a throwaway file, removed at close."""
+def open_sqlite(
+    path: str | None, timeout: float = 5.0, default_region: str = "US", synchronous: str = "full"
+) -> SQLiteStore:
+    """The store in the SQLite file at `path`; None makes a throwaway file, removed at close
+    (which syncs nothing to disk: `synchronous` does not apply to what is thrown away)."""
     if path is None:
         directory = tempfile.mkdtemp(prefix="workspace-api-")
-        return SQLiteStore(Path(directory) / "store.sqlite3", timeout, default_region, directory)
-    return SQLiteStore(Path(path).expanduser(), timeout, default_region)
+        path = str(Path(directory) / "store.sqlite3")
+        return SQLiteStore(path, timeout, default_region, directory, synchronous="normal")
+    return SQLiteStore(Path(path).expanduser(), timeout, default_region, synchronous=synchronous)

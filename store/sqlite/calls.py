@@ -6,14 +6,17 @@ import asyncio
 import dataclasses
 import datetime as dt
 import sqlite3
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from store.activities import call_activity, check_scope
 from store.calls import INSERT_BATCH, RECORD_FIELDS, call_document
 from store.calls import record as call_record
 from store.clock import utcnow
+from store.exports import BATCH_SIZE, Lines
 from store.paging import Page, Window
 from store.sqlite.engine import Engine
+from store.sqlite.exports import export_batches
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_doc
@@ -157,6 +160,32 @@ class Calls:
         return await self.engine.read(
             page_of, snapshot=not encoded, quick=quick(window, len(where) == 1)
         )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        **filters: Any,
+    ) -> AsyncGenerator[Lines, None]:
+        """The calls last changed at or before `settled_before`, in the sync order, as NDJSON
+        batches; `filters` as `call_where`."""
+        where, params = call_where(workspace_id, **filters)
+        # A prospect's calls are few: found by their index and sorted, rather than picked out
+        # of the whole sync order's index (which a wider filter walks, once, batch by batch).
+        narrow = filters.get("prospect_id") is not None
+        async for batch in export_batches(
+            self.engine,
+            source="calls INDEXED BY calls_ws_prospect_newest" if narrow else "calls",
+            where=where,
+            params=params,
+            order=("updatedAt", "_id"),
+            encoded=ENCODED,
+            settled_before=settled_before,
+            batch_size=batch_size,
+        ):
+            yield batch
 
     async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
         """Change a call's notes (which moves its updatedAt); its record, or None."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 import os
 import queue
 import sqlite3
@@ -33,7 +34,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from store.errors import StoreBusy, StoreUnavailable
+from store.errors import StoreBusy, StoreDamaged, StoreError, StoreUnavailable
+from store.sqlite.opening import translate
+
+log = logging.getLogger("workspace_api")
 
 READERS = 3  # besides the quick one
 READER_CACHE_KB = 8 * 1024
@@ -114,18 +118,31 @@ def _settle(future: asyncio.Future, result: Any, error: BaseException | None) ->
             future.set_result(result)
 
 
-def create_private(path: Path) -> None:
-    """Create the database file owner-only (0600) if it does not exist yet."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+SYNCHRONOUS = ("full", "normal")
 
 
 class Engine:
-    def __init__(self, path: str | os.PathLike, timeout: float = 5.0, readers: int = READERS):
+    """The threads and connections of one database file (created and checked beforehand:
+    store/sqlite/opening.py). `synchronous` is SQLite's `PRAGMA synchronous` (WAL mode):
+    "full" makes every commit durable before it returns (an fsync of the log per commit),
+    "normal" durable at the next checkpoint (a power loss may take the last commits back;
+    a process crash never does)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        timeout: float = 5.0,
+        readers: int = READERS,
+        synchronous: str = "full",
+    ):
+        if synchronous not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, not {synchronous!r}")
         self.path = Path(path)
         self.timeout = timeout
-        create_private(self.path)
+        self.synchronous = synchronous
+        # Why the file cannot be used, once a unit has found it damaged: it stays damaged until
+        # an operator restores it (readiness fails meanwhile).
+        self.damage: StoreDamaged | None = None
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -153,7 +170,7 @@ class Engine:
             )
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, never torn
+            conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
             # Page cache: the writer's is larger (index pages of bulk inserts stay hot); readers
             # mostly touch a few pages per query and share the OS page cache beneath.
             size = (
@@ -182,7 +199,10 @@ class Engine:
     ) -> T:
         if time.monotonic() >= deadline:  # waited in the queue past its deadline: not started
             raise StoreBusy("the database stayed busy for too long")
-        conn = self._connection()
+        try:
+            conn = self._connection()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
         fault = self.fault
         conn.set_progress_handler(
             lambda: time.monotonic() > deadline or bool(fault and fault()), self.progress_steps
@@ -207,26 +227,40 @@ class Engine:
                     self._discard(conn)  # closing it rolls back whatever is left
                 raise
             return result
-        except sqlite3.OperationalError as exc:
-            message = str(exc)
-            if "interrupted" in message or "locked" in message or "busy" in message:
-                raise StoreBusy(f"database: {message}") from None
-            raise StoreUnavailable(f"database: {message}") from exc
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
         finally:
             conn.set_progress_handler(None, 0)
+
+    def _failed(self, exc: sqlite3.Error) -> StoreError:
+        """The store error of a unit's SQLite error; a damaged file is logged once."""
+        error = translate(self.path, exc)
+        if isinstance(error, StoreDamaged):
+            with self._lock:  # (units of several threads may find it at once)
+                first, self.damage = self.damage is None, self.damage or error
+            if first:
+                log.error(
+                    "%s; meanwhile the requests that read the damaged pages get 503, and so "
+                    "does /readyz",
+                    error,
+                )
+        return error
 
     def run_once(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in a write transaction on a connection of the calling thread, closed
         afterwards (start-up work, before the event loop uses the store)."""
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("BEGIN IMMEDIATE")
-            result = fn(conn)
-            conn.execute("COMMIT")
-            return result
-        finally:
-            conn.close()
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("BEGIN IMMEDIATE")
+                result = fn(conn)
+                conn.execute("COMMIT")
+                return result
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise translate(self.path, exc) from exc
 
     async def _submit(
         self,

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE, Lines
+from store.idempotency import Once
 from store.paging import Page, Window
 from store.records import list_record
 from store.sqlite.engine import Engine
+from store.sqlite.exports import export_batches
+from store.sqlite.idempotency import write_once
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
@@ -36,10 +41,11 @@ class Lists:
         source: str = "CSV",
         created_at: dt.datetime | None = None,
         list_id: str | None = None,
+        once: Once | None = None,
     ) -> dict:
         now = created_at or utcnow()
         doc = {
-            "_id": list_id or new_id(),
+            "_id": list_id or (once.record_id("list") if once else new_id()),
             "workspaceId": workspace_id,
             "name": name,
             "source": source,
@@ -49,13 +55,15 @@ class Lists:
             "prospectsCount": 0,
         }
 
-        def create(conn: sqlite3.Connection) -> None:
+        record = list_record(doc)
+
+        def create(conn: sqlite3.Connection) -> dict:
             insert(conn, "lists", [doc])
             bump(conn, workspace_id, "lists", 1)
             self.events.record(conn, workspace_id, [("list.created", str(doc["_id"]))])
+            return record
 
-        await self.engine.write(create)
-        return list_record(doc)
+        return await write_once(self.engine, once, create)
 
     async def get(self, workspace_id: str, list_id: str) -> dict | None:
         def get(conn):
@@ -66,22 +74,57 @@ class Lists:
 
         return await self.engine.read(get, quick=True)
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        updated_since: dt.datetime | None = None,
+        encoded: bool = False,
+    ) -> Page:
+        where, params = _where(workspace_id, updated_since)
+        unfiltered = len(where) == 1
+
         def page_of(conn):
             return page_query(
                 conn,
                 fields=FIELDS,
                 source="lists",
-                where=["workspaceId = ?"],
-                params=[workspace_id],
+                where=where,
+                params=params,
                 window=window,
                 order=(window.field, "_id"),
                 record=list_record,
                 encoded=JSON if encoded else None,
-                counted=(workspace_id, "lists"),
+                counted=(workspace_id, "lists") if unfiltered else None,
             )
 
-        return await self.engine.read(page_of, snapshot=not encoded, quick=quick(window, True))
+        return await self.engine.read(
+            page_of, snapshot=not encoded, quick=quick(window, unfiltered)
+        )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Lines, None]:
+        """The lists last changed at or before `settled_before`, in the sync order, as NDJSON
+        batches."""
+        where, params = _where(workspace_id, updated_since)
+        async for batch in export_batches(
+            self.engine,
+            source="lists",
+            where=where,
+            params=params,
+            order=("updatedAt", "_id"),
+            encoded=JSON,
+            settled_before=settled_before,
+            batch_size=batch_size,
+        ):
+            yield batch
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
@@ -101,3 +144,13 @@ class Lists:
             return row and list_record(to_doc(row))
 
         return await self.engine.write(set_count)
+
+
+def _where(workspace_id: str, updated_since: dt.datetime | None) -> tuple[list[str], list]:
+    """The WHERE of GET /lists: the workspace, and updatedAt >= since."""
+    where: list[str] = ["workspaceId = ?"]
+    params: list = [workspace_id]
+    if updated_since is not None:
+        where.append("updatedAt >= ?")
+        params.append(ms(updated_since))
+    return where, params

@@ -11,17 +11,23 @@ boundary ever fall inside a quarter hour, the report groups the calls themselves
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 import sqlite3
-from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
-from store.metrics import CONVERSATION_SECONDS, COUNTS, day_starts, rates, report
+from store.metrics import (
+    CONVERSATION_SECONDS,
+    COUNTS,
+    QUARTER_MS,
+    assemble,
+    contribution,
+    day_of,
+    day_starts,
+    quarter_of,
+)
 from store.sqlite.engine import Engine
 from store.sqlite.schema import ms
 
-QUARTER_MS = 15 * 60 * 1000
 SUMS = (
     "COUNT(*), SUM(disposition = 'connected'), "
     f"SUM(disposition = 'connected' AND durationSeconds >= {CONVERSATION_SECONDS}), "
@@ -30,32 +36,13 @@ SUMS = (
 )
 
 
-def _add(into: dict, counts: Sequence[int]) -> None:
-    for name, value in zip(COUNTS, counts, strict=True):
-        into[name] = into.get(name, 0) + value
-
-
-def counts_of(call: dict) -> tuple:
-    """One call's contribution to COUNTS (the definitions of store/metrics.py)."""
-    connected = call["disposition"] == "connected"
-    talk = call["durationSeconds"] if connected else 0
-    return (
-        1,
-        int(connected),
-        int(connected and talk >= CONVERSATION_SECONDS),
-        int(bool(call["meetingBooked"])),
-        int(call["disposition"] == "voicemail"),
-        talk,
-    )
-
-
 def quarter_sums(calls: list[dict]) -> dict[tuple, list[int]]:
     """New calls' counts per (direction, quarter hour, user): what add_to_quarters adds."""
     sums: dict[tuple, list[int]] = {}
     for call in calls:
-        key = (call["direction"], ms(call["createdAt"]) // QUARTER_MS, call["userId"] or "")
+        key = (call["direction"], quarter_of(call["createdAt"]), call["userId"] or "")
         row = sums.setdefault(key, [0] * len(COUNTS))
-        for index, value in enumerate(counts_of(call)):
+        for index, value in enumerate(contribution(call).values()):
             row[index] += value
     return sums
 
@@ -105,9 +92,7 @@ def aggregate(
         rows = conn.execute(
             f"SELECT userId, quarter, {', '.join(COUNTS)} FROM call_quarters WHERE {where}", params
         )
-        return [
-            (row[0] or None, bisect.bisect_right(quarters, row[1]) - 1, *row[2:]) for row in rows
-        ]
+        return [(row[0] or None, day_of(bounds, row[1] * QUARTER_MS), *row[2:]) for row in rows]
     where = "workspaceId = ? AND direction = 'outbound' AND createdAt >= ? AND createdAt < ?"
     params = [workspace_id, bounds[0], bounds[-1]]
     if user_id is not None:
@@ -140,25 +125,11 @@ class DialerMetrics:
         """The dialer-metrics result for the local days `first`..`last` (inclusive)."""
         starts = day_starts(first, last, zone)
 
-        def figures(conn):  # on the reader thread: the event loop only gets the result
-            totals: dict = {}
-            users: dict[str, dict] = {}
-            days: dict[int, dict] = {}
-            for user, day, *counts in aggregate(
-                conn, workspace_id, [ms(s) for s in starts], user_id
-            ):
-                _add(totals, counts)
-                _add(users.setdefault(user, {}), counts)
-                _add(days.setdefault(day, {}), counts)
-            return report(
-                first,
-                last,
-                zone,
-                user_id,
-                starts,
-                rates(totals) if totals else None,
-                [(user, rates(users[user])) for user in sorted(users)],
-                {starts[day]: rates(counts) for day, counts in days.items()},
+        def figures(conn: sqlite3.Connection) -> dict:
+            # On the reader thread: the event loop only gets the result.
+            rows = aggregate(conn, workspace_id, [ms(s) for s in starts], user_id)
+            return assemble(
+                first, last, zone, user_id, starts, ((row[0], row[1], row[2:]) for row in rows)
             )
 
         return await self.engine.read(figures)

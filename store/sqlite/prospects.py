@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-from collections.abc import Collection
+from collections.abc import AsyncGenerator, Collection
 from typing import TYPE_CHECKING
 
 from store.activities import check_scope, list_added_activity
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE, Lines
+from store.idempotency import Once
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
 from store.paging import Page, Window
 from store.prospects import (
@@ -26,11 +28,15 @@ from store.prospects import (
     Upload,
     dedupe_key,
     match_all,
+    new_prospect_id,
     outcomes,
     prospect_document,
+    recognise_created,
 )
 from store.prospects import record as prospect_record
 from store.sqlite.engine import Engine
+from store.sqlite.exports import export_batches
+from store.sqlite.idempotency import write_once
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
@@ -117,6 +123,7 @@ def upload(
     listing: dict,
     contacts: list[Contact],
     events: EventWriter,
+    once: Once | None = None,
 ) -> Upload:
     """The whole contact upload in the writer's transaction, with its events: the prospects it
     created, filled or added to the list, the `list_added` activities, and the list."""
@@ -136,7 +143,14 @@ def upload(
     created = []
     for target in new.values():
         contact = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
-        doc = prospect_document(workspace_id, contact, target.key, listing["ownerUserId"], now)
+        doc = prospect_document(
+            workspace_id,
+            contact,
+            target.key,
+            listing["ownerUserId"],
+            now,
+            prospect_id=new_prospect_id(once, target.key),
+        )
         target.id, target.created = doc["_id"], True
         created.append(doc)
     changes: list[tuple[str, str]] = []
@@ -190,6 +204,7 @@ def upload(
         'UPDATE lists SET prospectsCount = ?, updatedAt = ? WHERE "_id" = ? AND workspaceId = ?',
         (members, ms(now), list_id, workspace_id),
     )
+    recognise_created(targets, once)
     events.record(conn, workspace_id, [*changes, ("list.updated", list_id)])
     return Upload(members, outcomes(chosen))
 
@@ -208,13 +223,22 @@ class Prospects:
         return normalize_phone(value, self.default_region)
 
     async def add_to_list(
-        self, workspace_id: str, listing: dict, raw_contacts: list[dict]
+        self, workspace_id: str, listing: dict, raw_contacts: list[dict], once: Once | None = None
     ) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record),
-        all in one transaction. Idempotent: the same upload again adds nothing."""
+        all in one transaction, with the list's prospectsCount and, with an Idempotency-Key,
+        its stored response. Idempotent: the same upload again adds nothing."""
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
-        return await self.engine.write(
-            upload, workspace_id, listing, contacts, self.events, timeout=UPLOAD_TIMEOUT
+        return await write_once(
+            self.engine,
+            once,
+            upload,
+            workspace_id,
+            listing,
+            contacts,
+            self.events,
+            once,
+            timeout=UPLOAD_TIMEOUT,
         )
 
     async def count_in_list(self, workspace_id: str, list_id: str) -> int:
@@ -275,10 +299,9 @@ class Prospects:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. With `encoded` the
         records come as one JSON array (store.paging.RawJSON)."""
-        where, params = self._where(workspace_id, email=email, phone=phone)
-        if updated_since is not None:
-            where.append("p.updatedAt >= ?")
-            params.append(ms(updated_since))
+        where, params = self._where(
+            workspace_id, email=email, phone=phone, updated_since=updated_since
+        )
         source = "prospects p"
         columns = (f"p.{window.field}", "p._id")
         if list_id is not None and window.field == "createdAt":
@@ -287,12 +310,8 @@ class Prospects:
             params = [workspace_id, list_id, *params[1:]]
             source = IN_LIST
             columns = ("m.prospectCreatedAt", "m.prospectId")
-        elif list_id is not None:  # the sync order in a list: membership checked by its key
-            where.append(
-                "EXISTS (SELECT 1 FROM memberships m WHERE m.workspaceId = ? AND "
-                "m.listId = ? AND m.prospectId = p._id)"
-            )
-            params += [workspace_id, list_id]
+        elif list_id is not None:
+            _in_list(where, params, workspace_id, list_id)
         unfiltered = len(where) == 1
 
         def page_of(conn):
@@ -312,6 +331,43 @@ class Prospects:
         return await self.engine.read(
             page_of, snapshot=not encoded, quick=quick(window, unfiltered)
         )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Lines, None]:
+        """The prospects last changed at or before `settled_before`, in the sync order, as
+        NDJSON batches; filters as `page`."""
+        where, params = self._where(
+            workspace_id, email=email, phone=phone, updated_since=updated_since
+        )
+        if list_id is not None:
+            _in_list(where, params, workspace_id, list_id)
+        # The prospects of an email or a phone number are few: found by that index and sorted,
+        # rather than picked out of the whole sync order's index.
+        source = "prospects p"
+        if email is not None:
+            source += " INDEXED BY prospects_ws_email"
+        elif phone is not None:
+            source += " INDEXED BY prospects_ws_phone"
+        async for batch in export_batches(
+            self.engine,
+            source=source,
+            where=where,
+            params=params,
+            order=("p.updatedAt", "p._id"),
+            encoded=JSON,
+            settled_before=settled_before,
+            batch_size=batch_size,
+        ):
+            yield batch
 
     async def lookup(
         self,
@@ -338,7 +394,12 @@ class Prospects:
         return await self.engine.read(find, quick=True)
 
     def _where(
-        self, workspace_id: str, *, email: str | None, phone: str | None
+        self,
+        workspace_id: str,
+        *,
+        email: str | None,
+        phone: str | None,
+        updated_since: dt.datetime | None = None,
     ) -> tuple[list[str], list]:
         where: list[str] = ["p.workspaceId = ?"]
         params: list = [workspace_id]
@@ -348,4 +409,16 @@ class Prospects:
         if phone is not None:
             where.append("p.phoneE164 = ?")
             params.append(self.normalize_phone(phone))
+        if updated_since is not None:
+            where.append("p.updatedAt >= ?")
+            params.append(ms(updated_since))
         return where, params
+
+
+def _in_list(where: list[str], params: list, workspace_id: str, list_id: str) -> None:
+    """Keep only members of the list (in the sync order: each membership checked by its key)."""
+    where.append(
+        "EXISTS (SELECT 1 FROM memberships m WHERE m.workspaceId = ? AND "
+        "m.listId = ? AND m.prospectId = p._id)"
+    )
+    params += [workspace_id, list_id]

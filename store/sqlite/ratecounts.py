@@ -1,6 +1,7 @@
 """The rate limit's window counters on the embedded store: a table in a memory-mapped file
-beside the database (`<database>-ratelimit`, owner-only), shared by every process that opens
-the same database file, and counted exactly under a `flock` lock.
+beside the database (`<database>-ratelimit`, owner-only, its blocks allocated for real when it
+is created), shared by every process that opens the same database file, and counted exactly
+under a `flock` lock.
 
 Why not a row in the database: every request would pay a write transaction on the writer
 thread (a thread hand-over each way and a commit, about 100-200 us of CPU), where this costs a
@@ -38,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from store.errors import StoreBusy
+from store.errors import StoreBusy, StoreUnusable
 from store.sqlite.schema import ms
 
 MAGIC = b"WSAPI-RL-1\0\0\0\0\0\0"
@@ -66,6 +67,16 @@ def _try_lock(fd: int) -> bool:
     raise OSError(code, os.strerror(code))
 
 
+def _allocate(fd: int) -> None:
+    """Give every block of the file disk space (an OSError such as ENOSPC when there is none)."""
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, 0, SIZE)
+    elif os.fstat(fd).st_blocks * 512 < SIZE:  # sparse, where there is no posix_fallocate
+        os.ftruncate(fd, HEADER)  # (counting starts again) every block written below
+        os.pwrite(fd, bytes(SIZE - HEADER), HEADER)
+        os.fsync(fd)
+
+
 def counters_path(database: Path) -> Path:
     return database.with_name(database.name + "-ratelimit")
 
@@ -79,9 +90,17 @@ class SharedCounters:
 
     def _open(self) -> None:
         """Open and map the file (again in a forked child: a `flock` belongs to the open file,
-        which a child would otherwise share with its parent, and so not exclude it)."""
+        which a child would otherwise share with its parent, and so not exclude it).
+
+        Every block of the file is allocated for real (posix_fallocate) before it is mapped,
+        also when an older version left it sparse: a store to a page of a memory-mapped file
+        that has no disk block behind it, on a full disk, is a SIGBUS that kills the process.
+        Allocated, the counters keep working when the disk fills up."""
         self.pid = os.getpid()
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise self._unusable("cannot be opened", exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # blocking, once at start-up: set the file up
             try:
@@ -89,6 +108,9 @@ class SharedCounters:
                     os.ftruncate(fd, 0)  # unknown or torn: counting starts again
                     os.ftruncate(fd, SIZE)
                     os.pwrite(fd, MAGIC, 0)
+                _allocate(fd)
+            except OSError as exc:
+                raise self._unusable(f"cannot be given its {SIZE:,} bytes", exc) from exc
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             self.map = mmap.mmap(fd, SIZE)
@@ -96,6 +118,12 @@ class SharedCounters:
             os.close(fd)
             raise
         self.fd = fd
+
+    def _unusable(self, what: str, exc: OSError) -> StoreUnusable:
+        return StoreUnusable(
+            f"the rate-limit counters file {self.path} {what} ({exc.strerror}): free space on "
+            "its file system, or check its permissions (it lives beside the database file)"
+        )
 
     async def hit(
         self, workspace_id: str, window_start: dt.datetime, expire_at: dt.datetime

@@ -3,7 +3,8 @@
 Columns carry the same names as the MongoDB documents' fields (`_id`, `workspaceId`,
 `createdAt`, ...), so one record shape serves both backends. Instants are INTEGER milliseconds
 since the Unix epoch (UTC), booleans 0/1, `listIds` and `details` JSON text. Each index starts
-with `workspaceId`; the README's index table lists them beside the MongoDB ones.
+with `workspaceId` but the expiry sweep's (`idempotency_expire`); docs/deployment.md lists them
+beside the MongoDB ones.
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ TABLES = {
     "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT",
     "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
     "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
-    "summary TEXT, details TEXT NOT NULL DEFAULT '{}'",
-    # Idempotency-Key records: in progress (status NULL, lockedUntil) or a stored response.
+    "summary TEXT, details TEXT NOT NULL DEFAULT '{}', storedAt INTEGER",
+    # Idempotency-Key records: in progress (status NULL, lockedUntil, the holding process) or a
+    # stored response; `seed` derives the ids of what the request creates (store/idempotency.py).
     "idempotency": "workspaceId TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, "
     "status INTEGER, body TEXT, contentType TEXT, location TEXT, "
-    "lockedUntil INTEGER NOT NULL, expiresAt INTEGER NOT NULL, "
+    "lockedUntil INTEGER NOT NULL, expiresAt INTEGER NOT NULL, seed TEXT, holder TEXT, "
     "PRIMARY KEY (workspaceId, key)",
     # The dialer metrics' counts per workspace, direction, quarter hour (createdAt // 900,000
     # ms) and user, kept in the same transaction as every call insert (store/sqlite/metrics.py).
@@ -96,7 +98,16 @@ ADDED_COLUMNS = {
     # a page of calls reads it instead of building 100 records. NULL in a row written before
     # the column existed, whose record is then built when it is read.
     "calls": {"record": "TEXT"},
+    # When an activity was stored (store/activities.py): the activities export's order.
+    "activities": {"storedAt": "INTEGER"},
+    # A key's scopes (JSON array), expiry and last use (store/keys.py): NULL in a key written
+    # before they existed, which is `read,write` and never expires.
+    "api_keys": {"scopes": "TEXT", "expiresAt": "INTEGER", "lastUsedAt": "INTEGER"},
+    # The seed of ids derived from an Idempotency-Key, and the process holding a claim.
+    "idempotency": {"seed": "TEXT", "holder": "TEXT"},
 }
+# Added columns that existing rows get a value for, from another column, when they are added.
+FILLED_FROM = {("activities", "storedAt"): "occurredAt"}
 DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
 # limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).
@@ -130,6 +141,7 @@ INDEXES = {
     "activities_ws_prospect_timeline": (
         "activities (workspaceId, prospectId, occurredAt DESC, _id DESC)"
     ),
+    "activities_ws_stored": "activities (workspaceId, storedAt, _id)",
     "idempotency_expire": "idempotency (expiresAt)",
     "events_ws_feed": "events (workspaceId, occurredAt, _id)",
     "events_ws_type": "events (workspaceId, type, occurredAt, _id)",
@@ -155,9 +167,11 @@ INSTANTS = {
     "answeredAt",
     "endedAt",
     "occurredAt",
+    "storedAt",
     "prospectCreatedAt",
     "lockedUntil",
     "expiresAt",
+    "lastUsedAt",
     "disabledAt",
     "positionAt",
     "recoverAt",
@@ -168,7 +182,7 @@ INSTANTS = {
     "at",
 }
 BOOLEANS = {"hasRecording", "meetingBooked"}
-JSON_FIELDS = {"listIds", "details", "eventTypes"}
+JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",
@@ -197,6 +211,8 @@ def create(conn: sqlite3.Connection) -> None:
         for name, kind in added.items():
             if name not in present:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                if source := FILLED_FROM.get((table, name)):
+                    conn.execute(f"UPDATE {table} SET {name} = {source}")
     for name, spec in INDEXES.items():
         kind = "UNIQUE INDEX" if spec.startswith("UNIQUE ") else "INDEX"
         conn.execute(f"CREATE {kind} IF NOT EXISTS {name} ON {spec.removeprefix('UNIQUE ')}")
@@ -261,7 +277,7 @@ def to_doc(row: sqlite3.Row) -> dict:
         if name in INSTANTS:
             value = instant(value)
         elif name in JSON_FIELDS:
-            value = json.loads(value)
+            value = None if value is None else json.loads(value)
         elif name in BOOLEANS:
             value = bool(value)
         doc[name] = value

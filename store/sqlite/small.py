@@ -1,13 +1,13 @@
-"""The small resources on SQLite: workspaces, users, API keys, settings and rate-limit windows."""
+"""The small resources on SQLite: workspaces, users, API keys and settings."""
 
 from __future__ import annotations
 
 import datetime as dt
 import secrets
-import sqlite3
 
 from store.clock import new_id, utcnow
-from store.records import key_record, user_record, workspace_record
+from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document, key_record
+from store.records import user_record, workspace_record
 from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, ms, to_doc
 
@@ -119,14 +119,14 @@ class Keys:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def create(self, workspace_id: str, name: str) -> dict:
-        doc = {
-            "_id": new_id(),
-            "workspaceId": workspace_id,
-            "name": name,
-            "createdAt": utcnow(),
-            "revokedAt": None,
-        }
+    async def create(
+        self,
+        workspace_id: str,
+        name: str,
+        scopes: frozenset[str] = DEFAULT_SCOPES,
+        expires_at: dt.datetime | None = None,
+    ) -> dict:
+        doc = key_document(workspace_id, new_id(), name, scopes, utcnow(), expires_at)
         await self.engine.write(insert, "api_keys", [doc])
         return key_record(doc)
 
@@ -139,20 +139,38 @@ class Keys:
 
         return await self.engine.read(listing)
 
-    async def is_active(self, workspace_id: str, key_id: str) -> bool:
-        """The hot-path check behind authentication (cached by server.auth)."""
+    async def find_active(self, workspace_id: str, key_id: str) -> ActiveKey | None:
+        """The hot-path lookup behind authentication (cached by server.auth)."""
 
         def active(conn):
-            return (
-                conn.execute(
-                    'SELECT 1 FROM api_keys WHERE "_id" = ? AND workspaceId = ? '
-                    "AND revokedAt IS NULL",
-                    (key_id, workspace_id),
-                ).fetchone()
-                is not None
-            )
+            row = conn.execute(
+                'SELECT "_id", workspaceId, scopes, expiresAt FROM api_keys '
+                'WHERE "_id" = ? AND workspaceId = ? AND revokedAt IS NULL',
+                (key_id, workspace_id),
+            ).fetchone()
+            return row and active_key(to_doc(row))
 
         return await self.engine.read(active, quick=True)
+
+    async def get(self, workspace_id: str, key_id: str) -> dict | None:
+        def get(conn):
+            row = conn.execute(
+                'SELECT * FROM api_keys WHERE "_id" = ? AND workspaceId = ?',
+                (key_id, workspace_id),
+            ).fetchone()
+            return row and key_record(to_doc(row))
+
+        return await self.engine.read(get, quick=True)
+
+    async def touch(self, workspace_id: str, key_id: str, at: dt.datetime) -> None:
+        def touch(conn):
+            conn.execute(
+                'UPDATE api_keys SET lastUsedAt = ?1 WHERE "_id" = ?2 AND workspaceId = ?3 '
+                "AND (lastUsedAt IS NULL OR lastUsedAt < ?1)",
+                (ms(at), key_id, workspace_id),
+            )
+
+        await self.engine.write(touch)
 
     async def revoke(self, key_id: str) -> dict | None:
         """Operator scope (admin CLI only): revoke a key by id. Returns the record, or None."""
@@ -188,79 +206,3 @@ class Settings:
             ).fetchone()[0]
 
         return await self.engine.write(secret)
-
-
-def delete_expired_idempotency(conn: sqlite3.Connection, now: dt.datetime, limit: int) -> int:
-    """Delete up to `limit` expired Idempotency-Key records, oldest first (index
-    idempotency_expire); how many were deleted."""
-    return conn.execute(
-        "DELETE FROM idempotency WHERE (workspaceId, key) IN (SELECT workspaceId, key "
-        "FROM idempotency WHERE expiresAt <= ? ORDER BY expiresAt LIMIT ?)",
-        (ms(now), limit),
-    ).rowcount
-
-
-class Idempotency:
-    """Idempotency-Key records of a workspace: claimed while a request runs, then holding the
-    response to replay, until they expire (expired ones are deleted when new keys are taken)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    async def begin(
-        self,
-        workspace_id: str,
-        key: str,
-        fingerprint: str,
-        now: dt.datetime,
-        lock: dt.timedelta,
-        ttl: dt.timedelta,
-    ) -> dict | None:
-        """Claim the key (None), or the record that holds it: {"fingerprint", "status" (None
-        while in progress), "body", "contentType", "location"}. A record past its expiry, or
-        in progress past its lock (its process died), is taken over."""
-
-        def begin(conn):
-            conn.execute("DELETE FROM idempotency WHERE expiresAt <= ?", (ms(now),))
-            row = conn.execute(
-                "SELECT * FROM idempotency WHERE workspaceId = ? AND key = ?", (workspace_id, key)
-            ).fetchone()
-            if row is not None and not (row["status"] is None and row["lockedUntil"] <= ms(now)):
-                return to_doc(row)
-            conn.execute(
-                "INSERT OR REPLACE INTO idempotency (workspaceId, key, fingerprint, "
-                "lockedUntil, expiresAt) VALUES (?, ?, ?, ?, ?)",
-                (workspace_id, key, fingerprint, ms(now + lock), ms(now + ttl)),
-            )
-            return None
-
-        return await self.engine.write(begin)
-
-    async def complete(
-        self,
-        workspace_id: str,
-        key: str,
-        status: int,
-        body: str,
-        content_type: str,
-        location: str | None,
-    ) -> None:
-        def complete(conn):
-            conn.execute(
-                "UPDATE idempotency SET status = ?, body = ?, contentType = ?, "
-                "location = ? WHERE workspaceId = ? AND key = ?",
-                (status, body, content_type, location, workspace_id, key),
-            )
-
-        await self.engine.write(complete)
-
-    async def release(self, workspace_id: str, key: str) -> None:
-        """Free a claimed key (the request failed with a 5xx: its retry may run again)."""
-
-        def release(conn):
-            conn.execute(
-                "DELETE FROM idempotency WHERE workspaceId = ? AND key = ? AND status IS NULL",
-                (workspace_id, key),
-            )
-
-        await self.engine.write(release)

@@ -11,8 +11,10 @@ import json
 import sqlite3
 
 from store.clock import new_id
+from store.idempotency import Once
 from store.paging import Position
 from store.sqlite.engine import Engine
+from store.sqlite.idempotency import write_once
 from store.sqlite.schema import insert, instant, ms, to_doc
 from store.webhooks import (
     BY_REQUEST,
@@ -81,9 +83,10 @@ class WebhookEndpoints:
         description: str | None,
         secret: str,
         now: dt.datetime,
+        once: Once | None = None,
     ) -> dict:
         doc: dict = {
-            "_id": new_id(),
+            "_id": once.record_id("webhook-endpoint") if once else new_id(),
             "workspaceId": workspace_id,
             "url": url,
             "eventTypes": event_types,
@@ -97,8 +100,16 @@ class WebhookEndpoints:
             "generation": 0,
             "fanoutAt": now,
         }
-        await self.engine.write(insert, "webhook_endpoints", [doc])
-        return endpoint_record({**doc, "disabledReason": None, "disabledAt": None})
+        record = {
+            **endpoint_record({**doc, "disabledReason": None, "disabledAt": None}),
+            "secret": secret,
+        }
+
+        def create(conn: sqlite3.Connection) -> dict:
+            insert(conn, "webhook_endpoints", [doc])
+            return record
+
+        return await write_once(self.engine, once, create)
 
     async def list(self, workspace_id: str) -> list[dict]:
         def listing(conn: sqlite3.Connection) -> list[dict]:
@@ -173,6 +184,7 @@ class WebhookEndpoints:
         secret: str,
         now: dt.datetime,
         overlap: dt.timedelta,
+        once: Once | None = None,
     ) -> dict | None:
         def rotate(conn: sqlite3.Connection) -> dict | None:
             row = conn.execute(
@@ -187,12 +199,20 @@ class WebhookEndpoints:
                 'WHERE "_id" = ? AND workspaceId = ?',
                 (dump_secrets(secrets), ms(now), endpoint_id, workspace_id),
             )
-            return _get(conn, workspace_id, endpoint_id)
+            found = _get(conn, workspace_id, endpoint_id)
+            return found and {**found, "secret": secret}
 
-        return await self.engine.write(rotate)
+        if await self.get(workspace_id, endpoint_id) is None:
+            return None  # a 404 stores no response
+        return await write_once(self.engine, once, rotate)
 
     async def recover(
-        self, workspace_id: str, endpoint_id: str, since: dt.datetime, now: dt.datetime
+        self,
+        workspace_id: str,
+        endpoint_id: str,
+        since: dt.datetime,
+        now: dt.datetime,
+        once: Once | None = None,
     ) -> bool:
         def recover(conn: sqlite3.Connection) -> bool:
             return bool(
@@ -203,7 +223,9 @@ class WebhookEndpoints:
                 ).rowcount
             )
 
-        return await self.engine.write(recover)
+        if await self.get(workspace_id, endpoint_id) is None:
+            return False  # a 404 stores no response
+        return await write_once(self.engine, once, recover)
 
     async def disable(
         self, workspace_id: str, endpoint_id: str, reason: str, now: dt.datetime

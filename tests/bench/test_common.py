@@ -26,13 +26,15 @@ def test_row_ids_are_stable_and_unique_across_benchmarks():
         "P6",
         "P7a",
         "P7b",
-        "P8",
+        "P8a",
+        "P8b",
+        "P9",
         "S1",
         "S2",
         "S3",
     )
     assert stable == run.ROW_IDS
-    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 13)}
+    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 17)}
     every = run.ROW_IDS + scale.ROW_IDS
     assert len(set(every)) == len(every)
 
@@ -40,9 +42,10 @@ def test_row_ids_are_stable_and_unique_across_benchmarks():
 def test_only_takes_figures_or_rows():
     assert run.figures_of("p4, P5") == {"P4", "P5"}
     assert run.figures_of("P1c,p1a,S2") == {"P1", "S2"}
-    assert run.figures_of("P7b,p8") == {"P7", "P8"}
-    with pytest.raises(ValueError, match="P10, P9"):
-        run.figures_of("P9,P4,P10")
+    assert run.figures_of("p7b") == {"P7"}
+    assert run.figures_of("P8b,p9") == {"P8", "P9"}
+    with pytest.raises(ValueError, match="P10, P11"):
+        run.figures_of("P11,P4,P10")
 
 
 def test_the_percentile_of_nothing_is_nan_and_never_passes():

@@ -74,6 +74,12 @@ function readUser(u: Schemas["records.user"]): Schemas["records.user"] {
   return user;
 }
 
+function readApiKey(k: Schemas["records.api-key"]): Schemas["records.api-key"] {
+  const key = { id: k.id, name: k.name, scopes: [...k.scopes], createdAt: k.createdAt, expiresAt: k.expiresAt };
+  assert.deepEqual(key, k);
+  return key;
+}
+
 function readList(l: Schemas["records.list"]): Schemas["records.list"] {
   const list = {
     id: l.id, name: l.name, source: l.source, ownerUserId: l.ownerUserId,
@@ -146,6 +152,18 @@ function readActivity(a: Activity): Activity {
   return activity;
 }
 
+// An export's body (NDJSON, gunzipped by fetch): one JSON record per line.
+function ndjson<T>(text: string): T[] {
+  assert.ok(text === "" || text.endsWith("\n"));
+  return text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as T);
+}
+
+function readExportedActivity(a: Activity): Activity {
+  const { prospectId, storedAt, ...timelineFields } = a;
+  assert.ok(typeof prospectId === "string" && typeof storedAt === "string");
+  return { ...readActivity(timelineFields as Activity), prospectId, storedAt };
+}
+
 function readEvent(e: Event): Event {
   const common = { id: e.id, occurredAt: e.occurredAt };
   let event: Event;
@@ -198,6 +216,10 @@ async function main(): Promise<Record<string, unknown>> {
   const document = expectOk("getOpenApi", await anonymous.GET("/v1/openapi.json"));
   assert.match(document.openapi, /^3\.1/);
   expectHead("getOpenApiHead", (await anonymous.HEAD("/v1/openapi.json")).response);
+
+  const described = readApiKey(expectOk("getApiKey", await api.GET("/v1/api-key")).apiKey);
+  assert.deepEqual(described.scopes, ["read", "write"]); // the demo's full key
+  expectHead("getApiKeyHead", (await api.HEAD("/v1/api-key")).response);
 
   const users = expectOk("listUsers", await api.GET("/v1/users")).users.map(readUser);
   expectHead("listUsersHead", (await api.HEAD("/v1/users")).response);
@@ -266,6 +288,22 @@ async function main(): Promise<Record<string, unknown>> {
   const prospects = expectOk("listProspects", await api.GET("/v1/prospects"));
   prospects.prospects.forEach(readProspect);
   expectHead("listProspectsHead", (await api.HEAD("/v1/prospects")).response);
+
+  const exportedCalls = await api.GET("/v1/exports/calls", { parseAs: "text" });
+  const everyCall = ndjson<Schemas["records.call"]>(expectOk("exportCalls", exportedCalls)).map(readCall);
+  assert.ok(calls.every((c) => everyCall.some((e) => e.id === c.id))); // the demo's calls are settled
+  assert.match(
+    exportedCalls.response.headers.get("link") ?? "",
+    /^<\/v1\/calls\?sort=updatedAt&cursor=[^>]+>; rel="next", <\/v1\/events\?cursor=[^>]+>; rel="events"$/,
+  );
+  expectHead("exportCallsHead", (await api.HEAD("/v1/exports/calls")).response);
+  const inList = { params: { query: { listId: lists.lists[0].id } }, parseAs: "text" as const };
+  ndjson<Schemas["records.prospect"]>(expectOk("exportProspects", await api.GET("/v1/exports/prospects", inList))).forEach(readProspect);
+  expectHead("exportProspectsHead", (await api.HEAD("/v1/exports/prospects")).response);
+  ndjson<Schemas["records.list"]>(expectOk("exportLists", await api.GET("/v1/exports/lists", { parseAs: "text" }))).forEach(readList);
+  expectHead("exportListsHead", (await api.HEAD("/v1/exports/lists")).response);
+  ndjson<Activity>(expectOk("exportActivities", await api.GET("/v1/exports/activities", { parseAs: "text" }))).forEach(readExportedActivity);
+  expectHead("exportActivitiesHead", (await api.HEAD("/v1/exports/activities")).response);
 
   const selector = { params: { query: { prospectId: calls[0].prospectId } } };
   const timeline = expectOk("getProspectActivities", await api.GET("/v1/prospect-activities", selector));

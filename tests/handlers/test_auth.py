@@ -1,5 +1,7 @@
 """Authentication: only a valid, unrevoked key in `Authorization: Bearer` gets in."""
 
+import datetime as dt
+
 import jwt
 import pytest
 
@@ -76,13 +78,13 @@ async def test_revoked_key_with_cold_cache_is_refused_at_once(api, store, ws_a):
 
 async def test_verification_costs_one_lookup_per_cache_period(api, store, clock, monkeypatch):
     calls = []
-    original = store.keys.is_active
+    original = store.keys.find_active
 
     async def counting(*args):
         calls.append(args)
         return await original(*args)
 
-    monkeypatch.setattr(store.keys, "is_active", counting)
+    monkeypatch.setattr(store.keys, "find_active", counting)
     for _ in range(5):
         assert (await api.get("/v1/users")).code == 200
     assert len(calls) == 1
@@ -118,3 +120,51 @@ async def test_other_methods_are_405_with_allow(api, method):
     assert response.headers["Allow"] == "GET, HEAD, POST"
     response = await api.fetch("/v1/users", method, body=b"{}" if method != "DELETE" else None)
     assert response.headers["Allow"] == "GET, HEAD"
+
+
+async def test_an_expired_key_is_401_and_says_it_expired(anon, auth, clock, ws_a):
+    """Expiry is measured on the injected clock: no sleeping."""
+    _, key = await auth.create(ws_a.id, "for a week", expires_in=dt.timedelta(days=7))
+    headers = {"Authorization": f"Bearer {key}"}
+    assert (await anon.get("/v1/users", headers=headers)).code == 200
+    clock.advance(7 * 86_400 - 1)
+    assert (await anon.get("/v1/users", headers=headers)).code == 200
+    clock.advance(1)
+    response = await anon.get("/v1/users", headers=headers)
+    assert response.code == 401
+    problem = response.json()
+    assert problem["code"] == "unauthorized"
+    assert "expired" in problem["detail"]
+    assert ws_a.key_id not in problem["detail"] and "test key" not in problem["detail"]
+    assert response.headers["WWW-Authenticate"] == (
+        'Bearer realm="workspace-api", error="invalid_token", '
+        'error_description="The API key expired"'
+    )
+    # Another key of the workspace is untouched, and an unknown key still says nothing of expiry.
+    assert (
+        await anon.get("/v1/users", headers={"Authorization": f"Bearer {ws_a.key}"})
+    ).code == 200
+    unknown = await anon.get("/v1/users", headers={"Authorization": f"Bearer {ws_a.key}x"})
+    assert unknown.code == 401 and "expired" not in unknown.json()["detail"]
+
+
+async def test_a_cached_key_is_refused_the_moment_it_expires(anon, auth, clock, config, ws_a):
+    """The cache holds the key's expiry, not a verdict: it is compared on every request."""
+    assert config.key_cache_seconds >= 1
+    _, key = await auth.create(ws_a.id, "short", expires_in=dt.timedelta(milliseconds=500))
+    headers = {"Authorization": f"Bearer {key}"}
+    assert (await anon.get("/v1/users", headers=headers)).code == 200  # cached from here on
+    clock.advance(0.5)  # within the cache period
+    response = await anon.get("/v1/users", headers=headers)
+    assert response.code == 401 and "expired" in response.json()["detail"]
+
+
+async def test_expiry_is_kept_in_the_key_record(auth, store, ws_a):
+    record, _ = await auth.create(ws_a.id, "dated", expires_in=dt.timedelta(days=30))
+    assert record["expiresAt"] - record["createdAt"] == pytest.approx(
+        dt.timedelta(days=30), abs=dt.timedelta(seconds=5)
+    )
+    [listed] = [k for k in await store.keys.list(ws_a.id) if k["id"] == record["id"]]
+    assert listed["expiresAt"] == record["expiresAt"]
+    active = await store.keys.find_active(ws_a.id, record["id"])
+    assert active is not None and active.expires_at == record["expiresAt"]

@@ -111,6 +111,42 @@ async def test_static_assets_are_local_and_never_store_the_key_elsewhere(anon):
     assert response.headers["X-Content-Type-Options"] == "nosniff"
 
 
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+@pytest.mark.parametrize(
+    "last", ["9223372036854775807", "18446744073709551615", "9" * 40, "1" + "0" * 5000]
+)
+async def test_static_ranges_past_the_end_are_clamped_to_the_last_byte(anon, method, last):
+    whole = (STATIC / "console.css").read_bytes()
+    size = len(whole)
+    for first in (0, 5):
+        response = await anon.fetch(
+            "/reference/static/console.css",
+            method,
+            headers={"Range": f"bytes={first}-{last}"},
+            check=False,  # the client's checks know the API's content types, not CSS
+        )
+        assert response.code == 206, response
+        assert response.headers["X-Request-Id"]
+        assert response.headers["Content-Range"] == f"bytes {first}-{size - 1}/{size}"
+        assert int(response.headers["Content-Length"]) == size - first
+        assert response.headers["Content-Type"].startswith("text/css")
+        if method == "GET":
+            assert response.body == whole[first:]
+    middle = await anon.get(
+        "/reference/static/console.css", headers={"Range": "bytes=5-9"}, check=False
+    )
+    assert middle.code == 206 and middle.body == whole[5:10]
+
+
+@pytest.mark.parametrize("header", ["bytes=999999-", "bytes=-0", "bytes=5-1", "items=0-1"])
+async def test_static_ranges_that_cannot_be_satisfied_are_416_problems(anon, header):
+    size = (STATIC / "console.css").stat().st_size
+    response = await anon.get("/reference/static/console.css", headers={"Range": header})
+    assert response.code == 416  # problem+json with X-Request-Id: checked by the client
+    assert response.json()["code"] == "range_not_satisfiable"
+    assert response.headers["Content-Range"] == f"bytes */{size}"
+
+
 ODD_ASSETS = [
     "nope.js",
     "..%2Fviews.py",

@@ -1,12 +1,15 @@
 """POST /v1/lists/{listId}/contacts: validation, matching, integrity, concurrency."""
 
 import asyncio
+import os
 import time
+import urllib.parse
 import uuid
 
 import pytest
 
 from schemas import Schemas
+from store.errors import StoreUnavailable
 from tests.helpers import Client, walk_pages
 
 
@@ -77,6 +80,34 @@ async def test_email_is_matched_case_insensitively(api, store, ws_a, new_list):
     assert prospect["firstName"] == "Jane" and prospect["lastName"] == "Doe"
     assert prospect["email"] == "Jane.Doe@Example.com"  # first value kept, never overwritten
     assert sorted(prospect["listIds"]) == sorted([one["id"], two["id"]])
+
+
+@pytest.mark.parametrize("phone", ["not a phone", "1" * 63, "12", "+1 (415) 555-01X9"])
+async def test_an_unreadable_phone_number_is_400_with_a_pointer_and_writes_nothing(
+    api, store, ws_a, new_list, phone
+):
+    """A phone number is stored in E.164 or not at all: one that cannot be read is refused,
+    as the same value is by GET /v1/prospects?phoneNumber=."""
+    created = await new_list()
+    contacts = [
+        {"email": "fine@example.com"},
+        {"email": "also@example.com", "phoneNumber": "+14155550100"},
+        {"firstName": "Bad", "phoneNumber": phone},
+    ]
+    response = await api.post(f"/v1/lists/{created['id']}/contacts", {"contacts": contacts})
+    assert response.code == 400, response
+    problem = response.json()
+    assert [e["pointer"] for e in problem["errors"]] == ["#/contacts/2/phoneNumber"]
+    assert "E.164" in problem["errors"][0]["detail"]
+    assert [p for p in await store.documents("prospects") if p["workspaceId"] == ws_a.id] == []
+    query = await api.get(f"/v1/prospects?phoneNumber={urllib.parse.quote(phone)}")
+    assert query.code == 400 and query.json()["errors"][0]["pointer"] == "#/query/phoneNumber"
+
+
+async def test_blank_phone_numbers_are_ignored_not_refused(api, new_list):
+    created = await new_list()
+    result = await upload(api, created["id"], [{"email": "blank@example.com", "phoneNumber": "  "}])
+    assert result["acceptedContacts"] == 1
 
 
 @pytest.mark.parametrize(
@@ -273,31 +304,33 @@ async def test_exactly_100_contacts_are_accepted(api, new_list):
     assert (await upload(api, created["id"], contacts))["totalProspects"] == 100
 
 
-@pytest.mark.server_limit("scan")
 async def test_concurrent_overlapping_uploads_create_no_duplicates(origin, store, ws_a, new_list):
-    """20 uploads at once, each on its own connection, over overlapping windows of 40 people:
+    """Uploads at once, each on its own connection, over overlapping windows of 40 people:
     email plus phone, or the phone alone in another format (different dedupe keys, so only
     turn-taking keeps them one prospect). On the wire tier they interleave over real database
     connections; whatever the order: one prospect per person, each listed once, and an exact
-    prospectsCount."""
+    prospectsCount. 20 uploads; 6 on the wire tier, whose server reads a whole collection for
+    every query but one on _id (tests/wire.py LIMITS "scan"), so 20 uploads taking turns there
+    outlast an upload's 10 s wait for its turn."""
+    uploads = 6 if os.environ.get("WSAPI_TEST_TIER") == "wire" else 20
     created = await new_list()
-    client = Client(origin, ws_a.key, connections=20)
+    client = Client(origin, ws_a.key, connections=uploads)
 
     def contact(person: int, variant: int) -> dict:
         if variant % 2:
             return {"phoneNumber": f"(415) 555-{person:04d}", "firstName": f"P{person}"}
         return {"email": f"P{person}@Example.COM", "phoneNumber": f"+1415555{person:04d}"}
 
-    batches = [[contact(person, k) for person in range(5 * k, 5 * k + 40)] for k in range(20)]
+    batches = [[contact(person, k) for person in range(5 * k, 5 * k + 40)] for k in range(uploads)]
     results = await asyncio.gather(*[upload(client, created["id"], b) for b in batches])
     assert all(r["acceptedContacts"] == 40 for r in results)
-    people = 5 * 19 + 40
+    people = 5 * (uploads - 1) + 40
     assert max(r["totalProspects"] for r in results) == people
     found = await prospects(store, ws_a.id)
     phones = [p["phoneE164"] for p in found]
     assert len(phones) == len(set(phones)) == people
     emails = [p["emailNorm"] for p in found if p.get("emailNorm")]
-    assert len(emails) == len(set(emails)) >= 5 * 18 + 40  # everyone in an even window
+    assert len(emails) == len(set(emails)) >= 5 * (uploads - 2) + 40  # all in an even window
     assert all(p["listIds"] == [created["id"]] for p in found)
     after = (await client.get(f"/v1/lists/{created['id']}")).json()["list"]
     assert after["prospectsCount"] == people
@@ -365,16 +398,29 @@ async def test_the_count_moves_in_the_upload_transaction(api, store, ws_a, new_l
 
 
 @pytest.mark.mongodb
-async def test_count_repairs_itself_after_an_interrupted_upload(api, store, ws_a, new_list):
+async def test_count_repairs_itself_after_an_interrupted_upload(
+    api, store, ws_a, new_list, monkeypatch
+):
+    """Memberships written, but the upload died before it set the list's count: the next read
+    of the list counts again, without a retry (every step: tests/handlers/test_safe_writes.py)."""
+    import store.mongo.prospects as mongo_prospects
+
     created = await new_list()
     contacts = [{"email": f"i{i}@example.com"} for i in range(5)]
-    # memberships written, but the process died before the list's counter was updated
+
+    async def died(*args, **kwargs):
+        raise StoreUnavailable("the process died here")
+
+    monkeypatch.setattr(mongo_prospects, "set_counted", died)
     listing = await store.lists.get(ws_a.id, created["id"])
-    await store.prospects.add_to_list(ws_a.id, listing, contacts)
-    assert (await store.lists.get(ws_a.id, created["id"]))["prospectsCount"] == 0
+    with pytest.raises(StoreUnavailable):
+        await store.prospects.add_to_list(ws_a.id, listing, contacts)
+    monkeypatch.undo()
+    assert (await api.get(f"/v1/lists/{created['id']}")).json()["list"]["prospectsCount"] == 5
+    listed = (await api.get("/v1/lists")).json()["lists"]
+    assert [x["prospectsCount"] for x in listed if x["id"] == created["id"]] == [5]
     retry = await upload(api, created["id"], contacts)
     assert retry["totalProspects"] == 5
-    assert (await api.get(f"/v1/lists/{created['id']}")).json()["list"]["prospectsCount"] == 5
 
 
 async def test_matches_split_by_a_linkedin_conflict_are_not_safe(api, store, ws_a, new_list):
@@ -562,7 +608,8 @@ async def test_outcomes_give_the_reason_for_a_new_prospect_despite_matches(api, 
             [
                 {"email": "r1@example.com", "linkedinUrl": "linkedin.com/in/r-two"},  # conflict
                 {"email": "r1@example.com", "phoneNumber": "+14155550191"},  # two prospects match
-                {"email": "r1@example.com"},  # now ambiguous too: lands on the same new prospect
+                # The prospects split off just now stand aside: the one it matched before.
+                {"email": "r1@example.com"},
             ],
         )
     )["results"]
@@ -571,8 +618,8 @@ async def test_outcomes_give_the_reason_for_a_new_prospect_despite_matches(api, 
         ("created", "ambiguous_match"),
         ("reused", None),
     ]
-    assert result[2]["prospectId"] == result[1]["prospectId"]
-    assert not {r["prospectId"] for r in result} & {r["prospectId"] for r in seeded}
+    assert result[2]["prospectId"] == seeded[0]["prospectId"]
+    assert not {r["prospectId"] for r in result[:2]} & {r["prospectId"] for r in seeded}
 
 
 @pytest.mark.mongodb

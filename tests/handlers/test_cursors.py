@@ -7,7 +7,7 @@ import datetime as dt
 import random
 import time
 import uuid
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -263,3 +263,98 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
         stale = [i for i in truth if i in copy and copy[i] != truth[i]]
         assert (name, len(missing), len(stale)) == (name, 0, 0)
         assert copy.keys() == truth.keys() and truth
+
+
+def cursor_endpoints() -> list[str]:
+    """A URL of every GET the application serves whose query takes the shared cursor
+    parameter, read from the routes and their handlers' query schemas (so new ones are in)."""
+    from handlers.base import CURSOR_PARAMETER
+    from schemas import Schemas
+    from schemas.openapi import sample_url
+    from server.app import collect_handlers
+
+    schemas = Schemas()
+    found = []
+    for route in collect_handlers()[:-1]:
+        schema_id = getattr(route[1], "query_schemas", {}).get("GET")
+        query = schemas.documents[schema_id] if schema_id else {}
+        properties = query.get("properties", {})
+        if any(p.get("$ref") == CURSOR_PARAMETER for p in properties.values()):
+            url = sample_url(route[0].replace("([^/]+)", "{id}"))
+            # Required parameters get their documented example, so that only the cursor is wrong.
+            required = {
+                name: schemas.resolve(properties[name]).get("examples", [""])[0]
+                for name in query.get("required", [])
+            }
+            found.append(f"{url}?{urlencode(required)}&" if required else f"{url}?")
+    return found
+
+
+CURSOR_ENDPOINTS = cursor_endpoints()
+MALFORMED = {
+    "garbage": "garbage",
+    "spaces": "not%20a%20cursor",
+    "three parts": "a.b.c",
+    "dots only": "..",
+    "empty": "",
+    "non-ascii": "%C3%A9t%C3%A9.AAAA",
+    "control character": "abc%00.def",
+    "base64 padding": "YWJj.YWJj%3D%3D",
+    "too long": "A" * 1100 + ".AAAA",
+    "right shape, not base64 of a cursor": "abc.def",
+}
+
+
+def test_the_cursor_endpoints_are_found():
+    assert {"/v1/calls?", "/v1/lists?", "/v1/prospects?"} <= set(CURSOR_ENDPOINTS)
+
+
+def test_every_cursor_parameter_is_the_shared_one():
+    """A query parameter named like a cursor uses schemas/parameters/cursor.json, so that a
+    malformed one is `invalid_cursor` everywhere (handlers.base checks that parameter)."""
+    from handlers.base import CURSOR_PARAMETER
+    from schemas import Schemas
+
+    for schema_id, schema in Schemas().documents.items():
+        if not schema_id.startswith("/schemas/queries/"):
+            continue
+        for name, prop in schema.get("properties", {}).items():
+            if "cursor" in name.lower():
+                assert prop.get("$ref") == CURSOR_PARAMETER, f"{schema_id}: {name}"
+
+
+@pytest.mark.parametrize("path", CURSOR_ENDPOINTS)
+async def test_a_malformed_cursor_is_invalid_cursor_like_an_altered_one(api, store, ws_a, path):
+    await add_calls(store, ws_a, 3, dt.datetime(2026, 3, 2, 9))
+    made = (await api.get("/v1/calls?pageSize=50")).json()["nextCursor"] or (
+        await api.get("/v1/calls?sort=updatedAt")
+    ).json()["nextCursor"]
+    flipped = made[:5] + ("A" if made[5] != "A" else "B") + made[6:]
+    altered = (await api.get(f"{path}cursor={flipped}")).json()
+    assert altered["code"] == "invalid_cursor"
+    for name, cursor in MALFORMED.items():
+        response = await api.get(f"{path}cursor={cursor}")
+        assert response.code == 400, (path, name)
+        problem = response.json()
+        assert problem["code"] == "invalid_cursor", (path, name, problem)
+        assert set(problem) == set(altered)
+        assert (problem["type"], problem["title"]) == (altered["type"], altered["title"])
+        [error] = problem["errors"]
+        assert (error["parameter"], error["pointer"]) == ("cursor", "#/query/cursor")
+        assert error["detail"] in ("the cursor is malformed", altered["errors"][0]["detail"]), name
+        assert (
+            problem["detail"].startswith("cursor: ")
+            and "start again without a cursor" in (problem["detail"])
+        )
+        assert cursor[:20] not in problem["detail"] or name == "empty"
+
+
+async def test_other_parameters_keep_their_errors_beside_a_malformed_cursor(api):
+    response = await api.get("/v1/calls?cursor=garbage&pageSize=7")
+    problem = response.json()
+    assert response.code == 400 and problem["code"] == "invalid_request"
+    assert {e["parameter"] for e in problem["errors"]} == {"cursor", "pageSize"}
+    assert (await api.get("/v1/calls?pageSize=7")).json()["code"] == "invalid_request"
+    response = await api.get("/v1/calls?page=2&cursor=abc.def")
+    assert response.json()["code"] == "invalid_request"
+    assert response.json()["errors"][0]["parameter"] == "page"

@@ -1,5 +1,6 @@
 """GET /healthz and GET /readyz: no key, no rate limit; readiness follows the database."""
 
+import logging
 import time
 
 import jwt
@@ -36,13 +37,15 @@ async def test_readiness_is_503_until_the_indexes_exist(anon, api, store):
 
 
 async def test_readiness_follows_the_database_and_recovers(anon, store, monkeypatch):
-    answers = iter([False, False, True])
+    answers = iter(["the database is not reachable", "the database is damaged", None])
 
-    async def ping(timeout):
+    async def readiness(timeout):
         return next(answers)
 
-    monkeypatch.setattr(store, "ping", ping)
-    assert [(await anon.get("/readyz")).code for _ in range(3)] == [503, 503, 200]
+    monkeypatch.setattr(store, "readiness", readiness)
+    responses = [await anon.get("/readyz") for _ in range(3)]
+    assert [r.code for r in responses] == [503, 503, 200]
+    assert responses[1].json()["detail"] == "the database is damaged"
 
 
 async def test_readiness_is_503_while_shutting_down(anon, app):
@@ -71,11 +74,17 @@ def closed_port() -> int:
         return sock.getsockname()[1]  # nothing listens there once the socket is closed
 
 
-async def test_an_unreachable_database_gives_503_within_the_timeout(config, http_server_port):
+async def test_an_unreachable_database_gives_503_within_the_timeout(
+    config, http_server_port, caplog
+):
     """A real PyMongo client pointed at a closed port: requests get a 503 with Retry-After after
-    about db_timeout_seconds, never a hang or a 500; /readyz says so too."""
+    about db_timeout_seconds, never a hang or a 500; /readyz says so too. Each 503's log line
+    carries the driver's reason (its error class and message), never the URI or its
+    credentials."""
+    caplog.set_level(logging.WARNING, logger="workspace_api")
+    port = closed_port()
     config = config.replace(
-        db_timeout_seconds=0.5, mongodb_uri=f"mongodb://127.0.0.1:{closed_port()}"
+        db_timeout_seconds=0.5, mongodb_uri=f"mongodb://ann:pa55word@127.0.0.1:{port}"
     )
     store = open_store(config.mongodb_uri, config.database, config.db_timeout_seconds)
     store.indexes_ready = True  # as if the database went away after start-up
@@ -98,3 +107,10 @@ async def test_an_unreachable_database_gives_503_within_the_timeout(config, http
         server.stop()
         await server.close_all_connections()
         await store.close()
+    lines = [r.getMessage() for r in caplog.records if "database unavailable" in r.getMessage()]
+    assert len(lines) == 2  # /v1/users and /v1/lists (readiness answers without a log line)
+    for line in lines:
+        assert "MongoDB did not answer in time (ServerSelectionTimeoutError: " in line
+        assert f"127.0.0.1:{port}" in line and "[Errno 111]" in line
+        assert "pa55word" not in line and "ann" not in line and "mongodb://" not in line
+        assert "Topology Description" not in line

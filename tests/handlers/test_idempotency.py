@@ -140,7 +140,7 @@ async def test_an_expired_key_runs_anew(api, owner, store, ws_a, swept):
     # The record the same request left two days ago, with the response it got then.
     then = utcnow() - 2 * TTL
     mark = fingerprint("POST", "/v1/lists", body)
-    assert await store.idempotency.begin(ws_a.id, "key-7", mark, then, LOCK, TTL) is None
+    assert (await store.idempotency.begin(ws_a.id, "key-7", mark, then, LOCK, TTL)).claimed
     stale = '{"list": {"id": "stale"}}'
     await store.idempotency.complete(ws_a.id, "key-7", 201, stale, JSON_TYPE, "/v1/lists/stale")
     if swept:

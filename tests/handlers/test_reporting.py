@@ -53,7 +53,6 @@ async def metrics(api, query: str, status: int = 200) -> dict:
     return response.json()
 
 
-@pytest.mark.server_limit("aggregation")
 async def test_every_figure_follows_its_published_formula(api, store, ws_a):
     day = dt.datetime(2026, 5, 4, 14, 0)
     for talk, meeting in ((59, False), (60, True), (200, False), (10, True)):
@@ -107,7 +106,6 @@ async def test_every_figure_follows_its_published_formula(api, store, ws_a):
     )
 
 
-@pytest.mark.server_limit("aggregation")
 async def test_an_empty_range_has_every_day_with_zeros(api):
     body = await metrics(api, "from=2026-02-27&to=2026-03-01")
     assert [d["date"] for d in body["byDay"]] == ["2026-02-27", "2026-02-28", "2026-03-01"]
@@ -116,7 +114,6 @@ async def test_an_empty_range_has_every_day_with_zeros(api):
     assert all(day[name] == 0 for day in body["byDay"] for name in FIGURES)
 
 
-@pytest.mark.server_limit("aggregation")
 async def test_both_ends_are_inclusive_whole_days(api, store, ws_a):
     first, after = dt.datetime(2026, 6, 1), dt.datetime(2026, 6, 4)
     for when in (first - MS, first, after - MS, after):
@@ -130,7 +127,6 @@ async def test_both_ends_are_inclusive_whole_days(api, store, ws_a):
     )
 
 
-@pytest.mark.server_limit("aggregation")
 async def test_days_start_at_local_midnight_across_dst(api, store, ws_a):
     """New York: 2026-03-08 has 23 hours (EST to EDT), 2026-11-01 has 25 (EDT to EST)."""
     spring = {"startsAt": dt.datetime(2026, 3, 8, 5), "endsAt": dt.datetime(2026, 3, 9, 4)}
@@ -157,7 +153,25 @@ async def test_days_start_at_local_midnight_across_dst(api, store, ws_a):
     assert utc["totals"]["dials"] == 2  # 04:59:59.999Z and 05:00Z, not 03-09T03:59:59.999Z
 
 
-@pytest.mark.server_limit("aggregation")
+async def test_a_day_boundary_inside_a_quarter_hour(api, store, ws_a):
+    """Monrovia kept -00:44:30 until 1972: its days began at 00:44:30Z, inside a quarter hour
+    (every zone in use today starts its days on quarter hours)."""
+    boundary = dt.datetime(1971, 3, 2, 0, 44, 30)
+    for when, talk in (
+        (boundary - dt.timedelta(minutes=10), 60),
+        (boundary - MS, 70),
+        (boundary, 80),
+        (boundary + dt.timedelta(minutes=1), 90),
+    ):
+        await add_call(store, ws_a, when, talk=talk)
+    body = await metrics(api, "from=1971-03-01&to=1971-03-02&timezone=Africa/Monrovia")
+    assert [(d["startsAt"], d["dials"], d["talkTimeSeconds"]) for d in body["byDay"]] == [
+        ("1971-03-01T00:44:30.000Z", 2, 130),
+        ("1971-03-02T00:44:30.000Z", 2, 170),
+    ]
+    assert body["endsAt"] == "1971-03-03T00:44:30.000Z"
+
+
 @pytest.mark.parametrize(
     "zone,start",
     [
@@ -201,7 +215,6 @@ async def test_bad_parameters_are_400_with_a_pointer(api, query, parameter):
     assert (error["parameter"], error["pointer"]) == (parameter, f"#/query/{parameter}")
 
 
-@pytest.mark.server_limit("aggregation")
 @pytest.mark.parametrize(
     "query",
     [
@@ -216,7 +229,6 @@ async def test_longest_ranges_and_plain_zones_are_accepted(api, query):
     assert body["byDay"][-1]["endsAt"] == body["endsAt"]
 
 
-@pytest.mark.server_limit("aggregation")
 async def test_user_filter(api, store, ws_a):
     when = dt.datetime(2026, 4, 1, 12)
     for user in (0, 0, 1, 2):
@@ -227,7 +239,6 @@ async def test_user_filter(api, store, ws_a):
     assert [row["userId"] for row in body["byUser"]] == [mine]
 
 
-@pytest.mark.server_limit("aggregation")
 async def test_metrics_are_isolated_between_workspaces(api, api_b, store, ws_a, ws_b):
     when = dt.datetime(2026, 4, 1, 12)
     await add_call(store, ws_a, when)
@@ -282,7 +293,6 @@ def close(figures: dict, expected: dict) -> bool:
     return all(abs(figures[name] - expected[name]) < 1e-9 for name in FIGURES)
 
 
-@pytest.mark.server_limit("aggregation")
 async def test_figures_reconcile_with_get_calls(api, store, ws_a):
     rng = random.Random(11)
     start = dt.datetime(2026, 10, 29, 0, 0)  # spans the DST change in New York (Nov 1)

@@ -96,7 +96,8 @@ class SQLiteFaults:
 
 
 class MongoFaults:
-    """Fails the n-th database operation of the upload's collections (a dropped connection)."""
+    """Fails the n-th database operation of the test's database, whatever the collection (a
+    dropped connection)."""
 
     METHODS = (
         "find",
@@ -107,29 +108,27 @@ class MongoFaults:
         "insert_many",
         "count_documents",
         "find_one_and_update",
+        "find_one_and_replace",
         "delete_one",
     )
 
     def __init__(self, store, monkeypatch):
-        self.n, self.seen = None, 0
         import pymongo.errors
+        from pymongo.asynchronous.collection import AsyncCollection
 
-        for collection in (
-            store.prospects.col,
-            store.activities.col,
-            store.lists.col,
-            store.prospects.leases.col,
-        ):
-            for name in self.METHODS:
-                original = getattr(collection, name)
+        self.n, self.seen = None, 0
+        database = store.db.name
+        for name in self.METHODS:
+            original = getattr(AsyncCollection, name)
 
-                def failing(*args, _original=original, **kwargs):
+            def failing(collection, *args, _original=original, **kwargs):
+                if collection.database.name == database:
                     self.seen += 1
                     if self.n is not None and self.seen == self.n:
                         raise pymongo.errors.AutoReconnect("injected: connection dropped")
-                    return _original(*args, **kwargs)
+                return _original(collection, *args, **kwargs)
 
-                monkeypatch.setattr(collection, name, failing)
+            monkeypatch.setattr(AsyncCollection, name, failing)
 
     def arm(self, n: int) -> None:
         self.n, self.seen = n, 0
@@ -138,8 +137,36 @@ class MongoFaults:
         self.n = None
 
 
+async def members_of(store, workspace_id: str, list_id: str) -> int:
+    return sum(
+        1
+        for p in await store.documents("prospects")
+        if p["workspaceId"] == workspace_id and list_id in p.get("listIds", [])
+    )
+
+
+async def counts_read(api, list_id: str) -> list[int]:
+    """The list's prospectsCount as GET /v1/lists/{id} and GET /v1/lists show it."""
+    one = (await api.get(f"/v1/lists/{list_id}")).json()["list"]["prospectsCount"]
+    listed = (await api.get("/v1/lists?pageSize=100")).json()["lists"]
+    return [one, *(x["prospectsCount"] for x in listed if x["id"] == list_id)]
+
+
+async def retried(api, path: str, body: dict, headers: dict):
+    """POST again as a client that honours Retry-After on 409 (a key being freed)."""
+    for _ in range(10):
+        retry = await api.post(path, body, headers=headers)
+        if retry.code != 409:
+            return retry
+        await asyncio.sleep(float(retry.headers["Retry-After"]) / 4)
+    return retry
+
+
 @pytest.fixture
-def faults(store, monkeypatch):
+def faults(store, auth, monkeypatch):
+    # A key's lastUsedAt is written by a background task (server/keyuse.py) whose failure no
+    # request sees; the faults are meant for the requests' own database steps.
+    monkeypatch.setattr(auth.usage, "note", lambda *args: None)
     if store.backend == "sqlite":
         return SQLiteFaults(store)
     return MongoFaults(store, monkeypatch)
@@ -172,13 +199,10 @@ async def test_an_upload_failing_at_each_step_answers_503_and_its_retry_complete
             break  # the fault came after the last step: every step has been failed once
         assert response.code == 503 and response.headers["Retry-After"], response
         failures += 1
-        for _ in range(10):  # a client that honours Retry-After on 409 (the key being freed)
-            retry = await api.post(
-                path, {"contacts": contacts}, headers=headers if same_key else {}
-            )
-            if retry.code != 409:
-                break
-            await asyncio.sleep(float(retry.headers["Retry-After"]) / 4)
+        # Read without retrying: the count is exact whatever the upload left behind.
+        members = await members_of(store, ws_a.id, listing["id"])
+        assert await counts_read(api, listing["id"]) == [members, members], step
+        retry = await retried(api, path, {"contacts": contacts}, headers if same_key else {})
         assert retry.code == 200, (step, retry)
         assert "Idempotent-Replayed" not in retry.headers
         result = retry.json()
@@ -209,3 +233,38 @@ async def test_an_upload_failing_at_each_step_answers_503_and_its_retry_complete
     assert len(emails) == len(set(emails))  # no duplicate prospect anywhere
     found = [p for p in await store.documents("prospects") if p["_id"] == known]
     assert found[0]["jobTitle"] == "Title 1"  # filled once, by the first completed upload
+
+
+async def test_a_list_creation_failing_at_each_step_is_created_once_by_its_retry(
+    api, store, ws_a, faults
+):
+    """POST /v1/lists with an Idempotency-Key, the database failing at each of its steps in
+    turn (the key's claim, the owner check, the insert, the stored response, freeing the
+    key): 503, and its retry with the same key answers 201 with one list, the same one a
+    replay then shows."""
+    owner = ws_a.users[0]["id"]
+    failures, step = 0, 0
+    while True:
+        step += 1
+        body = {"name": f"Step {step}", "ownerUserId": owner}
+        headers = {"Idempotency-Key": f"list-{step}"}
+        faults.arm(step)
+        response = await api.post("/v1/lists", body, headers=headers)
+        faults.disarm()
+        if response.code == 201:
+            break  # the fault came after the last step: every step has been failed once
+        assert response.code == 503 and response.headers["Retry-After"], response
+        failures += 1
+        retry = await retried(api, "/v1/lists", body, headers)
+        assert retry.code == 201, (step, retry)
+        created = [
+            doc
+            for doc in await store.documents("lists")
+            if doc["workspaceId"] == ws_a.id and doc["name"] == body["name"]
+        ]
+        assert [doc["_id"] for doc in created] == [retry.json()["list"]["id"]], step
+        replay = await api.post("/v1/lists", body, headers=headers)
+        assert replay.code == 201 and replay.headers["Idempotent-Replayed"] == "true"
+        assert replay.body == retry.body
+        assert step < 100
+    assert failures >= 3  # claim, owner check, insert (and more on MongoDB)

@@ -186,3 +186,14 @@ async def test_another_workspaces_endpoint_is_not_found(api, api_b):
         assert [a.code for a in answers] == [404] * 6
     assert (await api_b.get(BASE)).json() == {"webhookEndpoints": []}
     assert (await api.get(path)).json()["webhookEndpoint"]["description"] is None
+
+
+async def test_a_repeated_rotation_with_its_key_keeps_one_new_secret(api):
+    endpoint = await create(api)
+    path = f"{BASE}/{endpoint['id']}/rotate-secret"
+    headers = {"Idempotency-Key": "rotate-1"}
+    first = await api.post(path, headers=headers)
+    again = await api.post(path, headers=headers)
+    assert first.code == again.code == 200
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json()["webhookEndpoint"]["secret"] == first.json()["webhookEndpoint"]["secret"]

@@ -1,6 +1,8 @@
 """The workspace-api command: admin commands, the embedded-store refusal, and the demo."""
 
+import datetime as dt
 import json
+import re
 import subprocess
 import time
 import urllib.error
@@ -69,6 +71,98 @@ async def test_admin_commands_manage_workspaces_users_and_keys(
     assert code == 1
 
 
+async def test_keys_have_scopes_expiry_and_last_use(config, services, capsys, anon, clock):
+    store, auth = services
+
+    async def admin(*argv):
+        code = await run_admin(config, build_parser().parse_args(list(argv)), services)
+        out = capsys.readouterr()
+        return code, (json.loads(out.out) if out.out.strip() else None), out.err
+
+    wid = (await store.workspaces.create("Scoped"))["id"]
+    code, out, _ = await admin("keys", "create", "--workspace", wid, "--name", "full")
+    assert code == 0 and out["key"]["scopes"] == ["read", "write"]
+    assert out["key"]["expiresAt"] is None
+    full = out["apiKey"]
+    code, out, _ = await admin(
+        "keys",
+        "create",
+        "--workspace",
+        wid,
+        "--name",
+        "dialer",
+        "--scope",
+        "ingest",
+        "--expires-in",
+        "30",
+    )
+    assert code == 0 and out["key"]["scopes"] == ["ingest"]
+    created = dt.datetime.fromisoformat(out["key"]["createdAt"].removesuffix("Z"))
+    expires = dt.datetime.fromisoformat(out["key"]["expiresAt"].removesuffix("Z"))
+    assert abs(expires - created - dt.timedelta(days=30)) < dt.timedelta(seconds=5)
+    dialer = out["apiKey"]
+    # A key with ingest and no read may not read.
+    response = await anon.get("/v1/users", headers={"Authorization": f"Bearer {dialer}"})
+    assert response.code == 403 and response.json()["code"] == "insufficient_scope"
+
+    clock.advance(61 - clock.wall() % 60)
+    minute = dt.datetime(1970, 1, 1) + dt.timedelta(minutes=int(clock.wall() // 60))
+    assert (await anon.get("/v1/users", headers={"Authorization": f"Bearer {full}"})).code == 200
+    await auth.usage.flush()
+    code, out, _ = await admin("keys", "list", "--workspace", wid)
+    assert [set(k) for k in out["keys"]] == [
+        {
+            "id",
+            "workspaceId",
+            "name",
+            "scopes",
+            "createdAt",
+            "expiresAt",
+            "revokedAt",
+            "lastUsedAt",
+        }
+    ] * 2
+    listed = {k["name"]: k for k in out["keys"]}
+    assert listed["full"]["lastUsedAt"] == minute.isoformat(timespec="milliseconds") + "Z"
+    assert listed["full"]["lastUsedAt"].endswith(":00.000Z")  # to the minute
+    assert listed["dialer"]["scopes"] == ["ingest"] and listed["dialer"]["expiresAt"]
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--scope", ""],
+        ["--scope", ","],
+        ["--scope", "read,"],
+        ["--scope", "read,admin"],
+        ["--scope", "READ"],
+        ["--expires-in", "0"],
+        ["--expires-in", "-3"],
+        ["--expires-in", "1.5"],
+        ["--expires-in", "soon"],
+    ],
+)
+def test_a_bad_scope_or_expiry_is_a_usage_error(option, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["keys", "create", "--workspace", "w", "--name", "n", *option])
+    assert exit_.value.code == 2
+    assert f"argument {option[0]}" in capsys.readouterr().err
+
+
+def test_a_write_or_ingest_scope_without_read_is_allowed():
+    for text, scopes in [
+        ("write", {"write"}),
+        ("ingest", {"ingest"}),
+        ("ingest,write", {"ingest", "write"}),
+        ("read,write,ingest", {"read", "write", "ingest"}),
+        (" read , write ", {"read", "write"}),
+    ]:
+        args = build_parser().parse_args(
+            ["keys", "create", "--workspace", "w", "--name", "n", "--scope", text]
+        )
+        assert args.scope == scopes
+
+
 def test_admin_commands_refuse_a_throwaway_store(capsys, monkeypatch):
     monkeypatch.setenv("MONGODB_URI", "memory")
     assert main(["keys", "list", "--workspace", "x"]) == 2
@@ -119,8 +213,18 @@ def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
     _process, keys, log = demo_process
     assert keys["baseUrl"].startswith("http://127.0.0.1:") and keys["baseUrl"].endswith("/v1")
     assert len(keys["workspaces"]) >= 2
-    assert all(set(w) == {"id", "name", "apiKey"} for w in keys["workspaces"])
+    assert all(set(w) == {"id", "name", "apiKey", "readOnlyApiKey"} for w in keys["workspaces"])
     base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
+    read_only = keys["workspaces"][0]["readOnlyApiKey"]
+    assert read_only != key
+    status, described = http("GET", base + "/api-key", read_only)
+    assert status == 200 and described["apiKey"]["scopes"] == ["read"]
+    assert http("GET", base + "/calls", read_only)[0] == 200
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        http("POST", base + "/lists", read_only, {"name": "x", "ownerUserId": "y"})
+    assert refused.value.code == 403
+    assert 'error="insufficient_scope"' in refused.value.headers["WWW-Authenticate"]
+    refused.value.close()
     status, users = http("GET", base + "/users", key)
     assert status == 200 and len(users["users"]) >= 2
     status, lists = http("GET", base + "/lists", key)
@@ -142,6 +246,7 @@ def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
     assert created["list"]["id"] not in {x["id"] for x in theirs["lists"]}
     output = log.read_text()
     assert keys["workspaces"][0]["apiKey"] in output and keys["baseUrl"] in output  # banner
+    assert f"Read-only: {read_only}" in output
     assert "/reference" in output
 
 
@@ -192,7 +297,11 @@ def test_admin_commands_typed_into_the_demo_revoke_a_key_within_5_seconds(tmp_pa
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
         listed = log.read_text()
-        key_id = listed.split('"keys": [', 1)[1].split('"id": "', 1)[1].split('"', 1)[0]
+        listing = listed.split('"keys": [', 1)[1]
+        # The workspace's full demo key (beside it: its read-only one).
+        key_id = re.search(
+            r'"id": "([^"]+)",\s*"workspaceId": "[^"]+",\s*"name": "demo key"', listing
+        )[1]
         assert workspace["apiKey"] not in listed.split('"keys": [', 1)[1]
 
         process.stdin.write(f"keys revoke {key_id}\n")

@@ -42,8 +42,8 @@ def get(url: str, key: str | None = None, timeout: float = 10) -> tuple[int, dic
 class Server:
     """`workspace-api serve` in its own session (process group), stopped and reaped at the end."""
 
-    def __init__(self, tmp_path, *args, **env):
-        self.port = free_port()
+    def __init__(self, tmp_path, *args, port: int | None = None, **env):
+        self.port = port or free_port()
         self.origin = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / "serve.log"
         environ = {**os.environ, "WSAPI_SECRET": SECRET, **env}
@@ -184,6 +184,33 @@ def test_a_worker_finishes_requests_in_flight_on_sigterm(tmp_path, servers):
     assert reply.startswith(b"HTTP/1.1 401 "), reply  # a complete answer (no key was sent)
     assert b'"code":"unauthorized"' in reply
     assert server.process.wait(15) == 0
+
+
+def test_workers_die_with_their_supervisor_and_a_restart_binds_the_port(tmp_path, servers):
+    """SIGKILL of the `serve --processes 2` supervisor: its workers get SIGTERM from the kernel
+    (their parent-death signal) and stop, and a new `serve` on the same port starts at once."""
+    env = {"MONGODB_URI": "", "WSAPI_SQLITE_PATH": str(tmp_path / "db.sqlite3")}
+    first = Server(tmp_path, "--processes", "2", **env)
+    servers.append(first)
+    first.wait_until_up()
+    deadline = time.monotonic() + 15
+    while len(first.workers()) < 2:
+        assert time.monotonic() < deadline, first.log.read_text()
+        time.sleep(0.05)
+    workers = first.workers()
+    first.process.kill()  # the supervisor alone, as the OOM killer or `kill -9` would
+    first.process.wait(10)
+    _gone, alive = psutil.wait_procs(workers, timeout=15)
+    assert not alive, first.log.read_text()
+    log = first.log.read_text()
+    assert log.count('"stopped (pid') == 2  # each worker shut down gracefully
+
+    (tmp_path / "again").mkdir()
+    again = Server(tmp_path / "again", "--processes", "2", port=first.port, **env)
+    servers.append(again)
+    again.wait_until_up()
+    assert get(f"{again.origin}/readyz")[0] == 200
+    assert "cannot listen" not in again.log.read_text()
 
 
 async def test_indexes_are_retried_until_the_database_answers():

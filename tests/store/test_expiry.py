@@ -11,7 +11,7 @@ from store.clock import utcnow
 
 
 async def claim(store, key: str, now: dt.datetime) -> None:
-    assert await store.idempotency.begin("ws-a", key, "print", now, LOCK, TTL) is None
+    assert (await store.idempotency.begin("ws-a", key, "print", now, LOCK, TTL)).claimed
 
 
 async def test_expired_idempotency_records_go_in_bounded_batches(store):

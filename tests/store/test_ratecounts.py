@@ -161,3 +161,38 @@ async def test_a_forked_child_takes_its_own_lock(tmp_path):
         assert child.exitcode == 0
     assert await counters.count("ws-f", T0) == 1 + 3 * 3000
     counters.close()
+
+
+def allocated(path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def sparse_copy(path, sparse) -> None:
+    """A copy of the counters file at `path` that has no disk blocks where it holds zeros."""
+    with open(path, "rb") as source, open(sparse, "wb") as target:
+        target.write(source.read(ratecounts.HEADER))
+        data = source.read()
+        for offset in range(0, len(data), 4096):
+            page = data[offset : offset + 4096]
+            if page.strip(b"\0"):
+                target.seek(ratecounts.HEADER + offset)
+                target.write(page)
+        target.truncate(ratecounts.SIZE)
+
+
+async def test_the_file_is_allocated_on_disk_when_created_and_when_opened(tmp_path):
+    """No page of the mapping may lack a disk block: a store into one on a full disk would be
+    a SIGBUS (tests/server/test_full_disk.py). A sparse file an older version left is allocated
+    when it is opened, its counts kept."""
+    path = tmp_path / "db-ratelimit"
+    counters = SharedCounters(path)
+    assert allocated(path) >= ratecounts.SIZE
+    assert await counters.hit("ws", T0, T0 + 2 * MINUTE) == 1
+    counters.close()
+    sparse = tmp_path / "old-ratelimit"
+    sparse_copy(path, sparse)  # an older version's file: holes where nothing was counted
+    assert allocated(sparse) < ratecounts.SIZE // 4
+    reopened = SharedCounters(sparse)
+    assert allocated(sparse) >= ratecounts.SIZE
+    assert await reopened.count("ws", T0) == 1
+    reopened.close()

@@ -16,9 +16,11 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
 
 import attrs
 from workspace_api_client import AuthenticatedClient, Client
+from workspace_api_client.api.api_key import get_api_key, get_api_key_head
 from workspace_api_client.api.calls import (
     get_call_recording,
     get_call_recording_head,
@@ -34,6 +36,16 @@ from workspace_api_client.api.dialer_lists import (
     upload_contacts,
 )
 from workspace_api_client.api.events import list_events, list_events_head
+from workspace_api_client.api.exports import (
+    export_activities,
+    export_activities_head,
+    export_calls,
+    export_calls_head,
+    export_lists,
+    export_lists_head,
+    export_prospects,
+    export_prospects_head,
+)
 from workspace_api_client.api.prospects import (
     get_prospect_activities,
     get_prospect_activities_head,
@@ -51,6 +63,8 @@ from workspace_api_client.api.service import (
 from workspace_api_client.api.users import list_users, list_users_head
 from workspace_api_client.models import (
     ActivityCreatedEvent,
+    APIKey,
+    APIKeyScopesItem,
     Call,
     CallActivity,
     CallCreatedEvent,
@@ -74,6 +88,7 @@ from workspace_api_client.models import (
     Prospect,
     ProspectCreatedEvent,
     ProspectUpdatedEvent,
+    Sort,
     StatusChangeActivity,
     UploadContacts,
     User,
@@ -128,12 +143,55 @@ def find_untyped(value: object, where: str) -> None:
                 find_untyped(getattr(value, field.name), f"{where}.{field.name}")
 
 
+def export_lines(operation_id: str, response: Response[File | Problem]) -> list[dict[str, Any]]:
+    """The records of an export (NDJSON, gzip-decoded by httpx): one JSON object per line."""
+    body = expect(operation_id, response, 200)
+    assert isinstance(body, File), (operation_id, body)
+    assert response.headers["content-type"] == "application/x-ndjson"
+    data = body.payload.read()
+    assert data == b"" or data.endswith(b"\n"), operation_id
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def activity_of(
+    line: dict[str, Any],
+) -> (
+    CallActivity
+    | NoteActivity
+    | EmailActivity
+    | ListAddedActivity
+    | MeetingBookedActivity
+    | StatusChangeActivity
+):
+    """An exported activity as the model of its type (the line's discriminator)."""
+    kind = line["type"]
+    if kind == "call":
+        return CallActivity.from_dict(line)
+    if kind == "note":
+        return NoteActivity.from_dict(line)
+    if kind == "email":
+        return EmailActivity.from_dict(line)
+    if kind == "list_added":
+        return ListAddedActivity.from_dict(line)
+    if kind == "meeting_booked":
+        return MeetingBookedActivity.from_dict(line)
+    assert kind == "status_change", kind
+    return StatusChangeActivity.from_dict(line)
+
+
 # --- every field through its typed attribute ----------------------------------------------
 
 
 def read_user(user: User) -> str:
     assert isinstance(user.id, uuid.UUID) and isinstance(user.created_at, dt.datetime)
     return f"{user.first_name} {user.last_name} <{user.email}>"
+
+
+def read_api_key(key: APIKey) -> list[str]:
+    assert isinstance(key.id, uuid.UUID) and isinstance(key.created_at, dt.datetime)
+    assert key.name and (key.expires_at is None or isinstance(key.expires_at, dt.datetime))
+    assert all(isinstance(scope, APIKeyScopesItem) for scope in key.scopes)
+    return [scope.value for scope in key.scopes]
 
 
 def read_list(item: DialerList) -> None:
@@ -282,6 +340,10 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
     assert document.openapi.startswith("3.1") and document.paths.additional_properties
     expect_head("getOpenApiHead", get_open_api_head.sync_detailed(client=anonymous))
 
+    described = expect("getApiKey", get_api_key.sync_detailed(client=api), 200).api_key
+    assert read_api_key(described) == ["read", "write"]  # the demo's full key
+    expect_head("getApiKeyHead", get_api_key_head.sync_detailed(client=api))
+
     users = expect("listUsers", list_users.sync_detailed(client=api), 200).users
     names = [read_user(user) for user in users]
     expect_head("listUsersHead", list_users_head.sync_detailed(client=api))
@@ -384,6 +446,43 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
             client=api, prospect_id=timeline.prospect.id
         ),
     )
+
+    response = export_calls.sync_detailed(client=api)
+    exported = [Call.from_dict(line) for line in export_lines("exportCalls", response)]
+    for call in exported:
+        read_call(call)
+        find_untyped(call, "exportCalls")
+    assert {c.id for c in page.calls} <= {c.id for c in exported}  # the demo's calls are settled
+    link, feed = response.headers["link"].split(", ")
+    assert link.endswith('>; rel="next"') and link.startswith("</v1/calls?")
+    assert feed.endswith('>; rel="events"') and feed.startswith("</v1/events?cursor=")
+    query = parse_qs(urlsplit(link[1 : link.index(">")]).query)
+    continued = expect(
+        "listCalls",
+        list_calls.sync_detailed(
+            client=api, sort=Sort(query["sort"][0]), cursor=query["cursor"][0]
+        ),
+        200,
+    )
+    assert isinstance(continued.next_cursor, str)  # the sync order always says where to resume
+    expect_head("exportCallsHead", export_calls_head.sync_detailed(client=api))
+    for prospect_line in export_lines(
+        "exportProspects", export_prospects.sync_detailed(client=api, list_id=lists.lists[0].id)
+    ):
+        read_prospect(Prospect.from_dict(prospect_line))
+    expect_head("exportProspectsHead", export_prospects_head.sync_detailed(client=api))
+    for list_line in export_lines("exportLists", export_lists.sync_detailed(client=api)):
+        read_list(DialerList.from_dict(list_line))
+    expect_head("exportListsHead", export_lists_head.sync_detailed(client=api))
+    for activity_line in export_lines(
+        "exportActivities", export_activities.sync_detailed(client=api)
+    ):
+        activity = activity_of(activity_line)
+        read_activity(activity)
+        assert isinstance(activity.prospect_id, uuid.UUID)
+        assert isinstance(activity.stored_at, dt.datetime)
+        find_untyped(activity, "exportActivities")
+    expect_head("exportActivitiesHead", export_activities_head.sync_detailed(client=api))
 
     last = max(call.started_at for call in page.calls).date()
     first = last - dt.timedelta(days=30)
