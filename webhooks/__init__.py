@@ -1,0 +1,1 @@
+"""Webhook delivery: outbound address rules (networks.py) and the HTTP transport (transport.py)."""
