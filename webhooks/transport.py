@@ -126,7 +126,7 @@ async def check_url(url: str, policy: Policy, getaddrinfo: GetAddrInfo | None = 
         if exc.rule is None:
             return HTTPS_ONLY
         subject = "the host is" if literal is not None else "the host resolves to"
-        return f"{subject} a non-public address ({exc.rule})"
+        return f"{subject} a non-public address: {exc.rule}"
     return None
 
 

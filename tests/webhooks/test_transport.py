@@ -462,7 +462,7 @@ async def test_non_public_addresses_are_refused_by_default(
 ) -> None:
     url = template.format(port=receiver.port)
     reason = await check_url(url, Policy())
-    assert reason is not None and reason.endswith(f"non-public address ({rule})")
+    assert reason is not None and reason.endswith(f"non-public address: {rule}")
     outcome = await post_once(Policy(), url)
     assert outcome == Outcome(None, outcome.duration_ms, f"address not allowed: {rule}", None)
     assert receiver.connections == 0
@@ -470,7 +470,7 @@ async def test_non_public_addresses_are_refused_by_default(
 
 async def test_ipv6_loopback_is_refused_by_default_and_allowed_when_opened(receiver6) -> None:
     url = receiver6.url("/ok")
-    assert await check_url(url, Policy()) == "the host is a non-public address (loopback)"
+    assert await check_url(url, Policy()) == "the host is a non-public address: loopback"
     assert (await post_once(Policy(), url)).error == "address not allowed: loopback"
     assert receiver6.connections == 0
     opened = Policy(allowed_networks=parse_networks("::1/128"))
@@ -490,7 +490,7 @@ async def test_a_name_that_resolves_to_loopback_is_refused_without_naming_the_ad
         (["::ffff:10.0.0.7"], "private (RFC 1918) (IPv4-mapped)"),
     ]:
         reason = await check_url(url, Policy(), getaddrinfo=answering(answer))
-        assert reason == f"the host resolves to a non-public address ({rule})"
+        assert reason == f"the host resolves to a non-public address: {rule}"
         assert not any(address in reason for address in answer)
         outcome = await post_once(Policy(), url, getaddrinfo=answering(answer))
         assert outcome.error == f"address not allowed: {rule}"
