@@ -52,6 +52,8 @@ setup(
         # Webhook delivery (webhooks/transport.py): keep-alive pooling, TLS verification, timeouts,
         # and a pluggable resolver, so the connection goes to the address that was checked.
         "aiohttp>=3.10,<4",
+        # aiohttp's URL type: webhooks/transport.py judges a URL exactly as aiohttp parses it.
+        "yarl>=1.9,<2",
     ],
     extras_require={
         "test": [
@@ -63,6 +65,8 @@ setup(
             "psutil>=5.9",
             # tests/telephony/test_http1.py fuzzes the provider-response parser.
             "hypothesis>=6.100",
+            # tests/webhooks/test_transport.py: a test CA and a certificate for the TLS receiver.
+            "trustme>=1.1",
             "ruff>=0.6",
             # tests/e2e/test_generated_clients.py: pinned, the generated code depends on them.
             "openapi-python-client==0.29.1",

@@ -260,12 +260,7 @@ class Dispatcher:
 
 
 def _reason(outcome: Outcome, disabled: str | None) -> str:
-    """The attempt's short `error`: never the receiver's response body."""
-    code = outcome.status_code
-    if outcome.error is not None:
-        reason = outcome.error
-    elif code is not None and 300 <= code < 400:
-        reason = f"the receiver answered {code} (redirects are not followed)"
-    else:
-        reason = f"the receiver answered {code}"
+    """The attempt's short `error` (the transport's fixed phrase: never the receiver's response
+    body, nor an address), and whether the attempt disabled the endpoint."""
+    reason = outcome.error or f"http {outcome.status_code}"
     return f"{reason}; the endpoint is disabled: {disabled}" if disabled else reason
