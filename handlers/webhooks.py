@@ -140,11 +140,9 @@ class DeliveriesHandler(APIHandler):
 
     async def get(self, endpoint_id: str) -> None:
         endpoint_id = path_uuid(endpoint_id, "webhook endpoint")
-        if await self.store.webhook_endpoints.get(self.workspace_id, endpoint_id) is None:
-            raise not_found("webhook endpoint")
         after = None
         filters = {"endpoint": endpoint_id}
-        if (token := self.query.get("cursor")) is not None:
+        if (token := self.query.get("cursor")) is not None:  # a bad cursor is 400 before all
             _, made, after = decode_cursor(self, RESOURCE, token, None, {})
             if made.get("endpoint") != endpoint_id or after is None:
                 raise APIError(
@@ -153,6 +151,8 @@ class DeliveriesHandler(APIHandler):
                     "a cursor",
                     [{"parameter": "cursor", "pointer": "#/query/cursor", "detail": "is foreign"}],
                 )
+        if await self.store.webhook_endpoints.get(self.workspace_id, endpoint_id) is None:
+            raise not_found("webhook endpoint")
         page_size = self.query.get("pageSize", 50)
         page = await self.store.webhook_deliveries.page(
             self.workspace_id, endpoint_id, after, page_size
