@@ -11,7 +11,16 @@ setup(
     packages=find_packages(
         include=[
             f"{room}{sub}"
-            for room in ("server", "handlers", "store", "console", "schemas", "telephony", "demo")
+            for room in (
+                "server",
+                "handlers",
+                "store",
+                "console",
+                "schemas",
+                "telephony",
+                "webhooks",
+                "demo",
+            )
             for sub in ("", ".*")
         ]
     ),
@@ -40,6 +49,11 @@ setup(
         # IANA time zones for dialer metrics even where the OS has no tz database.
         "tzdata>=2024.1",
         "lameenc>=1.7",
+        # Webhook delivery (webhooks/transport.py): keep-alive pooling, TLS verification, timeouts,
+        # and a pluggable resolver, so the connection goes to the address that was checked.
+        "aiohttp>=3.10,<4",
+        # aiohttp's URL type: webhooks/transport.py judges a URL exactly as aiohttp parses it.
+        "yarl>=1.9,<2",
     ],
     extras_require={
         "test": [
@@ -51,6 +65,8 @@ setup(
             "psutil>=5.9",
             # tests/telephony/test_http1.py fuzzes the provider-response parser.
             "hypothesis>=6.100",
+            # tests/webhooks/test_transport.py: a test CA and a certificate for the TLS receiver.
+            "trustme>=1.1",
             "ruff>=0.6",
             # tests/e2e/test_generated_clients.py: pinned, the generated code depends on them.
             "openapi-python-client==0.29.1",
@@ -61,6 +77,8 @@ setup(
             # tests/integrations/test_dlt.py: the dlt source, as "dlt" below.
             "dlt[duckdb]==1.31.0",
             "duckdb==2.0.1",
+            # tests/webhooks: signatures verified with the Standard Webhooks reference library.
+            "standardwebhooks>=1.0",
         ],
         # integrations/dlt/: the dlt source of the API and its loader into DuckDB.
         "dlt": ["dlt[duckdb]==1.31.0", "duckdb==2.0.1"],

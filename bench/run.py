@@ -14,6 +14,9 @@ the same run, printed as one table of ratios with targets.
 - P8a, P8b what recording events costs a write: a contact upload of 100 contacts and a call
   insert with event writing on against off (a bench-only switch), interleaved in one run.
 - P9 GET /v1/events?pageSize=100 a million events deep against page 1.
+- P10a, P10b webhooks (bench/webhooks.py): deliveries per second from one API process against
+  a bare aiohttp loop posting the same pre-signed bodies, and the lag from a write's
+  acknowledgement to its delivery at 100 writes per second.
 - S1-S3 streamed responses under abuse (bench/streams.py): stalled readers, concurrent
   timelines.
 
@@ -65,6 +68,7 @@ FIGURES = {
     "P7": ("P7a", "P7b"),
     "P8": ("P8a", "P8b"),
     "P9": ("P9",),
+    "P10": ("P10a", "P10b"),
     "S1": ("S1",),
     "S2": ("S2",),
     "S3": ("S3",),
@@ -1110,6 +1114,10 @@ async def run_all(
             )
             rows += await bench_p9(bench, server)
             server.stop()
+        if "P10" in only:  # its own serve process, receiver and SQLite file
+            from bench import webhooks
+
+            rows += await webhooks.run_rows(bench, only, settings == QUICK)
         if only & {"S1", "S2", "S3"}:  # stalled readers, long timelines (bench/streams.py)
             from bench import streams
 

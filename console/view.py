@@ -98,6 +98,9 @@ class View:
             for method in ("get", "post", "put", "patch", "delete"):
                 if method in item:
                     self.operations.append(self.operation(full, method.upper(), item[method]))
+        # The webhooks' payloads (OpenAPI 3.1 `webhooks`): what the service POSTs to endpoints.
+        for name, item in document.get("webhooks", {}).items():
+            self.operations.append(self.operation(name, "POST", item["post"]))
         for op in self.operations:
             op.head = op.method == "GET" and op.path in heads
         order = {tag["name"]: i for i, tag in enumerate(document.get("tags", []))}

@@ -25,10 +25,11 @@ from demo.data import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Scale
 from demo.live import live_writer
 from demo.seeding import Progress, anchor, demo_keys, estimate, seed
 from server.app import freeze_heap, http_server, make_app, open_services
-from server.config import Config, env_name
+from server.config import Config, env_name, validate_webhooks
 from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.logs import secrets_of, setup_logging
+from server.webhook_dispatch import dispatcher
 from telephony.simulated_provider import ProviderLibrary, start_provider
 
 log = logging.getLogger("workspace_api")
@@ -36,6 +37,8 @@ log = logging.getLogger("workspace_api")
 # The demo's per-workspace limit unless --rate-limit or WSAPI_RATE_LIMIT_PER_MINUTE says
 # otherwise: high enough for exploring and for test suites run against the demo.
 DEMO_RATE_LIMIT = 60_000
+# The demo's webhooks may reach a receiver on this machine (unless the operator set the key).
+DEMO_WEBHOOK_NETWORKS = "127.0.0.0/8"
 
 
 def run_demo(config: Config, args: argparse.Namespace) -> int:
@@ -49,13 +52,18 @@ def run_demo(config: Config, args: argparse.Namespace) -> int:
         {"mongodb_uri": "", "sqlite_path": args.data} if args.data else {"mongodb_uri": "memory"}
     )
     settle = getattr(args, "sync_settle_seconds", None)
+    networks = config.webhook_allowed_networks
+    if not networks and env_name("webhook_allowed_networks") not in os.environ:
+        networks = DEMO_WEBHOOK_NETWORKS
     config = config.replace(
+        webhook_allowed_networks=networks,
         **store,
         host=args.host,
         port=args.port,
         rate_limit_per_minute=rate_limit,
         sync_settle_seconds=config.sync_settle_seconds if settle is None else settle,
     )
+    validate_webhooks(config)
     setup_logging(config.log_level)
     anchor()  # a malformed WSAPI_DEMO_ANCHOR is a configuration error before anything starts
     try:
@@ -89,6 +97,7 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
     sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
     events = EventSweeper.from_config(store, config).start()
+    webhooks = dispatcher(store, config).start()
     freeze_heap()
     host = f"[{config.host}]" if ":" in config.host else config.host
     # Listening on every address: name the loopback one, a URL that works from this machine.
@@ -116,6 +125,7 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
         await asyncio.Event().wait()
     finally:  # the demo stops (Ctrl-C): so do its live writes and the sweeps
         await stop(writer)
+        await webhooks.stop(config.shutdown_timeout_seconds)
         await sweeper.stop()
         await auth.usage.stop()
         await events.stop()

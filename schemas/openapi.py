@@ -50,6 +50,12 @@ TAGS = [
         'from the export\'s `Link rel="next"`.',
     ),
     ("Events", "One feed of everything that changed in the workspace."),
+    (
+        "Webhooks",
+        "The same events pushed to your servers, signed (Standard Webhooks) and retried: "
+        "register endpoints, follow their deliveries, recover, rotate secrets. The payloads "
+        "are the document's `webhooks`.",
+    ),
     ("Reporting", "Dialer KPIs."),
     ("API key", "The key you call with: its scopes and expiry."),
     ("Service", "Health of the service (no API key needed)."),
@@ -377,6 +383,7 @@ def build_document(schemas: Schemas | None = None) -> dict:
         "security": [{"bearerAuth": []}],
         "tags": tags,
         "paths": dict(sorted(paths.items())),
+        "webhooks": webhooks_section(schemas),
         "components": {
             "securitySchemes": {
                 "bearerAuth": {
@@ -409,6 +416,60 @@ def build_document(schemas: Schemas | None = None) -> dict:
             "schemas": dict(sorted(components.items())),
         },
     }
+
+
+EVENT = "/schemas/records/event.json"
+WEBHOOK_HEADERS = {
+    "webhook-id": "The event's id: the same on every attempt and every recovery of the event, "
+    "so deduplicate on it.",
+    "webhook-timestamp": "Unix seconds of this attempt; reject a message far from your clock "
+    "(a Standard Webhooks library allows 5 minutes).",
+    "webhook-signature": '`v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` '
+    "with the endpoint's secret (base64-decoded without its `whsec_` prefix); during the 24 "
+    "hours after a rotation, one signature per valid secret, space-separated.",
+}
+
+
+def webhooks_section(schemas: Schemas) -> dict:
+    """OpenAPI 3.1 `webhooks`: one POST per event type, its body the event's schema."""
+    mapping = schemas.documents[EVENT]["discriminator"]["mapping"]
+    section = {}
+    for kind, schema_id in mapping.items():
+        name = "".join(part.capitalize() for part in kind.split("."))
+        section[kind] = {
+            "post": {
+                "operationId": f"on{name}",
+                "tags": ["Webhooks"],
+                "summary": f"{kind}, pushed to your endpoint",
+                "description": f"What an endpoint subscribed to `{kind}` receives: a POST whose "
+                "body is the event exactly as GET /events serves it, with the Standard Webhooks "
+                "headers. Answer any 2xx within 15 seconds; anything else (redirects included) "
+                "is retried on the schedule, and 410 Gone disables the endpoint. Delivery is at "
+                "least once and in no guaranteed order: deduplicate on `webhook-id` and keep the "
+                "record with the latest `data.updatedAt`.",
+                "parameters": [
+                    {
+                        "name": header,
+                        "in": "header",
+                        "required": True,
+                        "description": text,
+                        "schema": {"type": "string"},
+                    }
+                    for header, text in WEBHOOK_HEADERS.items()
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": schema_ref(schema_id)}},
+                },
+                "responses": {
+                    "200": {"description": "Any 2xx acknowledges the delivery."},
+                    "410": {"description": "Gone: the endpoint is disabled at once."},
+                },
+                "security": [],
+                "x-try-it": False,
+            }
+        }
+    return section
 
 
 def operations(document: dict) -> Iterable[tuple[str, str, dict]]:

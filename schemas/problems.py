@@ -55,7 +55,8 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "The `cursor` or `since` of GET /events is older than the events are kept "
         "(`event_retention_days`, default 30): events after it may have been removed. Note the "
         "current time, resync your records with `sort=updatedAt`, then restart the feed with "
-        "`since=<that time>`.",
+        "`since=<that time>`. For POST /webhook-endpoints/{id}/recover: `since` is older than "
+        "that; recover from a later instant.",
     ),
     "payload_too_large": (413, "Payload too large", "The request body exceeds the size limit."),
     "unsupported_media_type": (
@@ -77,6 +78,14 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "deleted, or of another workspace, or an email or phoneNumber "
         "selector that matches several prospects (select by prospectId "
         "instead). `errors` points at the offending field or parameter.",
+    ),
+    "invalid_webhook_url": (
+        422,
+        "Invalid webhook URL",
+        "The webhook endpoint's `url` cannot be used: it must be an absolute `https` URL whose "
+        "host resolves only to public addresses (loopback, private, link-local, shared and "
+        "reserved ranges are refused, unless the operator allowed them with "
+        "`webhook_allowed_networks`, where `http` is accepted too). The detail names the rule.",
     ),
     "idempotency_key_in_use": (
         409,

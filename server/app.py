@@ -18,6 +18,7 @@ from server.config import Config, ConfigError
 from server.gate import Gate
 from server.logs import access_log
 from server.ratelimit import RateLimiter, counters_for
+from server.webhook_dispatch import webhook_policy
 from store.contract import Store
 from store.cursors import Cursors
 from store.database import open_store
@@ -34,6 +35,7 @@ HANDLER_MODULES = [
     "handlers.activities",
     "handlers.exports",
     "handlers.events",
+    "handlers.webhooks",
     "handlers.reporting",
     "handlers.openapi",
     "handlers.console",
@@ -58,6 +60,7 @@ def make_app(
         "rate_limiter", RateLimiter(counters_for(store), config.rate_limit_per_minute)
     )
     services.setdefault("cursors", Cursors(auth.subkey("cursors")))
+    services.setdefault("webhook_policy", webhook_policy(config))
     settings = dict(
         config=config,
         store=store,

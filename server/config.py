@@ -38,6 +38,13 @@ class Config:
     sync_settle_seconds: float
     expiry_sweep_seconds: float
     event_retention_days: float
+    webhook_retry_schedule: str
+    webhook_disable_after_hours: float
+    webhook_max_in_flight_per_endpoint: int
+    webhook_allowed_networks: str
+    webhook_timeout_seconds: float
+    webhook_poll_seconds: float
+    webhook_lease_seconds: float
     stream_stall_seconds: float
     max_streams_per_workspace: int
     provider_url: str
@@ -137,3 +144,29 @@ def validate(config: Config) -> None:
         raise ConfigError("expiry_sweep_seconds must be positive")
     if config.event_retention_days <= 0:
         raise ConfigError("event_retention_days must be positive")
+
+
+def validate_webhooks(config: Config) -> None:
+    """The webhook keys, checked when a process that delivers starts (serve, demo)."""
+    from webhooks.networks import parse_networks
+    from webhooks.schedule import parse_schedule
+
+    try:
+        parse_schedule(config.webhook_retry_schedule)
+    except ValueError as exc:
+        raise ConfigError(f"webhook_retry_schedule {exc}") from None
+    try:
+        parse_networks(config.webhook_allowed_networks)
+    except ValueError as exc:
+        raise ConfigError(
+            f"webhook_allowed_networks must be comma-separated CIDRs (10.0.0.0/8,::1/128): {exc}"
+        ) from None
+    if config.webhook_max_in_flight_per_endpoint < 1:
+        raise ConfigError("webhook_max_in_flight_per_endpoint must be at least 1")
+    if min(config.webhook_disable_after_hours, config.webhook_poll_seconds) <= 0:
+        raise ConfigError("webhook_disable_after_hours and webhook_poll_seconds must be positive")
+    if not 0 < config.webhook_timeout_seconds < config.webhook_lease_seconds:
+        raise ConfigError(
+            "webhook_timeout_seconds must be positive and below webhook_lease_seconds (an "
+            "attempt must end before its lease does, or another process may send it again)"
+        )

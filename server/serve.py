@@ -29,11 +29,12 @@ from tornado.netutil import bind_sockets
 
 from server.app import freeze_heap, http_server, make_app, open_services
 from server.auth import resolve_secret
-from server.config import Config, ConfigError, validate
+from server.config import Config, ConfigError, validate, validate_webhooks
 from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.gate import Gate
 from server.logs import secrets_of, setup_logging
+from server.webhook_dispatch import dispatcher
 from store.contract import Store
 from store.database import open_store
 from store.errors import StoreError, StoreUnavailable, StoreUnusable
@@ -54,6 +55,7 @@ def serve(config: Config, args: argparse.Namespace) -> int:
     }
     config = config.replace(**overrides)
     validate(config)
+    validate_webhooks(config)
     if config.processes > 1 and config.throwaway:
         raise ConfigError(
             "--processes > 1 needs a shared store: MONGODB_URI=memory is a throwaway file of one "
@@ -125,6 +127,7 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
     app = make_app(config, store, auth)
     sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
     events = EventSweeper.from_config(store, config).start()
+    webhooks = dispatcher(store, config).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
     freeze_heap()
@@ -151,6 +154,7 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
     await server.close_all_connections()
     if indexes:
         indexes.cancel()
+    await webhooks.stop(config.shutdown_timeout_seconds)
     await sweeper.stop()
     await auth.usage.stop()  # writes the keys' last uses still queued
     await events.stop()

@@ -26,12 +26,13 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from store.events import EventPage
+from store.events import EventPage, StoredEvent
 from store.exports import Batch
 from store.idempotency import KeyState, Once
 from store.keys import DEFAULT_SCOPES, ActiveKey
 from store.paging import Page, Position, Window
 from store.prospects import Contact, Upload
+from store.webhooks import Attempt, AttemptPage, Claim, FanoutClaim
 
 
 class Workspaces(Protocol):
@@ -365,6 +366,137 @@ class Events(Protocol):
         ...
 
 
+class WebhookEndpoints(Protocol):
+    """The integrators' webhook receivers (store/webhooks.py): their API records, secrets, feed
+    positions, and the fan-out that the dispatcher claims (webhooks/dispatcher.py)."""
+
+    async def create(
+        self,
+        workspace_id: str,
+        url: str,
+        event_types: builtins.list[str] | None,
+        description: str | None,
+        secret: str,
+        now: dt.datetime,
+        once: Once | None = None,
+    ) -> dict:
+        """A new enabled endpoint whose feed position is `now`; its record with its `secret`
+        (with an Idempotency-Key, the one an earlier attempt stored, if it did)."""
+        ...
+
+    async def list(self, workspace_id: str) -> builtins.list[dict]:
+        """The workspace's endpoints, oldest first."""
+        ...
+
+    async def get(self, workspace_id: str, endpoint_id: str) -> dict | None: ...
+
+    async def update(
+        self, workspace_id: str, endpoint_id: str, changes: dict, now: dt.datetime
+    ) -> dict | None:
+        """Change `url`, `eventTypes`, `description` or `status` (the API's names); its record,
+        or None. Disabling fails its pending deliveries; re-enabling moves its feed position to
+        `now` (the events in between only through `recover`)."""
+        ...
+
+    async def delete(self, workspace_id: str, endpoint_id: str) -> bool:
+        """Remove the endpoint with its deliveries and attempts; False when there was none."""
+        ...
+
+    async def rotate_secret(
+        self,
+        workspace_id: str,
+        endpoint_id: str,
+        secret: str,
+        now: dt.datetime,
+        overlap: dt.timedelta,
+        once: Once | None = None,
+    ) -> dict | None:
+        """Make `secret` the current one (unless it is already); the previous one signs too
+        until `now + overlap`. Its record with its `secret`, or None."""
+        ...
+
+    async def recover(
+        self,
+        workspace_id: str,
+        endpoint_id: str,
+        since: dt.datetime,
+        now: dt.datetime,
+        once: Once | None = None,
+    ) -> bool:
+        """Deliver again every event since `since` up to the feed position (a new generation of
+        deliveries); False when there is no such endpoint."""
+        ...
+
+    async def disable(
+        self, workspace_id: str, endpoint_id: str, reason: str, now: dt.datetime
+    ) -> None:
+        """Disable an enabled endpoint (its pending deliveries fail) with `reason`."""
+        ...
+
+    async def claim_fanout(
+        self, now: dt.datetime, lease: dt.timedelta, limit: int
+    ) -> builtins.list[FanoutClaim]:
+        """Operator scope: take at most `limit` enabled endpoints whose fan-out is due, each for
+        `lease`; another process skips them until released or expired."""
+        ...
+
+    async def advance(self, claim: FanoutClaim, position: Position) -> bool:
+        """Move the endpoint's feed position, if the claim still holds; whether it did."""
+        ...
+
+    async def advance_recovery(self, claim: FanoutClaim, recover_from: Position | None) -> bool:
+        """Move (None: end) the recovery of the claim's generation, unless another `recover`
+        started since; whether it did."""
+        ...
+
+    async def release_fanout(self, claim: FanoutClaim, next_at: dt.datetime) -> None:
+        """End the claim: the endpoint's fan-out is due again at `next_at`."""
+        ...
+
+
+class WebhookDeliveries(Protocol):
+    """One delivery per (endpoint, event, generation), claimed attempt by attempt under a lease,
+    and every attempt's row (store/webhooks.py)."""
+
+    async def add(
+        self,
+        workspace_id: str,
+        endpoint_id: str,
+        generation: int,
+        events: Sequence[StoredEvent],
+        now: dt.datetime,
+    ) -> int:
+        """Insert the pending deliveries of `events` (idempotent: a delivery that exists stays
+        as it is); how many were new."""
+        ...
+
+    async def claim(
+        self, now: dt.datetime, lease: dt.timedelta, limit: int, per_endpoint: int
+    ) -> builtins.list[Claim]:
+        """Operator scope: take at most `limit` due deliveries of enabled endpoints, each for
+        `lease`, never more than `per_endpoint` in flight per endpoint across every process."""
+        ...
+
+    async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:
+        """Record each attempt, and, where its claim still holds, its delivery's new state; keep
+        the endpoints' `failingSince` (set by a failure, cleared by a success). One write unit
+        (SQLite) or a few bulk writes (MongoDB) for the lot."""
+        ...
+
+    async def page(
+        self, workspace_id: str, endpoint_id: str, after: Position | None, page_size: int
+    ) -> AttemptPage:
+        """The endpoint's attempts newest first (ties by id), after `after`."""
+        ...
+
+    async def delete_expired(
+        self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Operator scope: delete attempts made, and finished deliveries last changed, before
+        `before`, in bounded batches; how many."""
+        ...
+
+
 class DialerMetrics(Protocol):
     """Dialer KPIs over whole local days (definitions in store/metrics.py)."""
 
@@ -480,6 +612,10 @@ class Store(Protocol):
     def activities(self) -> Activities: ...
     @property
     def events(self) -> Events: ...
+    @property
+    def webhook_endpoints(self) -> WebhookEndpoints: ...
+    @property
+    def webhook_deliveries(self) -> WebhookDeliveries: ...
     @property
     def metrics(self) -> DialerMetrics: ...
     @property

@@ -24,8 +24,10 @@ from demo.seeding import anchor, seed
 from handlers.base import APIHandler
 from server.app import collect_handlers
 from server.config import load_config
+from store.clock import utcnow
 from store.paging import Window
 from tests.helpers import Client, test_environ
+from webhooks.signing import new_secret
 
 TODAY = anchor().date()  # the day the demo seeder anchors its data at
 METRICS = f"from={TODAY - dt.timedelta(days=120)}&to={TODAY}"
@@ -93,6 +95,25 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
         ("GET", "/v1/events?pageSize=100", None),
         ("GET", "/v1/events?cursor={events_cursor}", None),
         ("HEAD", "/v1/events?cursor={events_cursor}", None),
+    ],
+    r"/v1/webhook-endpoints": [
+        ("GET", "/v1/webhook-endpoints", None),
+        ("POST", "/v1/webhook-endpoints", {"url": "https://93.184.215.14/mine"}),
+    ],
+    r"/v1/webhook-endpoints/([^/]+)": [
+        ("GET", "/v1/webhook-endpoints/{webhook}", None),
+        ("HEAD", "/v1/webhook-endpoints/{webhook}", None),
+        ("PATCH", "/v1/webhook-endpoints/{webhook}", {"description": "Taken over"}),
+        ("DELETE", "/v1/webhook-endpoints/{webhook}", None),
+    ],
+    r"/v1/webhook-endpoints/([^/]+)/rotate-secret": [
+        ("POST", "/v1/webhook-endpoints/{webhook}/rotate-secret", None),
+    ],
+    r"/v1/webhook-endpoints/([^/]+)/deliveries": [
+        ("GET", "/v1/webhook-endpoints/{webhook}/deliveries", None),
+    ],
+    r"/v1/webhook-endpoints/([^/]+)/recover": [
+        ("POST", "/v1/webhook-endpoints/{webhook}/recover", {"since": "2099-01-01T00:00:00Z"}),
     ],
     r"/v1/reporting/dialer-metrics": [
         ("GET", f"/v1/reporting/dialer-metrics?{METRICS}", None),
@@ -171,6 +192,14 @@ def demo(io_loop, store, auth) -> Demo:
             await store.lists.set_count(wid, listing["id"], 1)
             call = (await store.calls.page(wid, Window(1, None))).items[0]
             await store.calls.update_notes(wid, call["id"], f"Live notes {workspace['name']}")
+            await store.webhook_endpoints.create(
+                wid,
+                f"https://93.184.215.14/hooks/{wid}",
+                None,
+                f"Hook of {workspace['name']}",
+                new_secret(),
+                utcnow(),
+            )
         return Demo(workspaces, await snapshot(store, workspaces))
 
     return io_loop.run_sync(build)
@@ -196,6 +225,7 @@ def b_values(demo: Demo) -> dict[str, str]:
         "email": prospects[0]["email"],
         "phone": prospects[0]["phoneE164"],
         "call": next(c["_id"] for c in demo.of("b", "calls") if c.get("recordingRef")),
+        "webhook": demo.of("b", "webhook_endpoints")[0]["_id"],
     }
 
 

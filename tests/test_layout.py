@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("server", "handlers", "store", "console", "schemas", "telephony", "demo")
+PACKAGES = ("server", "handlers", "store", "console", "schemas", "telephony", "webhooks", "demo")
 # The entry point dispatches to every command, the demo's too: its edge to the demo, which is
 # built on the server's assembly, is the one import that points up.
 DISPATCH = ("server.cli", "demo.runner")
@@ -94,6 +95,31 @@ def test_handlers_and_store_stay_below_the_assembly():
     assert "server" not in edges["handlers"]
     assert edges["store"] == set()  # the store imports no other room
     assert edges["telephony"] == set()
+
+
+def test_webhook_delivery_imports_only_the_standard_library_and_its_http_client():
+    """webhooks/ is the outbound side: the standard library, aiohttp (and yarl, the URL type
+    aiohttp parses with) and its own modules; no handler or server. The dispatcher alone also
+    uses the store (its contract: claims, deliveries, the events feed), as handlers do."""
+    allowed = set(sys.stdlib_module_names) | {"aiohttp", "yarl", "webhooks"}
+    store_users = {"webhooks.dispatcher"}
+    known = modules()
+    found = {}
+    for name, path in known.items():
+        if name.partition(".")[0] != "webhooks":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                roots = {alias.name.partition(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                roots = {node.module.partition(".")[0]}
+            else:
+                continue
+            extra = roots - allowed - ({"store"} if name in store_users else set())
+            if extra:
+                found[str(path.relative_to(ROOT))] = sorted(extra)
+    assert found == {}
+    assert "webhooks" in known  # the rule looks at a package that exists
 
 
 def test_the_demo_is_reached_only_by_the_dispatch_and_reaches_no_handler():

@@ -84,6 +84,31 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
         "GET": ("read", "/v1/exports/activities", None),
         "HEAD": ("read", "/v1/exports/activities", None),
     },
+    r"/v1/webhook-endpoints": {
+        "GET": ("read", "/v1/webhook-endpoints", None),
+        "HEAD": ("read", "/v1/webhook-endpoints", None),
+        "POST": ("write", "/v1/webhook-endpoints", {"url": "https://93.184.215.14/hook"}),
+    },
+    r"/v1/webhook-endpoints/([^/]+)": {
+        "GET": ("read", "/v1/webhook-endpoints/{random}", None),
+        "HEAD": ("read", "/v1/webhook-endpoints/{random}", None),
+        "PATCH": ("write", "/v1/webhook-endpoints/{random}", {"description": "scoped"}),
+        "DELETE": ("write", "/v1/webhook-endpoints/{random}", None),
+    },
+    r"/v1/webhook-endpoints/([^/]+)/rotate-secret": {
+        "POST": ("write", "/v1/webhook-endpoints/{random}/rotate-secret", None),
+    },
+    r"/v1/webhook-endpoints/([^/]+)/deliveries": {
+        "GET": ("read", "/v1/webhook-endpoints/{random}/deliveries", None),
+        "HEAD": ("read", "/v1/webhook-endpoints/{random}/deliveries", None),
+    },
+    r"/v1/webhook-endpoints/([^/]+)/recover": {
+        "POST": (
+            "write",
+            "/v1/webhook-endpoints/{random}/recover",
+            {"since": "2099-01-01T00:00:00Z"},
+        ),
+    },
     r"/v1/reporting/dialer-metrics": {
         "GET": ("read", f"/v1/reporting/dialer-metrics?{METRICS}", None),
         "HEAD": ("read", f"/v1/reporting/dialer-metrics?{METRICS}", None),

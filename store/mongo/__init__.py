@@ -27,6 +27,8 @@ from store.mongo.prospects import Prospects
 from store.mongo.ratelimits import RateLimits
 from store.mongo.settings import Settings
 from store.mongo.users import Users
+from store.mongo.webhook_deliveries import WebhookDeliveries
+from store.mongo.webhook_endpoints import WebhookEndpoints
 from store.mongo.workspaces import Workspaces
 
 
@@ -52,6 +54,8 @@ class MongoStore:
         self.calls = Calls(db, self.event_writer)
         self.activities = Activities(db, self.event_writer)
         self.events = Events(db, self.event_writer)
+        self.webhook_endpoints = WebhookEndpoints(db)
+        self.webhook_deliveries = WebhookDeliveries(db)
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)
         self.idempotency = Idempotency(db)

@@ -4,7 +4,9 @@ docs/deployment.md's index table documents which query each one serves. The exce
 prefix rule are the indexes read across workspaces: the expiry indexes (`EXPIRY`:
 Idempotency-Key records, rate-limit windows, leases), single-field on the expiry time, read by
 the expiry sweep (store/mongo/expiry.py), and the markers' `events_pending`, read by the event
-sweep (whose retention deletes use `_id`: event ids sort as their instants). Where the server
+sweep (whose retention deletes use `_id`: event ids sort as their instants), and the webhook
+dispatcher's (`fanout_due`, `attempt_due`, `finished`: the fan-outs and attempts that are due,
+and finished deliveries past retention, in every workspace). Where the server
 has TTL indexes the expiry indexes are TTL indexes (`ttl`), so MongoDB removes expired records
 by itself too; a server that refuses TTL indexes (FerretDB 1.24: `expireAfterSeconds` is not
 implemented) gets a plain index (`expiry`) on the same field and the sweep alone. Idempotency
@@ -91,6 +93,28 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel(
             [("workspaceId", ASC), ("type", ASC), ("occurredAt", ASC), ("_id", ASC)],
             name="ws_type",
+        ),
+    ],
+    "webhook_endpoints": [
+        IndexModel([("workspaceId", ASC), ("createdAt", ASC), ("_id", ASC)], name="ws_created"),
+        # Operator scope: the fan-outs that are due, across workspaces.
+        IndexModel([("status", ASC), ("fanoutAt", ASC)], name="fanout_due"),
+    ],
+    "webhook_deliveries": [
+        # Operator scope: the attempts that are due, across workspaces (and retention).
+        IndexModel(
+            [("state", ASC), ("nextAttemptAt", ASC), ("endpointId", ASC)], name="attempt_due"
+        ),
+        IndexModel([("state", ASC), ("updatedAt", ASC)], name="finished"),
+        IndexModel(
+            [("workspaceId", ASC), ("endpointId", ASC), ("state", ASC), ("leaseUntil", ASC)],
+            name="ws_endpoint_state",
+        ),
+    ],
+    "webhook_attempts": [
+        IndexModel(
+            [("workspaceId", ASC), ("endpointId", ASC), ("at", DESC), ("_id", DESC)],
+            name="ws_endpoint_newest",
         ),
     ],
 }

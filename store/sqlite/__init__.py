@@ -25,6 +25,8 @@ from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.ratecounts import SharedCounters, counters_path
 from store.sqlite.small import Keys, Settings, Users, Workspaces
+from store.sqlite.webhook_deliveries import WebhookDeliveries
+from store.sqlite.webhook_endpoints import WebhookEndpoints
 
 BULK_INDEXES = ("calls_", "activities_")
 INDEX_BUILD_TIMEOUT = 900.0
@@ -89,6 +91,8 @@ class SQLiteStore:
         self.calls = Calls(self.engine, self.event_writer)
         self.activities = Activities(self.engine, self.event_writer)
         self.events = Events(self.engine)
+        self.webhook_endpoints = WebhookEndpoints(self.engine)
+        self.webhook_deliveries = WebhookDeliveries(self.engine)
         self.metrics = DialerMetrics(self.engine)
         self.settings = Settings(self.engine)
         self.idempotency = Idempotency(self.engine)

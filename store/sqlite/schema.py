@@ -69,6 +69,27 @@ TABLES = {
     # describe; `data` is the record's API form as JSON text, served as it is.
     "events": '"_id" TEXT NOT NULL, workspaceId TEXT NOT NULL, type TEXT NOT NULL, '
     "resourceId TEXT NOT NULL, occurredAt INTEGER NOT NULL, data TEXT NOT NULL",
+    # Webhook endpoints (store/sqlite/webhook_endpoints.py): `secrets` and `eventTypes` JSON
+    # text, the feed position (positionAt, positionId), a recovery's (recoverAt, recoverId)
+    # and the fan-out's lease (fanoutAt, fanoutToken).
+    "webhook_endpoints": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, url TEXT NOT NULL, '
+    "eventTypes TEXT, description TEXT, status TEXT NOT NULL, disabledReason TEXT, "
+    "disabledAt INTEGER, createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, "
+    "secrets TEXT NOT NULL, positionAt INTEGER NOT NULL, positionId TEXT NOT NULL, "
+    "recoverAt INTEGER, recoverId TEXT, generation INTEGER NOT NULL DEFAULT 0, "
+    "fanoutAt INTEGER NOT NULL, fanoutToken TEXT, failingSince INTEGER",
+    # One delivery per (endpoint, event, generation): its `_id` says which
+    # (store.webhooks.delivery_id); `event` is the event's API form as JSON text.
+    "webhook_deliveries": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, '
+    "endpointId TEXT NOT NULL, eventId TEXT NOT NULL, eventType TEXT NOT NULL, "
+    "generation INTEGER NOT NULL, event TEXT NOT NULL, state TEXT NOT NULL, "
+    "attempts INTEGER NOT NULL DEFAULT 0, nextAttemptAt INTEGER, leaseToken TEXT, "
+    "leaseUntil INTEGER, createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL",
+    # Every delivery attempt, written in the order of `at` (ids sort as their instants).
+    "webhook_attempts": '"_id" TEXT NOT NULL, workspaceId TEXT NOT NULL, '
+    "endpointId TEXT NOT NULL, deliveryId TEXT NOT NULL, eventId TEXT NOT NULL, "
+    "eventType TEXT NOT NULL, attempt INTEGER NOT NULL, at INTEGER NOT NULL, "
+    "statusCode INTEGER, durationMs INTEGER NOT NULL, error TEXT, nextAttemptAt INTEGER",
 }
 # Columns added to a table after files with that table were written: created with the table in
 # a new file, added (NULL in the existing rows) when an older file opens.
@@ -124,6 +145,17 @@ INDEXES = {
     "idempotency_expire": "idempotency (expiresAt)",
     "events_ws_feed": "events (workspaceId, occurredAt, _id)",
     "events_ws_type": "events (workspaceId, type, occurredAt, _id)",
+    "webhook_endpoints_ws_created": "webhook_endpoints (workspaceId, createdAt, _id)",
+    # Operator scope (the dispatchers of every workspace): fan-outs and attempts that are due.
+    "webhook_endpoints_fanout": "webhook_endpoints (status, fanoutAt)",
+    "webhook_deliveries_due": "webhook_deliveries (state, nextAttemptAt, endpointId)",
+    "webhook_deliveries_done": "webhook_deliveries (state, updatedAt)",
+    "webhook_deliveries_ws_endpoint": (
+        "webhook_deliveries (workspaceId, endpointId, state, leaseUntil)"
+    ),
+    "webhook_attempts_ws_endpoint_newest": (
+        "webhook_attempts (workspaceId, endpointId, at DESC, _id DESC)"
+    ),
 }
 
 INSTANTS = {
@@ -140,9 +172,17 @@ INSTANTS = {
     "lockedUntil",
     "expiresAt",
     "lastUsedAt",
+    "disabledAt",
+    "positionAt",
+    "recoverAt",
+    "fanoutAt",
+    "failingSince",
+    "nextAttemptAt",
+    "leaseUntil",
+    "at",
 }
 BOOLEANS = {"hasRecording", "meetingBooked"}
-JSON_FIELDS = {"listIds", "details", "scopes"}
+JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",

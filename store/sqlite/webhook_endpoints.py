@@ -1,0 +1,311 @@
+"""Webhook endpoints on SQLite (store.contract.WebhookEndpoints; the rules in store/webhooks.py).
+Every change is one write unit; the fan-out's lease is a token and an instant on the row,
+taken by a conditional update inside the writers' lock (BEGIN IMMEDIATE), so two processes
+sharing the file never hold one endpoint's fan-out at once."""
+
+from __future__ import annotations
+
+import builtins
+import datetime as dt
+import json
+import sqlite3
+
+from store.clock import new_id
+from store.idempotency import Once
+from store.paging import Position
+from store.sqlite.engine import Engine
+from store.sqlite.idempotency import write_once
+from store.sqlite.schema import insert, instant, ms, to_doc
+from store.webhooks import (
+    BY_REQUEST,
+    DISABLED,
+    ENABLED,
+    FAILED,
+    PENDING,
+    FanoutClaim,
+    endpoint_record,
+    rotated,
+)
+
+COLUMNS = (
+    '"_id", workspaceId, url, eventTypes, description, status, disabledReason, disabledAt, '
+    "createdAt, updatedAt"
+)
+
+
+def dump_secrets(secrets: list[dict]) -> str:
+    return json.dumps([{"secret": s["secret"], "expiresAt": ms(s["expiresAt"])} for s in secrets])
+
+
+def load_secrets(text: str) -> list[dict]:
+    return [{"secret": s["secret"], "expiresAt": instant(s["expiresAt"])} for s in json.loads(text)]
+
+
+def _get(conn: sqlite3.Connection, workspace_id: str, endpoint_id: str) -> dict | None:
+    row = conn.execute(
+        f'SELECT {COLUMNS} FROM webhook_endpoints WHERE "_id" = ? AND workspaceId = ?',
+        (endpoint_id, workspace_id),
+    ).fetchone()
+    return endpoint_record(to_doc(row)) if row else None
+
+
+def fail_pending(conn: sqlite3.Connection, workspace_id: str, endpoint_id: str, now: int) -> None:
+    """A disabled endpoint gets no attempts: its pending deliveries fail (`recover` re-sends)."""
+    conn.execute(
+        "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = NULL, leaseToken = NULL, "
+        "leaseUntil = NULL, updatedAt = ? WHERE workspaceId = ? AND endpointId = ? AND state = ?",
+        (FAILED, now, workspace_id, endpoint_id, PENDING),
+    )
+
+
+def _disable(
+    conn: sqlite3.Connection, workspace_id: str, endpoint_id: str, reason: str, now: int
+) -> bool:
+    changed = conn.execute(
+        "UPDATE webhook_endpoints SET status = ?, disabledReason = ?, disabledAt = ?, "
+        'updatedAt = ? WHERE "_id" = ? AND workspaceId = ? AND status = ?',
+        (DISABLED, reason, now, now, endpoint_id, workspace_id, ENABLED),
+    ).rowcount
+    if changed:
+        fail_pending(conn, workspace_id, endpoint_id, now)
+    return bool(changed)
+
+
+class WebhookEndpoints:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def create(
+        self,
+        workspace_id: str,
+        url: str,
+        event_types: list[str] | None,
+        description: str | None,
+        secret: str,
+        now: dt.datetime,
+        once: Once | None = None,
+    ) -> dict:
+        doc: dict = {
+            "_id": once.record_id("webhook-endpoint") if once else new_id(),
+            "workspaceId": workspace_id,
+            "url": url,
+            "eventTypes": event_types,
+            "description": description,
+            "status": ENABLED,
+            "createdAt": now,
+            "updatedAt": now,
+            "secrets": dump_secrets([{"secret": secret, "expiresAt": None}]),
+            "positionAt": now,
+            "positionId": "",
+            "generation": 0,
+            "fanoutAt": now,
+        }
+        record = {
+            **endpoint_record({**doc, "disabledReason": None, "disabledAt": None}),
+            "secret": secret,
+        }
+
+        def create(conn: sqlite3.Connection) -> dict:
+            insert(conn, "webhook_endpoints", [doc])
+            return record
+
+        return await write_once(self.engine, once, create)
+
+    async def list(self, workspace_id: str) -> list[dict]:
+        def listing(conn: sqlite3.Connection) -> list[dict]:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM webhook_endpoints WHERE workspaceId = ? "
+                'ORDER BY createdAt, "_id"',
+                (workspace_id,),
+            )
+            return [endpoint_record(to_doc(row)) for row in rows]
+
+        return await self.engine.read(listing)
+
+    async def get(self, workspace_id: str, endpoint_id: str) -> dict | None:
+        return await self.engine.read(_get, workspace_id, endpoint_id, quick=True)
+
+    async def update(
+        self, workspace_id: str, endpoint_id: str, changes: dict, now: dt.datetime
+    ) -> dict | None:
+        at = ms(now)
+
+        def update(conn: sqlite3.Connection) -> dict | None:
+            found = _get(conn, workspace_id, endpoint_id)
+            if found is None:
+                return None
+            sets: dict[str, object] = {"updatedAt": at}
+            for name in ("url", "description"):
+                if name in changes:
+                    sets[name] = changes[name]
+            if "eventTypes" in changes:
+                sets["eventTypes"] = json.dumps(changes["eventTypes"])
+            status = changes.get("status")
+            if status == DISABLED and found["status"] == ENABLED:
+                _disable(conn, workspace_id, endpoint_id, BY_REQUEST, at)
+            elif status == ENABLED and found["status"] == DISABLED:
+                # Resumes from now: the events in between only through `recover`.
+                sets.update(
+                    status=ENABLED,
+                    disabledReason=None,
+                    disabledAt=None,
+                    failingSince=None,
+                    positionAt=at,
+                    positionId="",
+                )
+            assignments = ", ".join(f'"{name}" = ?' for name in sets)
+            conn.execute(
+                f'UPDATE webhook_endpoints SET {assignments} WHERE "_id" = ? AND workspaceId = ?',
+                (*sets.values(), endpoint_id, workspace_id),
+            )
+            return _get(conn, workspace_id, endpoint_id)
+
+        return await self.engine.write(update)
+
+    async def delete(self, workspace_id: str, endpoint_id: str) -> bool:
+        def delete(conn: sqlite3.Connection) -> bool:
+            found = conn.execute(
+                'DELETE FROM webhook_endpoints WHERE "_id" = ? AND workspaceId = ?',
+                (endpoint_id, workspace_id),
+            ).rowcount
+            for table in ("webhook_deliveries", "webhook_attempts"):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE workspaceId = ? AND endpointId = ?",
+                    (workspace_id, endpoint_id),
+                )
+            return bool(found)
+
+        return await self.engine.write(delete)
+
+    async def rotate_secret(
+        self,
+        workspace_id: str,
+        endpoint_id: str,
+        secret: str,
+        now: dt.datetime,
+        overlap: dt.timedelta,
+        once: Once | None = None,
+    ) -> dict | None:
+        def rotate(conn: sqlite3.Connection) -> dict | None:
+            row = conn.execute(
+                'SELECT secrets FROM webhook_endpoints WHERE "_id" = ? AND workspaceId = ?',
+                (endpoint_id, workspace_id),
+            ).fetchone()
+            if row is None:
+                return None
+            secrets = rotated(load_secrets(row[0]), secret, now, overlap)
+            conn.execute(
+                "UPDATE webhook_endpoints SET secrets = ?, updatedAt = ? "
+                'WHERE "_id" = ? AND workspaceId = ?',
+                (dump_secrets(secrets), ms(now), endpoint_id, workspace_id),
+            )
+            found = _get(conn, workspace_id, endpoint_id)
+            return found and {**found, "secret": secret}
+
+        if await self.get(workspace_id, endpoint_id) is None:
+            return None  # a 404 stores no response
+        return await write_once(self.engine, once, rotate)
+
+    async def recover(
+        self,
+        workspace_id: str,
+        endpoint_id: str,
+        since: dt.datetime,
+        now: dt.datetime,
+        once: Once | None = None,
+    ) -> bool:
+        def recover(conn: sqlite3.Connection) -> bool:
+            return bool(
+                conn.execute(
+                    "UPDATE webhook_endpoints SET generation = generation + 1, recoverAt = ?, "
+                    "recoverId = '', updatedAt = ? WHERE \"_id\" = ? AND workspaceId = ?",
+                    (ms(since), ms(now), endpoint_id, workspace_id),
+                ).rowcount
+            )
+
+        if await self.get(workspace_id, endpoint_id) is None:
+            return False  # a 404 stores no response
+        return await write_once(self.engine, once, recover)
+
+    async def disable(
+        self, workspace_id: str, endpoint_id: str, reason: str, now: dt.datetime
+    ) -> None:
+        await self.engine.write(_disable, workspace_id, endpoint_id, reason, ms(now))
+
+    async def claim_fanout(
+        self, now: dt.datetime, lease: dt.timedelta, limit: int
+    ) -> builtins.list[FanoutClaim]:
+        token, until = new_id(), now + lease
+
+        def claim(conn: sqlite3.Connection) -> builtins.list[FanoutClaim]:
+            rows = conn.execute(
+                'SELECT "_id", workspaceId, eventTypes, positionAt, positionId, recoverAt, '
+                "recoverId, generation FROM webhook_endpoints WHERE status = ? AND fanoutAt <= ? "
+                "ORDER BY fanoutAt LIMIT ?",
+                (ENABLED, ms(now), limit),
+            ).fetchall()
+            claims = []
+            for row in rows:
+                conn.execute(
+                    'UPDATE webhook_endpoints SET fanoutAt = ?, fanoutToken = ? WHERE "_id" = ?',
+                    (ms(until), token, row[0]),
+                )
+                recover_from = (
+                    Position(instant(row[5]), row[6] or "") if row[5] is not None else None
+                )
+                claims.append(
+                    FanoutClaim(
+                        row[1],
+                        row[0],
+                        json.loads(row[2]) if row[2] else None,
+                        Position(instant(row[3]), row[4]),
+                        recover_from,
+                        row[7],
+                        token,
+                        until,
+                    )
+                )
+            return claims
+
+        return await self.engine.write(claim)
+
+    async def advance(self, claim: FanoutClaim, position: Position) -> bool:
+        def advance(conn: sqlite3.Connection) -> bool:
+            return bool(
+                conn.execute(
+                    "UPDATE webhook_endpoints SET positionAt = ?, positionId = ? "
+                    'WHERE "_id" = ? AND workspaceId = ? AND fanoutToken = ?',
+                    (ms(position.value), position.id, *_held(claim)),
+                ).rowcount
+            )
+
+        return await self.engine.write(advance)
+
+    async def advance_recovery(self, claim: FanoutClaim, recover_from: Position | None) -> bool:
+        at = ms(recover_from.value) if recover_from else None
+        ident = recover_from.id if recover_from else None
+
+        def advance(conn: sqlite3.Connection) -> bool:
+            return bool(
+                conn.execute(
+                    "UPDATE webhook_endpoints SET recoverAt = ?, recoverId = ? "
+                    'WHERE "_id" = ? AND workspaceId = ? AND fanoutToken = ? AND generation = ?',
+                    (at, ident, *_held(claim), claim.generation),
+                ).rowcount
+            )
+
+        return await self.engine.write(advance)
+
+    async def release_fanout(self, claim: FanoutClaim, next_at: dt.datetime) -> None:
+        def release(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE webhook_endpoints SET fanoutAt = ?, fanoutToken = NULL "
+                'WHERE "_id" = ? AND workspaceId = ? AND fanoutToken = ?',
+                (ms(next_at), *_held(claim)),
+            )
+
+        await self.engine.write(release)
+
+
+def _held(claim: FanoutClaim) -> tuple[str, str, str]:
+    return (claim.endpoint_id, claim.workspace_id, claim.token)

@@ -1,0 +1,144 @@
+"""Webhook endpoints and deliveries, backend-neutral: the endpoint's API record, which of its
+secrets sign at a given instant, the deterministic id of a delivery, and what the dispatcher
+(webhooks/dispatcher.py) claims from the store.
+
+An endpoint keeps its place in the events feed (`position`: occurredAt and id of the last event
+it has deliveries for; at creation, the creation instant), so that its fan-out reads the settled
+feed after it, inserts one delivery per event and then moves the position: a fan-out that dies
+in between inserts the same deliveries again, which their ids (one per endpoint, event and
+generation) make a no-op. `recover` starts a new generation from a `since` up to the position.
+
+A delivery is `pending` (due at `nextAttemptAt`; while an attempt is in flight, its lease sets
+`nextAttemptAt` to the lease's end, so an attempt whose process died is due again then),
+`delivered`, or `failed` (out of retries, or its endpoint disabled). Each attempt is a row of its
+own (the deliveries listing, newest first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+
+from store.paging import Position
+
+ENABLED, DISABLED = "enabled", "disabled"
+PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
+RESOURCE = "webhook-deliveries"  # the deliveries listing's cursors
+SORT = "-createdAt"  # the listing's order: newest first, ties by id descending
+DELIVERY_IDS = uuid.UUID("6b1d7c8e-3f52-4a8e-9d0e-5a4c1b2e7f90")
+# Reasons shown in an endpoint's `disabledReason` and in the attempt that disabled it.
+GONE = "the receiver answered 410 Gone"
+BY_REQUEST = "disabled through the API"
+
+
+def delivery_id(endpoint_id: str, event_id: str, generation: int) -> str:
+    """The one id of an event's delivery to an endpoint in a generation (idempotent inserts)."""
+    return str(uuid.uuid5(DELIVERY_IDS, f"{endpoint_id}/{event_id}/{generation}"))
+
+
+def current_secret(secrets: list[dict]) -> str:
+    return next(entry["secret"] for entry in secrets if entry.get("expiresAt") is None)
+
+
+def endpoint_record(doc: dict) -> dict:
+    """An endpoint's API form: never its secrets, its feed position or its leases."""
+    return {
+        "id": doc["_id"],
+        "url": doc["url"],
+        "eventTypes": doc.get("eventTypes"),
+        "description": doc.get("description"),
+        "status": doc["status"],
+        "disabledReason": doc.get("disabledReason"),
+        "disabledAt": doc.get("disabledAt"),
+        "createdAt": doc["createdAt"],
+        "updatedAt": doc["updatedAt"],
+    }
+
+
+def attempt_record(doc: dict) -> dict:
+    return {
+        "eventId": doc["eventId"],
+        "eventType": doc["eventType"],
+        "attempt": doc["attempt"],
+        "at": doc["at"],
+        "statusCode": doc.get("statusCode"),
+        "durationMs": doc["durationMs"],
+        "error": doc.get("error"),
+        "nextAttemptAt": doc.get("nextAttemptAt"),
+    }
+
+
+def secrets_at(secrets: list[dict], now: dt.datetime) -> list[str]:
+    """The secrets that sign at `now`: the current one, and a rotated-out one until it expires
+    (newest first)."""
+    return [
+        entry["secret"]
+        for entry in secrets
+        if entry.get("expiresAt") is None or entry["expiresAt"] > now
+    ]
+
+
+def rotated(secrets: list[dict], new: str, now: dt.datetime, overlap: dt.timedelta) -> list[dict]:
+    """The secrets after a rotation: the new one, and the one it replaces until `now + overlap`
+    (an older one still in its overlap is dropped)."""
+    current = [entry for entry in secrets if entry.get("expiresAt") is None][:1]
+    if current and current[0]["secret"] == new:  # a retry of this rotation: done already
+        return secrets
+    return [{"secret": new, "expiresAt": None}] + [
+        {"secret": entry["secret"], "expiresAt": now + overlap} for entry in current
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class FanoutClaim:
+    """An endpoint whose fan-out this process holds until `until` (`token` proves it)."""
+
+    workspace_id: str
+    endpoint_id: str
+    event_types: list[str] | None
+    position: Position
+    recover_from: Position | None
+    generation: int
+    token: str
+    until: dt.datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """A delivery attempt this process holds until `until`: what to send, where, signed how."""
+
+    delivery_id: str
+    workspace_id: str
+    endpoint_id: str
+    event_id: str
+    event_type: str
+    event: str  # the event's API form, as GET /v1/events serves it (the body, byte for byte)
+    attempt: int  # the number of this attempt (1 for the first)
+    url: str
+    secrets: list[str]
+    failing_since: dt.datetime | None  # the endpoint's first failure since its last success
+    token: str
+    until: dt.datetime
+    slot: str | None = None  # the endpoint's in-flight slot (MongoDB), freed when it ends
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """What one attempt did, as the deliveries listing shows it, and what follows from it."""
+
+    at: dt.datetime
+    status_code: int | None
+    duration_ms: int
+    error: str | None
+    next_attempt_at: dt.datetime | None  # None: the delivery is done (delivered or failed)
+    delivered: bool
+
+
+@dataclasses.dataclass
+class AttemptPage:
+    """A page of an endpoint's attempts, newest first; `last` is where the next one starts."""
+
+    attempts: list[dict]
+    has_more: bool
+    last: Position | None

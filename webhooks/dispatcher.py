@@ -1,0 +1,266 @@
+"""The webhook dispatcher: the asyncio loop every API process runs (started with the app, like
+the event sweep), which pushes the change events to the workspaces' webhook endpoints.
+
+Every `poll` seconds it claims the endpoints whose fan-out is due (a lease per endpoint) and,
+for each, reads the settled events feed after the endpoint's position, inserts one delivery per
+event (idempotently) and then moves the position; a `recover` is worked off the same way, in
+its own generation, up to that position. Whenever attempt slots are free (and whenever an
+attempt ends) it claims due deliveries, at most `max_in_flight` at once in this process and
+`per_endpoint` per endpoint across every process (the store counts the leases), and runs each
+attempt as a task of its own: a slow receiver holds its own slots, never the loop, another
+endpoint or a request. An attempt's outcome decides what follows: a 2xx is delivered; anything
+else is tried again on the retry schedule (webhooks/schedule.py) and, past its last step,
+fails; a 410 disables the endpoint, and so does a run of failures longer than `disable_after`.
+
+The store's leases make each attempt the work of one process; a process that dies mid-attempt
+leaves it due again when its lease ends, so every event is sent at least once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import random
+import time
+from collections.abc import Sequence
+
+from store.clock import utcnow
+from store.contract import Store
+from store.errors import StoreError
+from store.events import StoredEvent
+from store.paging import Position
+from store.webhooks import GONE, Attempt, Claim, FanoutClaim
+from webhooks import signing
+from webhooks.schedule import RETRY_AFTER_STATUSES, next_delay
+from webhooks.transport import Outcome, Transport
+
+log = logging.getLogger("workspace_api")
+
+MAX_IN_FLIGHT = 64  # attempts at once in one process, every endpoint together
+FANOUT_BATCH = 20  # endpoints a process claims for fan-out at once
+PAGES_PER_FANOUT = 10  # pages of events an endpoint's fan-out reads before taking turns
+PAGE_SIZE = 100
+RETENTION_MARGIN = dt.timedelta(hours=1)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: Store,
+        transport: Transport,
+        *,
+        schedule: Sequence[float],
+        settle: dt.timedelta,
+        poll: float = 0.5,
+        lease: dt.timedelta = dt.timedelta(seconds=60),
+        per_endpoint: int = 4,
+        disable_after: dt.timedelta = dt.timedelta(hours=120),
+        retention: dt.timedelta = dt.timedelta(days=30),
+        retention_interval: float = 60.0,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        rand: random.Random | None = None,
+    ) -> None:
+        self.store = store
+        self.transport = transport
+        self.schedule = tuple(schedule)
+        self.settle = settle
+        self.poll = poll
+        self.lease = lease
+        self.per_endpoint = per_endpoint
+        self.disable_after = disable_after
+        self.retention = retention
+        self.retention_interval = retention_interval
+        self.max_in_flight = max_in_flight
+        self.rand = rand or random.Random()
+        self._task: asyncio.Task | None = None
+        self._attempts: set[asyncio.Task] = set()
+        self._done: list[tuple[Claim, Attempt]] = []  # outcomes to record, in one batch
+        self._disable: list[tuple[Claim, str, dt.datetime]] = []
+        self._wake = asyncio.Event()
+
+    def start(self) -> Dispatcher:
+        self._task = asyncio.ensure_future(self._run())
+        return self
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop claiming; let the attempts in flight end within `timeout` (then cancel them:
+        their leases run out and another process, or the next start, sends them again)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._attempts:
+            _, pending = await asyncio.wait(set(self._attempts), timeout=timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        with contextlib.suppress(StoreError):
+            await self.record()
+        await self.transport.close()
+
+    async def _run(self) -> None:
+        fanned_at = swept_at = -float("inf")
+        while True:
+            if self.store.indexes_ready:
+                try:
+                    await self.record()
+                    if time.monotonic() - fanned_at >= self.poll:
+                        fanned_at = time.monotonic()
+                        await self.fan_out()
+                    await self.dispatch()
+                    if time.monotonic() - swept_at >= self.retention_interval:
+                        swept_at = time.monotonic()
+                        await self.store.webhook_deliveries.delete_expired(
+                            utcnow() - self.retention - RETENTION_MARGIN
+                        )
+                except StoreError as exc:
+                    log.warning("webhook dispatch failed (%s); next in %g s", exc, self.poll)
+                except Exception:
+                    log.exception("webhook dispatch failed; next in %g s", self.poll)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll)
+            self._wake.clear()
+
+    # -- fan-out: events to deliveries ---------------------------------------------------------
+    async def fan_out(self) -> int:
+        """Turn the new events of every due endpoint into deliveries; how many."""
+        claims = await self.store.webhook_endpoints.claim_fanout(utcnow(), self.lease, FANOUT_BATCH)
+        added = 0
+        for claim in claims:
+            added += await self._fan_out(claim)
+        if added:
+            self._wake.set()
+        return added
+
+    async def _fan_out(self, claim: FanoutClaim) -> int:
+        store, added, more = self.store, 0, False
+        position = claim.position
+        settled = utcnow() - self.settle
+        for _ in range(PAGES_PER_FANOUT):
+            page = await store.events.page(
+                claim.workspace_id, position, settled, PAGE_SIZE, claim.event_types
+            )
+            more = page.has_more
+            if not page.events:
+                break  # nothing new: the position stays (a page after it costs the same)
+            added += await store.webhook_deliveries.add(
+                claim.workspace_id, claim.endpoint_id, 0, page.events, utcnow()
+            )
+            # After the inserts: a fan-out that dies in between inserts the same ids again.
+            position = page.resume(position)
+            if not await store.webhook_endpoints.advance(claim, position):
+                return added  # the claim was lost (it outlived its lease): another holds it
+            if not more:
+                break
+        if claim.recover_from is not None and not more:
+            recovered, more = await self._recover(claim, position)
+            added += recovered
+        next_at = utcnow() + (dt.timedelta(0) if more else dt.timedelta(seconds=self.poll))
+        await store.webhook_endpoints.release_fanout(claim, next_at)
+        return added
+
+    async def _recover(self, claim: FanoutClaim, position: Position) -> tuple[int, bool]:
+        """Deliveries of the claim's generation for the events from its recovery's start up to
+        `position` (what came after is the ordinary fan-out's); (how many, whether more)."""
+        store, added = self.store, 0
+        start = claim.recover_from
+        assert start is not None
+        end = (position.value, position.id)
+        for _ in range(PAGES_PER_FANOUT):
+            page = await store.events.page(
+                claim.workspace_id, start, position.value, PAGE_SIZE, claim.event_types
+            )
+            events: list[StoredEvent] = [e for e in page.events if e.key <= end]
+            added += await store.webhook_deliveries.add(
+                claim.workspace_id, claim.endpoint_id, claim.generation, events, utcnow()
+            )
+            if len(events) < len(page.events) or not page.has_more:
+                await store.webhook_endpoints.advance_recovery(claim, None)
+                return added, False
+            start = events[-1].position
+            if not await store.webhook_endpoints.advance_recovery(claim, start):
+                return added, False  # another `recover` started: the next fan-out does it
+        return added, True
+
+    # -- attempts -----------------------------------------------------------------------------
+    async def dispatch(self) -> int:
+        """Claim due deliveries for the free attempt slots and start them; how many."""
+        free = self.max_in_flight - len(self._attempts)
+        if free <= 0:
+            return 0
+        claims = await self.store.webhook_deliveries.claim(
+            utcnow(), self.lease, free, self.per_endpoint
+        )
+        for claim in claims:
+            task = asyncio.ensure_future(self._attempt(claim))
+            self._attempts.add(task)
+            task.add_done_callback(self._ended)
+        return len(claims)
+
+    def _ended(self, task: asyncio.Task) -> None:
+        self._attempts.discard(task)
+        self._wake.set()
+
+    async def record(self) -> None:
+        """Record the outcomes of the attempts that ended since the last time, in one batch
+        (if that fails, their leases run out and the deliveries are tried again), then disable
+        the endpoints they condemned."""
+        done, self._done = self._done, []
+        if done:
+            await self.store.webhook_deliveries.finish(done)
+        disable, self._disable = self._disable, []
+        for claim, reason, at in disable:
+            await self.store.webhook_endpoints.disable(
+                claim.workspace_id, claim.endpoint_id, reason, at
+            )
+            log.info("webhook endpoint %s disabled: %s", claim.endpoint_id, reason)
+
+    async def _attempt(self, claim: Claim) -> None:
+        body = claim.event.encode()
+        at = utcnow()
+        headers = signing.headers(claim.secrets, claim.event_id, int(time.time()), body)
+        outcome = await self.transport.post(claim.url, body, headers)
+        self._outcome(claim, at, outcome)
+
+    def _outcome(self, claim: Claim, at: dt.datetime, outcome: Outcome) -> None:
+        code = outcome.status_code
+        delivered = outcome.error is None and code is not None and 200 <= code < 300
+        ended = utcnow()
+        disable = None
+        if code == 410:
+            disable = GONE
+        elif (
+            not delivered
+            and claim.failing_since is not None
+            and ended - claim.failing_since >= self.disable_after
+        ):
+            hours = self.disable_after / dt.timedelta(hours=1)
+            disable = f"every attempt failed for {hours:g} hours"
+        next_at = None
+        if not delivered and disable is None:
+            retry_after = outcome.retry_after if code in RETRY_AFTER_STATUSES else None
+            delay = next_delay(self.schedule, claim.attempt, retry_after, self.rand)
+            if delay is not None:
+                next_at = ended + dt.timedelta(seconds=delay)
+        attempt = Attempt(
+            at=at,
+            status_code=code,
+            duration_ms=outcome.duration_ms,
+            error=None if delivered else _reason(outcome, disable),
+            next_attempt_at=next_at,
+            delivered=delivered,
+        )
+        self._done.append((claim, attempt))
+        if disable is not None:
+            self._disable.append((claim, disable, ended))
+
+
+def _reason(outcome: Outcome, disabled: str | None) -> str:
+    """The attempt's short `error` (the transport's fixed phrase: never the receiver's response
+    body, nor an address), and whether the attempt disabled the endpoint."""
+    reason = outcome.error or f"http {outcome.status_code}"
+    return f"{reason}; the endpoint is disabled: {disabled}" if disabled else reason

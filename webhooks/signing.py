@@ -1,0 +1,50 @@
+"""Standard Webhooks signatures (standardwebhooks.com): endpoint secrets and the
+`webhook-signature` header, so that the specification's published verifiers work unchanged.
+
+A secret is `whsec_` + base64 of 32 random bytes; the HMAC key is those bytes. A signature is
+`v1,` + base64(HMAC-SHA256(key, "<webhook-id>.<webhook-timestamp>.<body>")); the header holds one
+per secret valid at the time of the attempt, space-separated (both during a rotation's overlap).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable
+
+PREFIX = "whsec_"
+SECRET_BYTES = 32
+
+
+def new_secret() -> str:
+    return PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
+
+
+def derived_secret(seed: str, purpose: str) -> str:
+    """A secret made from a random `seed` (an Idempotency-Key claim's, kept in the database):
+    the same for every attempt of one request."""
+    digest = hashlib.sha256(f"{seed}\x1fwebhook-secret\x1f{purpose}".encode()).digest()
+    return PREFIX + base64.b64encode(digest).decode()
+
+
+def signature(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """One `v1,<base64>` signature of a message with `secret`."""
+    key = base64.b64decode(secret.removeprefix(PREFIX))
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+
+
+def headers(
+    secrets_now: Iterable[str], message_id: str, timestamp: int, body: bytes
+) -> dict[str, str]:
+    """The Standard Webhooks headers of one attempt, signed with every secret valid now."""
+    return {
+        "webhook-id": message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": " ".join(
+            signature(secret, message_id, timestamp, body) for secret in secrets_now
+        ),
+        "content-type": "application/json",
+    }
