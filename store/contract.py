@@ -471,10 +471,16 @@ class WebhookDeliveries(Protocol):
         ...
 
     async def claim(
-        self, now: dt.datetime, lease: dt.timedelta, limit: int, per_endpoint: int
+        self,
+        now: dt.datetime,
+        lease: dt.timedelta,
+        limit: int,
+        per_endpoint: int,
+        finished: Sequence[tuple[Claim, Attempt]] = (),
     ) -> builtins.list[Claim]:
         """Operator scope: take at most `limit` due deliveries of enabled endpoints, each for
-        `lease`, never more than `per_endpoint` in flight per endpoint across every process."""
+        `lease`, never more than `per_endpoint` in flight per endpoint across every process;
+        `finished` is recorded first, as `finish` does (SQLite: in the same write unit)."""
         ...
 
     async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:

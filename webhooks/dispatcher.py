@@ -107,7 +107,6 @@ class Dispatcher:
         while True:
             if self.store.indexes_ready:
                 try:
-                    await self.record()
                     if time.monotonic() - fanned_at >= self.poll:
                         fanned_at = time.monotonic()
                         await self.fan_out()
@@ -188,12 +187,18 @@ class Dispatcher:
 
     # -- attempts -----------------------------------------------------------------------------
     async def dispatch(self) -> int:
-        """Claim due deliveries for the free attempt slots and start them; how many."""
+        """Record the outcomes of the attempts that ended since the last time and claim due
+        deliveries for the free attempt slots (one write unit on SQLite; an outcome that disables
+        its endpoint is recorded, and the endpoint disabled, before the claim), then start
+        them; how many."""
         free = self.max_in_flight - len(self._attempts)
-        if free <= 0:
-            return 0
+        if free <= 0 or self._disable:
+            await self.record()  # an endpoint to disable is disabled before the next claim
+            if free <= 0:
+                return 0
+        done, self._done = self._done, []
         claims = await self.store.webhook_deliveries.claim(
-            utcnow(), self.lease, free, self.per_endpoint
+            utcnow(), self.lease, free, self.per_endpoint, done
         )
         for claim in claims:
             task = asyncio.ensure_future(self._attempt(claim))
@@ -213,6 +218,9 @@ class Dispatcher:
         if done:
             await self.store.webhook_deliveries.finish(done)
         disable, self._disable = self._disable, []
+        await self._disable_endpoints(disable)
+
+    async def _disable_endpoints(self, disable: list[tuple[Claim, str, dt.datetime]]) -> None:
         for claim, reason, at in disable:
             await self.store.webhook_endpoints.disable(
                 claim.workspace_id, claim.endpoint_id, reason, at

@@ -98,8 +98,14 @@ class WebhookDeliveries:
         return len(result.inserted_ids)
 
     async def claim(
-        self, now: dt.datetime, lease: dt.timedelta, limit: int, per_endpoint: int
+        self,
+        now: dt.datetime,
+        lease: dt.timedelta,
+        limit: int,
+        per_endpoint: int,
+        finished: Sequence[tuple[Claim, Attempt]] = (),
     ) -> list[Claim]:
+        await self.finish(finished)  # first: the slots they held are free for this claim
         token, until = new_id(), now + lease
         claims: list[Claim] = []
         endpoints: dict[str, dict | None] = {}

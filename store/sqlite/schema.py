@@ -148,7 +148,7 @@ INDEXES = {
     "webhook_endpoints_ws_created": "webhook_endpoints (workspaceId, createdAt, _id)",
     # Operator scope (the dispatchers of every workspace): fan-outs and attempts that are due.
     "webhook_endpoints_fanout": "webhook_endpoints (status, fanoutAt)",
-    "webhook_deliveries_due": "webhook_deliveries (state, nextAttemptAt, endpointId)",
+    "webhook_deliveries_due_endpoint": "webhook_deliveries (state, endpointId, nextAttemptAt)",
     "webhook_deliveries_done": "webhook_deliveries (state, updatedAt)",
     "webhook_deliveries_ws_endpoint": (
         "webhook_deliveries (workspaceId, endpointId, state, leaseUntil)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from store.clock import new_id
 from store.events import StoredEvent, first_id_at, id_at
@@ -33,10 +33,22 @@ INSERT = (
     "eventType, generation, event, state, attempts, nextAttemptAt, createdAt, updatedAt) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"
 )
+# The endpoints with pending deliveries, one index seek each (a skip scan of the due index),
+# with their earliest `nextAttemptAt`: a claim never walks a backlog it cannot take.
+ENDPOINTS_DUE = (
+    "WITH RECURSIVE pending(endpointId) AS ("
+    "SELECT (SELECT endpointId FROM webhook_deliveries WHERE state = ?1 "
+    "ORDER BY endpointId LIMIT 1) "
+    "UNION ALL SELECT (SELECT endpointId FROM webhook_deliveries WHERE state = ?1 "
+    "AND endpointId > pending.endpointId ORDER BY endpointId LIMIT 1) "
+    "FROM pending WHERE pending.endpointId IS NOT NULL) "
+    "SELECT endpointId, due FROM (SELECT endpointId, (SELECT min(nextAttemptAt) "
+    "FROM webhook_deliveries WHERE state = ?1 AND endpointId = pending.endpointId) AS due "
+    "FROM pending WHERE endpointId IS NOT NULL) WHERE due <= ?2 ORDER BY due, endpointId"
+)
 DUE = (
-    'SELECT "_id", workspaceId, endpointId, eventId, eventType, event, attempts, nextAttemptAt '
-    "FROM webhook_deliveries WHERE state = ? AND nextAttemptAt <= ? SKIP"
-    "ORDER BY nextAttemptAt LIMIT ?"
+    'SELECT "_id", workspaceId, eventId, eventType, event, attempts FROM webhook_deliveries '
+    "WHERE state = ? AND endpointId = ? AND nextAttemptAt <= ? ORDER BY nextAttemptAt LIMIT ?"
 )
 IN_FLIGHT = (
     "SELECT count(*) FROM webhook_deliveries WHERE workspaceId = ? AND endpointId = ? "
@@ -86,134 +98,81 @@ class WebhookDeliveries:
         return await self.engine.write(add) if rows else 0
 
     async def claim(
-        self, now: dt.datetime, lease: dt.timedelta, limit: int, per_endpoint: int
+        self,
+        now: dt.datetime,
+        lease: dt.timedelta,
+        limit: int,
+        per_endpoint: int,
+        finished: Sequence[tuple[Claim, Attempt]] = (),
     ) -> list[Claim]:
         token, until = new_id(), now + lease
         at, end = ms(now), ms(until)
+        record = _finished(finished) if finished else None
 
         def claim(conn: sqlite3.Connection) -> list[Claim]:
+            if record is not None:  # first: the slots they held are free for this claim
+                record(conn)
             claims: list[Claim] = []
-            endpoints: dict[str, dict | None] = {}
-            flying: dict[str, int] = {}
-            full: list[str] = []  # endpoints with `per_endpoint` in flight: skipped
-            while len(claims) < limit:
-                skip = f"AND endpointId NOT IN ({','.join('?' * len(full))}) " if full else ""
-                rows = conn.execute(
-                    DUE.replace("SKIP", skip), (PENDING, at, *full, limit - len(claims))
-                ).fetchall()
-                if not rows:
+            # Endpoints in the order of their earliest due delivery; each gets its free slots.
+            for endpoint_id, _ in conn.execute(ENDPOINTS_DUE, (PENDING, at)).fetchall():
+                if len(claims) >= limit:
                     break
-                for row in rows:
-                    ident, workspace, endpoint_id = row[0], row[1], row[2]
-                    if endpoint_id in full:
-                        continue
-                    if endpoint_id not in endpoints:
-                        found = conn.execute(
-                            "SELECT url, secrets, status, failingSince FROM webhook_endpoints "
-                            'WHERE "_id" = ? AND workspaceId = ?',
-                            (endpoint_id, workspace),
-                        ).fetchone()
-                        endpoints[endpoint_id] = dict(found) if found else None
-                        flying[endpoint_id] = conn.execute(
-                            IN_FLIGHT, (workspace, endpoint_id, PENDING, at)
-                        ).fetchone()[0]
-                    endpoint = endpoints[endpoint_id]
-                    if endpoint is None or endpoint["status"] != ENABLED:
-                        # Its endpoint is gone or disabled: nothing will be sent.
-                        conn.execute(
-                            "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = NULL, "
-                            'updatedAt = ? WHERE "_id" = ?',
-                            (FAILED, at, ident),
-                        )
-                        continue
-                    if flying[endpoint_id] >= per_endpoint:
-                        full.append(endpoint_id)
-                        continue
+                rows = conn.execute(DUE, (PENDING, endpoint_id, at, limit - len(claims))).fetchall()
+                if not rows:
+                    continue
+                workspace = rows[0][1]
+                found = conn.execute(
+                    "SELECT url, secrets, status, failingSince FROM webhook_endpoints "
+                    'WHERE "_id" = ? AND workspaceId = ?',
+                    (endpoint_id, workspace),
+                ).fetchone()
+                if found is None or found["status"] != ENABLED:
+                    # Its endpoint is gone or disabled: nothing will be sent.
                     conn.execute(
-                        "UPDATE webhook_deliveries SET attempts = attempts + 1, leaseToken = ?, "
-                        'leaseUntil = ?, nextAttemptAt = ?, updatedAt = ? WHERE "_id" = ?',
-                        (token, end, end, at, ident),
+                        "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = NULL, "
+                        "updatedAt = ? WHERE workspaceId = ? AND endpointId = ? AND state = ? "
+                        "AND nextAttemptAt <= ?",
+                        (FAILED, at, workspace, endpoint_id, PENDING, at),
                     )
-                    flying[endpoint_id] += 1
-                    claims.append(
-                        Claim(
-                            ident,
-                            workspace,
-                            endpoint_id,
-                            row[3],
-                            row[4],
-                            row[5],
-                            row[6] + 1,
-                            endpoint["url"],
-                            secrets_at(load_secrets(endpoint["secrets"]), now),
-                            instant(endpoint["failingSince"]),
-                            token,
-                            until,
-                        )
+                    continue
+                flying = conn.execute(IN_FLIGHT, (workspace, endpoint_id, PENDING, at)).fetchone()[
+                    0
+                ]
+                free = per_endpoint - flying
+                if free <= 0:
+                    continue
+                url, failing_since = found["url"], instant(found["failingSince"])
+                signing = secrets_at(load_secrets(found["secrets"]), now)
+                taken = [row for row in rows[:free] if row[1] == workspace]
+                conn.executemany(
+                    "UPDATE webhook_deliveries SET attempts = attempts + 1, leaseToken = ?, "
+                    'leaseUntil = ?, nextAttemptAt = ?, updatedAt = ? WHERE "_id" = ?',
+                    [(token, end, end, at, row[0]) for row in taken],
+                )
+                claims += [
+                    Claim(
+                        row[0],
+                        workspace,
+                        endpoint_id,
+                        row[2],
+                        row[3],
+                        row[4],
+                        row[5] + 1,
+                        url,
+                        signing,
+                        failing_since,
+                        token,
+                        until,
                     )
-                    if len(claims) >= limit:
-                        break
+                    for row in taken
+                ]
             return claims
 
         return await self.engine.write(claim)
 
     async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:
-        rows, updates, endpoints = [], [], {}
-        for claim, attempt in results:
-            at, next_at = ms(attempt.at), ms(attempt.next_attempt_at)
-            if attempt.delivered:
-                state = DELIVERED
-            else:
-                state = PENDING if attempt.next_attempt_at is not None else FAILED
-            rows.append(
-                (
-                    id_at(attempt.at),
-                    claim.workspace_id,
-                    claim.endpoint_id,
-                    claim.delivery_id,
-                    claim.event_id,
-                    claim.event_type,
-                    claim.attempt,
-                    at,
-                    attempt.status_code,
-                    attempt.duration_ms,
-                    attempt.error,
-                    next_at,
-                )
-            )
-            updates.append((state, next_at, at, claim.delivery_id, claim.token, PENDING))
-            # The endpoint's latest outcome in this batch decides its failingSince.
-            endpoints[(claim.endpoint_id, claim.workspace_id)] = (attempt.delivered, at)
-
-        def finish(conn: sqlite3.Connection) -> None:
-            conn.executemany(
-                f"INSERT INTO webhook_attempts ({ATTEMPT_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            # Only while the lease holds: an attempt that outlived it was taken over.
-            conn.executemany(
-                "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = ?, leaseToken = NULL, "
-                'leaseUntil = NULL, updatedAt = ? WHERE "_id" = ? AND leaseToken = ? '
-                "AND state = ?",
-                updates,
-            )
-            for (endpoint_id, workspace_id), (delivered, at) in endpoints.items():
-                if delivered:
-                    conn.execute(
-                        "UPDATE webhook_endpoints SET failingSince = NULL "
-                        'WHERE "_id" = ? AND workspaceId = ? AND failingSince IS NOT NULL',
-                        (endpoint_id, workspace_id),
-                    )
-                else:
-                    conn.execute(
-                        "UPDATE webhook_endpoints SET failingSince = ? "
-                        'WHERE "_id" = ? AND workspaceId = ? AND failingSince IS NULL',
-                        (at, endpoint_id, workspace_id),
-                    )
-
-        if rows:
-            await self.engine.write(finish)
+        if results:
+            await self.engine.write(_finished(results))
 
     async def page(
         self, workspace_id: str, endpoint_id: str, after: Position | None, page_size: int
@@ -263,3 +222,63 @@ class WebhookDeliveries:
             if found < batch:
                 break
         return deleted
+
+
+def _finished(results: Sequence[tuple[Claim, Attempt]]) -> Callable[[sqlite3.Connection], None]:
+    """The write that records `results` (the attempts, and each delivery's state where its
+    lease still holds, and the endpoints' failingSince)."""
+    rows, updates, endpoints = [], [], {}
+    for claim, attempt in results:
+        at, next_at = ms(attempt.at), ms(attempt.next_attempt_at)
+        if attempt.delivered:
+            state = DELIVERED
+        else:
+            state = PENDING if attempt.next_attempt_at is not None else FAILED
+        rows.append(
+            (
+                id_at(attempt.at),
+                claim.workspace_id,
+                claim.endpoint_id,
+                claim.delivery_id,
+                claim.event_id,
+                claim.event_type,
+                claim.attempt,
+                at,
+                attempt.status_code,
+                attempt.duration_ms,
+                attempt.error,
+                next_at,
+            )
+        )
+        updates.append((state, next_at, at, claim.delivery_id, claim.token, PENDING))
+        # The endpoint's latest outcome in this batch decides its failingSince.
+        endpoints[(claim.endpoint_id, claim.workspace_id)] = (attempt.delivered, at)
+
+    def finish(conn: sqlite3.Connection) -> None:
+        conn.executemany(
+            f"INSERT INTO webhook_attempts ({ATTEMPT_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        # Only while the lease holds: an attempt that outlived it was taken over.
+        conn.executemany(
+            "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = ?, leaseToken = NULL, "
+            'leaseUntil = NULL, updatedAt = ? WHERE "_id" = ? AND leaseToken = ? '
+            "AND state = ?",
+            updates,
+        )
+        for (endpoint_id, workspace_id), (delivered, at) in endpoints.items():
+            if delivered:
+                conn.execute(
+                    "UPDATE webhook_endpoints SET failingSince = NULL "
+                    'WHERE "_id" = ? AND workspaceId = ? AND failingSince IS NOT NULL',
+                    (endpoint_id, workspace_id),
+                )
+            else:
+                conn.execute(
+                    "UPDATE webhook_endpoints SET failingSince = ? "
+                    'WHERE "_id" = ? AND workspaceId = ? AND failingSince IS NULL',
+                    (at, endpoint_id, workspace_id),
+                )
+
+    return finish

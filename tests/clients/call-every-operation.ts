@@ -22,6 +22,9 @@ type Activity = Schemas["records.activity"];
 type Event = Schemas["records.event"];
 type Problem = Schemas["records.problem"];
 type Report = Schemas["responses.dialer-metrics"];
+type Endpoint = Schemas["records.webhook-endpoint"];
+type EndpointWithSecret = Schemas["records.webhook-endpoint-secret"];
+type Attempt = Schemas["records.webhook-attempt"];
 
 const [baseUrl, key, output] = process.argv.slice(2);
 const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
@@ -207,6 +210,172 @@ async function followEvents(wanted: string[]): Promise<Event[]> {
   return events;
 }
 
+// --- webhook endpoints ---------------------------------------------------------------------
+
+// The demo allows 127.0.0.0/8; nothing listens on the discard port, so every attempt fails.
+const hookUrl = "http://127.0.0.1:9/hook";
+const hookTypes: NonNullable<Endpoint["eventTypes"]> = ["activity.created", "list.created", "prospect.created"];
+const refusedUrl = "https://10.1.2.3/hook"; // private, not allowed
+
+// A Standard Webhooks secret: whsec_ + base64 of 32 bytes.
+function readSecret(secret: string): string {
+  assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  assert.equal(Buffer.from(secret.slice("whsec_".length), "base64").length, 32);
+  return secret;
+}
+
+// An endpoint without a secret: a `secret` field would make the rebuilt record differ.
+function readEndpoint(e: Endpoint): Endpoint {
+  const endpoint: Endpoint = {
+    id: e.id, url: e.url, eventTypes: e.eventTypes === null ? null : [...e.eventTypes],
+    description: e.description, status: e.status, disabledReason: e.disabledReason,
+    disabledAt: e.disabledAt, createdAt: e.createdAt, updatedAt: e.updatedAt,
+  };
+  assert.deepEqual(endpoint, e);
+  assert.ok(!("secret" in e));
+  assert.equal(endpoint.url, hookUrl);
+  assert.deepEqual(endpoint.eventTypes, endpoint.eventTypes === null ? null : [...endpoint.eventTypes].sort());
+  const enabled = endpoint.status === "enabled";
+  assert.deepEqual([endpoint.disabledReason === null, endpoint.disabledAt === null], [enabled, enabled]);
+  assert.ok(endpoint.createdAt <= endpoint.updatedAt);
+  return endpoint;
+}
+
+function readEndpointWithSecret(e: EndpointWithSecret): EndpointWithSecret {
+  const { secret, ...fields } = e;
+  return { ...readEndpoint(fields), secret: readSecret(secret) };
+}
+
+// A failed attempt (nothing listens at hookUrl): no status code, a short error.
+function readAttempt(a: Attempt): Attempt {
+  const attempt: Attempt = {
+    eventId: a.eventId, eventType: a.eventType, attempt: a.attempt, at: a.at, statusCode: a.statusCode,
+    durationMs: a.durationMs, error: a.error, nextAttemptAt: a.nextAttemptAt,
+  };
+  assert.deepEqual(attempt, a);
+  assert.ok(hookTypes.includes(attempt.eventType) && attempt.attempt >= 1 && attempt.durationMs >= 0);
+  assert.equal(attempt.statusCode, null);
+  assert.ok(typeof attempt.error === "string" && attempt.error !== "");
+  assert.ok(attempt.nextAttemptAt === null || attempt.nextAttemptAt > attempt.at);
+  return attempt;
+}
+
+// An endpoint for the run's own writes, made before them (it gets the events after now).
+async function newWebhookEndpoint(): Promise<EndpointWithSecret> {
+  const refused = await api.POST("/v1/webhook-endpoints", { body: { url: refusedUrl } });
+  const problem = readProblem("createWebhookEndpoint", refused.error, refused.response, 422);
+  assert.equal(problem.code, "invalid_webhook_url");
+  assert.equal(problem.errors?.[0]?.pointer, "#/url");
+  const result = await api.POST("/v1/webhook-endpoints", {
+    body: { url: hookUrl, eventTypes: [...hookTypes].reverse(), description: "Generated TypeScript client" },
+  });
+  const created = readEndpointWithSecret(expectOk("createWebhookEndpoint", result, 201).webhookEndpoint);
+  assert.deepEqual(created.eventTypes, hookTypes); // one spelling: sorted
+  assert.deepEqual([created.status, created.description], ["enabled", "Generated TypeScript client"]);
+  assert.ok(result.response.headers.get("location")?.endsWith(`/v1/webhook-endpoints/${created.id}`));
+  return created;
+}
+
+// The endpoint's attempts once there are at least two (30 s), then by their cursors, one a page.
+async function readAttempts(endpointId: string): Promise<void> {
+  const path = { endpointId };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const page = expectOk("listWebhookDeliveries", await api.GET("/v1/webhook-endpoints/{endpointId}/deliveries", {
+      params: { path, query: { pageSize: 100 } },
+    }));
+    const attempts = page.deliveries.map(readAttempt);
+    assert.equal(page.pageSize, 100);
+    assert.ok(attempts.every((a, i) => i === 0 || attempts[i - 1].at >= a.at)); // newest first
+    if (attempts.length >= 2) break;
+    assert.ok(Date.now() < deadline, JSON.stringify(page));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  const first = expectOk("listWebhookDeliveries", await api.GET("/v1/webhook-endpoints/{endpointId}/deliveries", {
+    params: { path, query: { pageSize: 1 } },
+  }));
+  assert.ok(first.deliveries.length === 1 && first.hasMore && typeof first.nextCursor === "string");
+  const second = expectOk("listWebhookDeliveries", await api.GET("/v1/webhook-endpoints/{endpointId}/deliveries", {
+    params: { path, query: { pageSize: 1, cursor: first.nextCursor ?? undefined } },
+  }));
+  assert.equal(second.deliveries.length, 1);
+  assert.notDeepEqual(readAttempt(second.deliveries[0]), readAttempt(first.deliveries[0]));
+  assert.ok(second.deliveries[0].at <= first.deliveries[0].at);
+  const foreign = await api.GET("/v1/webhook-endpoints/{endpointId}/deliveries", {
+    params: { path, query: { cursor: "not-a-cursor" } },
+  });
+  assert.equal(readProblem("listWebhookDeliveries", foreign.error, foreign.response, 400).code, "invalid_cursor");
+}
+
+// Read, list, change, rotate, page the attempts of, recover and delete the endpoint.
+async function exerciseWebhookEndpoint(created: EndpointWithSecret): Promise<void> {
+  const { secret, ...asCreated } = created;
+  const id = { params: { path: { endpointId: created.id } } };
+  const noSecret = (value: unknown, ...secrets: string[]) => {
+    const text = JSON.stringify(value);
+    assert.ok(!text.includes('"secret"') && secrets.every((s) => !text.includes(s)), text);
+  };
+
+  const fetched = expectOk("getWebhookEndpoint", await api.GET("/v1/webhook-endpoints/{endpointId}", id));
+  noSecret(fetched, secret);
+  assert.deepEqual(readEndpoint(fetched.webhookEndpoint), asCreated);
+  expectHead("getWebhookEndpointHead", (await api.HEAD("/v1/webhook-endpoints/{endpointId}", id)).response);
+  const missing = await api.GET("/v1/webhook-endpoints/{endpointId}", { params: { path: { endpointId: randomUUID() } } });
+  assert.equal(readProblem("getWebhookEndpoint", missing.error, missing.response, 404).code, "not_found");
+
+  const listed = expectOk("listWebhookEndpoints", await api.GET("/v1/webhook-endpoints"));
+  noSecret(listed, secret);
+  assert.deepEqual(listed.webhookEndpoints.filter((e) => e.id === created.id).map(readEndpoint), [asCreated]);
+  assert.ok(listed.webhookEndpoints.every((e) => e.url !== refusedUrl)); // the refused one is not kept
+  expectHead("listWebhookEndpointsHead", (await api.HEAD("/v1/webhook-endpoints")).response);
+
+  await readAttempts(created.id); // the run's writes, failing at hookUrl
+  expectHead("listWebhookDeliveriesHead", (await api.HEAD("/v1/webhook-endpoints/{endpointId}/deliveries", {
+    params: { path: { endpointId: created.id }, query: { pageSize: 1 } },
+  })).response);
+
+  const disabled = readEndpoint(expectOk("updateWebhookEndpoint", await api.PATCH("/v1/webhook-endpoints/{endpointId}", {
+    ...id, body: { description: "Changed by the TypeScript client", eventTypes: ["list.updated", "list.created"], status: "disabled" },
+  })).webhookEndpoint);
+  assert.deepEqual(
+    [disabled.eventTypes, disabled.description, disabled.status, disabled.disabledReason],
+    [["list.created", "list.updated"], "Changed by the TypeScript client", "disabled", "disabled through the API"]);
+  assert.ok(disabled.disabledAt !== null);
+  const enabled = readEndpoint(expectOk("updateWebhookEndpoint", await api.PATCH("/v1/webhook-endpoints/{endpointId}", {
+    ...id, body: { status: "enabled" },
+  })).webhookEndpoint);
+  assert.deepEqual(enabled, {
+    ...disabled, status: "enabled", disabledReason: null, disabledAt: null, updatedAt: enabled.updatedAt,
+  });
+  assert.ok(enabled.updatedAt >= disabled.updatedAt);
+
+  const rotated = readEndpointWithSecret(expectOk("rotateWebhookEndpointSecret",
+    await api.POST("/v1/webhook-endpoints/{endpointId}/rotate-secret", id)).webhookEndpoint);
+  assert.notEqual(rotated.secret, secret);
+  assert.deepEqual(rotated, { ...enabled, updatedAt: rotated.updatedAt, secret: rotated.secret });
+  noSecret(expectOk("getWebhookEndpoint", await api.GET("/v1/webhook-endpoints/{endpointId}", id)), secret, rotated.secret);
+
+  // Deliver the events since the endpoint was disabled again (in the background: 202).
+  const since = disabled.disabledAt;
+  const recovery = expectOk("recoverWebhookDeliveries", await api.POST("/v1/webhook-endpoints/{endpointId}/recover", {
+    ...id, body: { since },
+  }), 202).recovery;
+  assert.deepEqual({ endpointId: recovery.endpointId, since: recovery.since }, { endpointId: created.id, since });
+  const expired = await api.POST("/v1/webhook-endpoints/{endpointId}/recover", { ...id, body: { since: "2000-01-01T00:00:00Z" } });
+  assert.equal(readProblem("recoverWebhookDeliveries", expired.error, expired.response, 410).code, "events_expired");
+
+  const deleted = await api.DELETE("/v1/webhook-endpoints/{endpointId}", id);
+  called["deleteWebhookEndpoint"] = deleted.response.status;
+  assert.equal(deleted.response.status, 204);
+  assert.equal(deleted.data, undefined);
+  const gone = await api.GET("/v1/webhook-endpoints/{endpointId}", id);
+  assert.equal(readProblem("getWebhookEndpoint", gone.error, gone.response, 404).code, "not_found");
+  const again = await api.DELETE("/v1/webhook-endpoints/{endpointId}", id);
+  assert.equal(readProblem("deleteWebhookEndpoint", again.error, again.response, 404).code, "not_found");
+  const remaining = expectOk("listWebhookEndpoints", await api.GET("/v1/webhook-endpoints")).webhookEndpoints;
+  assert.ok(remaining.every((e) => e.id !== created.id));
+}
+
 async function main(): Promise<Record<string, unknown>> {
   const live = expectOk("getLiveness", await anonymous.GET("/healthz"));
   assert.equal(live.status, "ok");
@@ -223,6 +392,8 @@ async function main(): Promise<Record<string, unknown>> {
 
   const users = expectOk("listUsers", await api.GET("/v1/users")).users.map(readUser);
   expectHead("listUsersHead", (await api.HEAD("/v1/users")).response);
+
+  const hook = await newWebhookEndpoint(); // before the writes below: their events are delivered
 
   const created = readList(expectOk("createList", await api.POST("/v1/lists", {
     body: { name: "Generated TypeScript client", ownerUserId: users[0].id },
@@ -340,6 +511,8 @@ async function main(): Promise<Record<string, unknown>> {
   const expired = await api.GET("/v1/events", { params: { query: { since: "2000-01-01" } } });
   assert.equal(readProblem("listEvents", expired.error, expired.response, 410).code, "events_expired");
   expectHead("listEventsHead", (await api.HEAD("/v1/events", { params: { query: { type: "list.created" } } })).response);
+
+  await exerciseWebhookEndpoint(hook);
 
   return { called, recording, activityTypes: types, eventTypes };
 }

@@ -9,11 +9,14 @@ Prints a JSON report: {"called": {operationId: status}, "untyped": [...], "recor
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
+import re
 import sys
 import time
 import uuid
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -61,6 +64,19 @@ from workspace_api_client.api.service import (
     get_readiness_head,
 )
 from workspace_api_client.api.users import list_users, list_users_head
+from workspace_api_client.api.webhooks import (
+    create_webhook_endpoint,
+    delete_webhook_endpoint,
+    get_webhook_endpoint,
+    get_webhook_endpoint_head,
+    list_webhook_deliveries,
+    list_webhook_deliveries_head,
+    list_webhook_endpoints,
+    list_webhook_endpoints_head,
+    recover_webhook_deliveries,
+    rotate_webhook_endpoint_secret,
+    update_webhook_endpoint,
+)
 from workspace_api_client.models import (
     ActivityCreatedEvent,
     APIKey,
@@ -70,8 +86,13 @@ from workspace_api_client.models import (
     CallCreatedEvent,
     CallDirection,
     CallUpdatedEvent,
+    ChangeWebhookEndpoint,
+    ChangeWebhookEndpointEventTypesType0Item,
+    ChangeWebhookEndpointStatus,
     Contact,
     CreateList,
+    CreateWebhookEndpoint,
+    CreateWebhookEndpointEventTypesType0Item,
     DialerList,
     DialerListCreatedEvent,
     DialerListUpdatedEvent,
@@ -82,16 +103,21 @@ from workspace_api_client.models import (
     ListAddedActivity,
     MeetingBookedActivity,
     NoteActivity,
+    PageOfDeliveryAttempts,
     PageSize,
     Problem,
     ProblemCode,
     Prospect,
     ProspectCreatedEvent,
     ProspectUpdatedEvent,
+    RecoverWebhookDeliveries,
     Sort,
     StatusChangeActivity,
     UploadContacts,
     User,
+    WebhookDeliveryAttempt,
+    WebhookEndpoint,
+    WebhookEndpointWithItsSecret,
 )
 from workspace_api_client.types import UNSET, File, Response, Unset
 
@@ -324,6 +350,214 @@ def follow_events(api: AuthenticatedClient, wanted: set[str]) -> list[Event]:
     return events
 
 
+# --- webhook endpoints ----------------------------------------------------------------------
+
+# The demo allows 127.0.0.0/8; nothing listens on the discard port, so every attempt fails.
+HOOK_URL = "http://127.0.0.1:9/hook"
+HOOK_TYPES = ["activity.created", "list.created", "prospect.created"]  # the run's own writes
+SECRET = re.compile(r"whsec_[A-Za-z0-9+/]{43}=")
+
+
+def read_secret(secret: str) -> str:
+    """A Standard Webhooks secret: whsec_ + base64 of 32 bytes."""
+    assert SECRET.fullmatch(secret), secret
+    assert len(base64.b64decode(secret.removeprefix("whsec_"), validate=True)) == 32
+    return secret
+
+
+def read_endpoint(endpoint: WebhookEndpoint | WebhookEndpointWithItsSecret) -> dict[str, Any]:
+    """The endpoint's fields (its secret, if any, left out), each read through its attribute."""
+    assert isinstance(endpoint.id, uuid.UUID) and endpoint.url == HOOK_URL
+    types = None if endpoint.event_types is None else [t.value for t in endpoint.event_types]
+    assert types is None or types == sorted(types)
+    assert endpoint.description is None or isinstance(endpoint.description, str)
+    enabled = endpoint.status == "enabled"
+    assert endpoint.status in ("enabled", "disabled")
+    assert (endpoint.disabled_reason is None) == (endpoint.disabled_at is None) == enabled
+    assert endpoint.disabled_at is None or isinstance(endpoint.disabled_at, dt.datetime)
+    assert endpoint.created_at <= endpoint.updated_at
+    return {
+        "id": endpoint.id,
+        "url": endpoint.url,
+        "eventTypes": types,
+        "description": endpoint.description,
+        "status": endpoint.status.value,
+        "disabledReason": endpoint.disabled_reason,
+        "disabledAt": endpoint.disabled_at,
+        "createdAt": endpoint.created_at,
+        "updatedAt": endpoint.updated_at,
+    }
+
+
+def read_attempt(attempt: WebhookDeliveryAttempt) -> None:
+    """A failed attempt (nothing listens at HOOK_URL): no status code, a short error."""
+    assert isinstance(attempt.event_id, uuid.UUID) and attempt.event_id.version == 7
+    assert attempt.event_type in HOOK_TYPES and attempt.attempt >= 1
+    assert isinstance(attempt.at, dt.datetime) and attempt.duration_ms >= 0
+    assert attempt.status_code is None and attempt.error, attempt
+    assert attempt.next_attempt_at is None or attempt.next_attempt_at > attempt.at
+
+
+def unchanged(endpoint: dict[str, Any]) -> dict[str, Any]:
+    """The fields that enabling or disabling an endpoint leaves as they are."""
+    return {k: endpoint[k] for k in ("id", "url", "eventTypes", "description", "createdAt")}
+
+
+def without_secret(response: Response[Any], *secrets: str) -> None:
+    """A response that is not a creation or a rotation shows no secret."""
+    assert b'"secret"' not in response.content, response.content
+    assert not any(secret.encode() in response.content for secret in secrets)
+
+
+def new_webhook_endpoint(api: AuthenticatedClient) -> WebhookEndpointWithItsSecret:
+    """An endpoint for the run's own writes, made before them (it gets the events after now)."""
+    refused = CreateWebhookEndpoint(url="https://10.1.2.3/hook")  # private, not allowed
+    problem = expect_problem(
+        "createWebhookEndpoint",
+        create_webhook_endpoint.sync_detailed(client=api, body=refused),
+        422,
+    )
+    assert problem.code == ProblemCode.INVALID_WEBHOOK_URL
+    assert not isinstance(problem.errors, Unset) and problem.errors[0].pointer == "#/url"
+    body = CreateWebhookEndpoint(
+        url=HOOK_URL,
+        event_types=[CreateWebhookEndpointEventTypesType0Item(t) for t in reversed(HOOK_TYPES)],
+        description="Generated Python client",
+    )
+    response = create_webhook_endpoint.sync_detailed(client=api, body=body)
+    created = expect("createWebhookEndpoint", response, 201).webhook_endpoint
+    assert read_endpoint(created)["eventTypes"] == HOOK_TYPES  # one spelling: sorted
+    assert created.status == "enabled" and created.description == "Generated Python client"
+    assert response.headers["location"].endswith(f"/v1/webhook-endpoints/{created.id}")
+    read_secret(created.secret)
+    return created
+
+
+def read_attempts(api: AuthenticatedClient, endpoint_id: uuid.UUID, secret: str) -> None:
+    """The endpoint's attempts once there are at least two (30 s), by their cursors, one a page."""
+    deadline = time.monotonic() + 30
+    while True:
+        response = list_webhook_deliveries.sync_detailed(endpoint_id, client=api, page_size=100)
+        page = expect("listWebhookDeliveries", response, 200)
+        without_secret(response, secret)
+        assert page.page_size == 100
+        newest_first = all(newer.at >= older.at for newer, older in pairwise(page.deliveries))
+        assert newest_first, page.deliveries
+        if len(page.deliveries) >= 2:
+            break
+        assert time.monotonic() < deadline, page.deliveries
+        time.sleep(0.5)
+    for attempt in page.deliveries:
+        read_attempt(attempt)
+    first = expect(
+        "listWebhookDeliveries",
+        list_webhook_deliveries.sync_detailed(endpoint_id, client=api, page_size=1),
+        200,
+    )
+    assert len(first.deliveries) == 1 and first.has_more and isinstance(first.next_cursor, str)
+    second: PageOfDeliveryAttempts = expect(
+        "listWebhookDeliveries",
+        list_webhook_deliveries.sync_detailed(
+            endpoint_id, client=api, page_size=1, cursor=first.next_cursor
+        ),
+        200,
+    )
+    assert len(second.deliveries) == 1 and second.page_size == 1
+    assert second.deliveries[0] != first.deliveries[0]
+    assert second.deliveries[0].at <= first.deliveries[0].at
+    foreign = expect_problem(
+        "listWebhookDeliveries",
+        list_webhook_deliveries.sync_detailed(endpoint_id, client=api, cursor="not-a-cursor"),
+        400,
+    )
+    assert foreign.code == ProblemCode.INVALID_CURSOR
+
+
+def exercise_webhook_endpoint(
+    api: AuthenticatedClient, created: WebhookEndpointWithItsSecret
+) -> None:
+    """Read, list, change, rotate, page the attempts of, recover and delete the endpoint."""
+    endpoint_id, secret = created.id, created.secret
+    as_created = read_endpoint(created)
+
+    response = get_webhook_endpoint.sync_detailed(endpoint_id, client=api)
+    fetched = expect("getWebhookEndpoint", response, 200).webhook_endpoint
+    without_secret(response, secret)
+    assert read_endpoint(fetched) == as_created
+    expect_head(
+        "getWebhookEndpointHead", get_webhook_endpoint_head.sync_detailed(endpoint_id, client=api)
+    )
+    missing = get_webhook_endpoint.sync_detailed(uuid.uuid4(), client=api)
+    assert expect_problem("getWebhookEndpoint", missing, 404).code == ProblemCode.NOT_FOUND
+
+    every = list_webhook_endpoints.sync_detailed(client=api)
+    listed = expect("listWebhookEndpoints", every, 200).webhook_endpoints
+    without_secret(every, secret)
+    assert [read_endpoint(e) for e in listed if e.id == endpoint_id] == [as_created]
+    assert all(e.url != "https://10.1.2.3/hook" for e in listed)  # the refused one is not kept
+    expect_head("listWebhookEndpointsHead", list_webhook_endpoints_head.sync_detailed(client=api))
+
+    read_attempts(api, endpoint_id, secret)  # the run's writes, failing at HOOK_URL
+    expect_head(
+        "listWebhookDeliveriesHead",
+        list_webhook_deliveries_head.sync_detailed(endpoint_id, client=api, page_size=1),
+    )
+
+    changes = ChangeWebhookEndpoint(
+        description="Changed by the Python client",
+        event_types=[
+            ChangeWebhookEndpointEventTypesType0Item.LIST_UPDATED,
+            ChangeWebhookEndpointEventTypesType0Item.LIST_CREATED,
+        ],
+        status=ChangeWebhookEndpointStatus.DISABLED,
+    )
+    response = update_webhook_endpoint.sync_detailed(endpoint_id, client=api, body=changes)
+    disabled = expect("updateWebhookEndpoint", response, 200).webhook_endpoint
+    without_secret(response, secret)
+    assert read_endpoint(disabled)["eventTypes"] == ["list.created", "list.updated"]
+    assert disabled.description == "Changed by the Python client"
+    assert disabled.status == "disabled" and disabled.disabled_at is not None
+    assert disabled.disabled_reason == "disabled through the API"
+    enable = ChangeWebhookEndpoint(status=ChangeWebhookEndpointStatus.ENABLED)
+    response = update_webhook_endpoint.sync_detailed(endpoint_id, client=api, body=enable)
+    enabled = expect("updateWebhookEndpoint", response, 200).webhook_endpoint
+    without_secret(response, secret)
+    assert unchanged(read_endpoint(enabled)) == unchanged(read_endpoint(disabled))
+    assert enabled.status == "enabled" and enabled.updated_at >= disabled.updated_at
+
+    rotation = rotate_webhook_endpoint_secret.sync_detailed(endpoint_id, client=api)
+    rotated = expect("rotateWebhookEndpointSecret", rotation, 200).webhook_endpoint
+    assert read_secret(rotated.secret) != secret
+    assert read_endpoint(rotated) == read_endpoint(enabled) | {"updatedAt": rotated.updated_at}
+    response = get_webhook_endpoint.sync_detailed(endpoint_id, client=api)
+    expect("getWebhookEndpoint", response, 200)
+    without_secret(response, secret, rotated.secret)
+
+    # Deliver the events since the endpoint was disabled again (in the background: 202).
+    assert disabled.disabled_at is not None
+    since = RecoverWebhookDeliveries(since=disabled.disabled_at.isoformat())
+    accepted = recover_webhook_deliveries.sync_detailed(endpoint_id, client=api, body=since)
+    recovery = expect("recoverWebhookDeliveries", accepted, 202).recovery
+    assert (recovery.endpoint_id, recovery.since) == (endpoint_id, disabled.disabled_at)
+    expired = RecoverWebhookDeliveries(since="2000-01-01T00:00:00Z")
+    too_old = recover_webhook_deliveries.sync_detailed(endpoint_id, client=api, body=expired)
+    assert expect_problem("recoverWebhookDeliveries", too_old, 410).code == (
+        ProblemCode.EVENTS_EXPIRED
+    )
+
+    deleted = delete_webhook_endpoint.sync_detailed(endpoint_id, client=api)
+    called["deleteWebhookEndpoint"] = deleted.status_code
+    assert deleted.status_code == 204 and deleted.content == b"", deleted.content
+    gone = get_webhook_endpoint.sync_detailed(endpoint_id, client=api)
+    assert expect_problem("getWebhookEndpoint", gone, 404).code == ProblemCode.NOT_FOUND
+    again = delete_webhook_endpoint.sync_detailed(endpoint_id, client=api)
+    assert expect_problem("deleteWebhookEndpoint", again, 404).code == ProblemCode.NOT_FOUND
+    listed = expect(
+        "listWebhookEndpoints", list_webhook_endpoints.sync_detailed(client=api), 200
+    ).webhook_endpoints
+    assert endpoint_id not in {e.id for e in listed}
+
+
 # --- the run ------------------------------------------------------------------------------
 
 
@@ -347,6 +581,8 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
     users = expect("listUsers", list_users.sync_detailed(client=api), 200).users
     names = [read_user(user) for user in users]
     expect_head("listUsersHead", list_users_head.sync_detailed(client=api))
+
+    hook = new_webhook_endpoint(api)  # before the writes below: their events are delivered
 
     body = CreateList(name="Generated Python client", owner_user_id=users[0].id)
     created = expect("createList", create_list.sync_detailed(client=api, body=body), 201).list_
@@ -512,6 +748,8 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
     )
     assert expired.code == ProblemCode.EVENTS_EXPIRED
     expect_head("listEventsHead", list_events_head.sync_detailed(client=api, type_="list.created"))
+
+    exercise_webhook_endpoint(api, hook)
 
     return {
         "called": called,
