@@ -30,6 +30,8 @@ MAX_URL_LENGTH = 2048
 CONNECTIONS_PER_HOST = 8
 # Bytes asked of the response stream at a time while it is drained.
 _CHUNK = 16384
+# URLs whose parse and literal-address check a transport keeps (then it starts afresh).
+_TARGETS_KEPT = 1024
 # Delta-seconds longer than this many digits (about 300 years) is nonsense, not a delay.
 _RETRY_AFTER_DIGITS = 10
 
@@ -140,6 +142,9 @@ class Transport:
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
+        # URLs that passed the checks that need no lookup (their verdict depends on the URL
+        # and the policy alone); a host name is still resolved and checked per new connection.
+        self._targets: dict[str, URL] = {}
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> Outcome:
         """One attempt. Every failure of the URL, the network or the receiver is an Outcome;
@@ -151,11 +156,16 @@ class Transport:
         retry_after: float | None = None
         error: str | None = None
         try:
-            target = _parse_url(url)
-            assert target.raw_host is not None
-            literal = _literal(target.raw_host)
-            if literal is not None:  # aiohttp connects to literals without the resolver
-                _check([literal], target.scheme, self._policy.allowed_networks)
+            target = self._targets.get(url)
+            if target is None:
+                target = _parse_url(url)
+                assert target.raw_host is not None
+                literal = _literal(target.raw_host)
+                if literal is not None:  # aiohttp connects to literals without the resolver
+                    _check([literal], target.scheme, self._policy.allowed_networks)
+                if len(self._targets) >= _TARGETS_KEPT:
+                    self._targets.clear()
+                self._targets[url] = target
             sent = {k: v for k, v in headers.items() if k.lower() != "user-agent"}
             sent["User-Agent"] = USER_AGENT
             session = self._session(target.scheme)

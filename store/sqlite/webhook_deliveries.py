@@ -48,7 +48,8 @@ ENDPOINTS_DUE = (
 )
 DUE = (
     'SELECT "_id", workspaceId, eventId, eventType, event, attempts FROM webhook_deliveries '
-    "WHERE state = ? AND endpointId = ? AND nextAttemptAt <= ? ORDER BY nextAttemptAt LIMIT ?"
+    "WHERE state = ? AND endpointId = ? AND nextAttemptAt <= ? AND workspaceId = ? "
+    "ORDER BY nextAttemptAt LIMIT ?"
 )
 IN_FLIGHT = (
     "SELECT count(*) FROM webhook_deliveries WHERE workspaceId = ? AND endpointId = ? "
@@ -117,33 +118,29 @@ class WebhookDeliveries:
             for endpoint_id, _ in conn.execute(ENDPOINTS_DUE, (PENDING, at)).fetchall():
                 if len(claims) >= limit:
                     break
-                rows = conn.execute(DUE, (PENDING, endpoint_id, at, limit - len(claims))).fetchall()
-                if not rows:
-                    continue
-                workspace = rows[0][1]
                 found = conn.execute(
-                    "SELECT url, secrets, status, failingSince FROM webhook_endpoints "
-                    'WHERE "_id" = ? AND workspaceId = ?',
-                    (endpoint_id, workspace),
+                    "SELECT workspaceId, url, secrets, status, failingSince FROM webhook_endpoints "
+                    'WHERE "_id" = ?',
+                    (endpoint_id,),
                 ).fetchone()
                 if found is None or found["status"] != ENABLED:
                     # Its endpoint is gone or disabled: nothing will be sent.
                     conn.execute(
                         "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = NULL, "
-                        "updatedAt = ? WHERE workspaceId = ? AND endpointId = ? AND state = ? "
-                        "AND nextAttemptAt <= ?",
-                        (FAILED, at, workspace, endpoint_id, PENDING, at),
+                        "updatedAt = ? WHERE state = ? AND endpointId = ? AND nextAttemptAt <= ?",
+                        (FAILED, at, PENDING, endpoint_id, at),
                     )
                     continue
-                flying = conn.execute(IN_FLIGHT, (workspace, endpoint_id, PENDING, at)).fetchone()[
-                    0
-                ]
-                free = per_endpoint - flying
+                workspace = found["workspaceId"]
+                (flying,) = conn.execute(
+                    IN_FLIGHT, (workspace, endpoint_id, PENDING, at)
+                ).fetchone()
+                free = min(per_endpoint - flying, limit - len(claims))
                 if free <= 0:
-                    continue
+                    continue  # its slots are taken (here or in another process)
+                taken = conn.execute(DUE, (PENDING, endpoint_id, at, workspace, free)).fetchall()
                 url, failing_since = found["url"], instant(found["failingSince"])
                 signing = secrets_at(load_secrets(found["secrets"]), now)
-                taken = [row for row in rows[:free] if row[1] == workspace]
                 conn.executemany(
                     "UPDATE webhook_deliveries SET attempts = attempts + 1, leaseToken = ?, "
                     'leaseUntil = ?, nextAttemptAt = ?, updatedAt = ? WHERE "_id" = ?',
