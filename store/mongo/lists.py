@@ -103,23 +103,25 @@ class Lists:
         updated_since: dt.datetime | None = None,
         encoded: bool = False,
     ) -> Page:
-        """One window of lists; dicts even when `encoded` is asked for (see Calls.page)."""
-        pending: list[tuple[dict, dict]] = []
+        """One window of lists; dicts even when `encoded` is asked for (see Calls.page). A
+        list an upload left marked is recounted first (its count and updatedAt move, with its
+        event), and the window read again: a healed list shows as it is stored, in its new
+        place in the order."""
+        pending: list[dict] = []
 
         def record(doc: dict) -> dict:
-            item = _record(doc)
             if PENDING in doc:
-                pending.append((doc, item))
-            return item
+                pending.append(doc)
+            return _record(doc)
 
         query = _query(workspace_id, updated_since)
         page = await page_query(self.col, query, window, FIELDS, record)
-        for doc, item in pending:
-            # The count only: the item keeps its place (updatedAt) in the page's order.
-            recounted = await self._recount(workspace_id, doc)
-            if recounted is not None:
-                item["prospectsCount"] = recounted["prospectsCount"]
-        return page
+        if not pending:
+            return page
+        for doc in pending:
+            await self._recount(workspace_id, doc)
+        # Once: a list still marked is one an upload is adding to now (it sets the count).
+        return await page_query(self.col, query, window, FIELDS, _record)
 
     async def _recount(self, workspace_id: str, doc: dict) -> dict | None:
         """Correct the count of a list an upload has marked (see the module's docstring): the
