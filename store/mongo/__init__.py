@@ -45,7 +45,7 @@ class MongoStore:
         self.keys = Keys(db)
         self.lists = Lists(db)
         self.prospects = Prospects(db, default_region)
-        self.calls = Calls(db)
+        self.calls = Calls(db, default_region)
         self.activities = Activities(db)
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)

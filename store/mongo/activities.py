@@ -23,7 +23,19 @@ from store.activities import (
     list_added_activity,
 )
 from store.activities import record as _record
+from store.idempotency import Once
+from store.ingest import (
+    CREATED,
+    EXISTING,
+    Logged,
+    NewActivity,
+    Refused,
+    activity_ids,
+    activity_refusal,
+)
+from store.mongo.bulk import bulk, ids_in
 from store.mongo.errors import translate_errors
+from store.mongo.idempotency import store_response
 
 
 async def record_list_added(
@@ -50,9 +62,48 @@ async def record_list_added(
         await col.bulk_write(writes, ordered=False)
 
 
+async def log_activities(
+    db: AsyncDatabase,
+    workspace_id: str,
+    activities: list[NewActivity],
+    ids: list[str],
+    partial: bool,
+) -> list[Logged]:
+    """Log activities: references checked first, then one upsert per activity on its id
+    (idempotent: an id written before is `existing`)."""
+    prospects = await ids_in(db["prospects"], workspace_id, {a.prospect_id for a in activities})
+    users = await ids_in(
+        db["users"], workspace_id, {a.user_id for a in activities if a.user_id}, deletedAt=None
+    )
+    calls = await ids_in(db["calls"], workspace_id, {a.call_id for a in activities if a.call_id})
+    results: list[Logged] = []
+    writes, docs = [], []
+    for activity, activity_id in zip(activities, ids, strict=True):
+        refusal = activity_refusal(activity, prospects, users, calls)
+        if refusal is not None:
+            if not partial:
+                raise Refused(refusal)
+            results.append(Logged(None, None, refusal))
+            continue
+        doc = activity.document(workspace_id, activity_id)
+        docs.append(doc)
+        writes.append(
+            UpdateOne(
+                {"_id": doc["_id"], "workspaceId": workspace_id}, {"$setOnInsert": doc}, upsert=True
+            )
+        )
+        results.append(Logged(_record(doc), EXISTING))
+    upserted = await bulk(db["activities"], writes)
+    for logged in results:
+        if logged.activity is not None and logged.activity["id"] in upserted:
+            logged.outcome = CREATED
+    return results
+
+
 @translate_errors
 class Activities:
     def __init__(self, db: AsyncDatabase) -> None:
+        self.db = db
         self.col = db["activities"]
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
@@ -60,6 +111,25 @@ class Activities:
         check_scope(workspace_id, documents)
         for start in range(0, len(documents), INSERT_BATCH):
             await self.col.insert_many(documents[start : start + INSERT_BATCH], ordered=False)
+
+    async def log(
+        self,
+        workspace_id: str,
+        activities: list[NewActivity],
+        ids: list[str] | None = None,
+        once: Once | None = None,
+        partial: bool = False,
+    ) -> list[Logged]:
+        """Log activities on their prospects' timelines (store/mongo/ingest.py); with an
+        Idempotency-Key their ids derive from it, and the response is stored at the end."""
+        if ids is None and once is not None:
+            ids = [once.record_id("activity", str(i)) for i in range(len(activities))]
+        logged = await log_activities(
+            self.db, workspace_id, activities, activity_ids(len(activities), ids), partial
+        )
+        if once is not None:
+            await store_response(self.db["idempotency"], once, logged)
+        return logged
 
     async def timeline(
         self, workspace_id: str, prospect_id: str, batch_size: int = 500

@@ -76,7 +76,7 @@ class SQLiteStore:
         self.keys = Keys(self.engine)
         self.lists = Lists(self.engine)
         self.prospects = Prospects(self.engine, default_region)
-        self.calls = Calls(self.engine)
+        self.calls = Calls(self.engine, default_region)
         self.activities = Activities(self.engine)
         self.metrics = DialerMetrics(self.engine)
         self.settings = Settings(self.engine)

@@ -107,18 +107,16 @@ def _fill(conn: sqlite3.Connection, workspace_id: str, target: Candidate, now: d
     )
 
 
-def upload(
-    conn: sqlite3.Connection,
-    workspace_id: str,
-    listing: dict,
-    contacts: list[Contact],
-    once: Once | None = None,
-) -> Upload:
-    """The whole contact upload in the writer's transaction."""
-    list_id, now = listing["id"], utcnow()
+def resolve_contacts(
+    conn: sqlite3.Connection, workspace_id: str, contacts: list[Contact]
+) -> tuple[list[Candidate], list[Candidate], dict[str, Candidate]]:
+    """Match contacts (store.prospects) in the writer's transaction, writing nothing: the
+    distinct prospects they land on, the one per contact, and (by dedupe key) those still to
+    create; a prospect created earlier under a new one's identity (without an email or phone
+    match) is found by its dedupe key and stands in for it."""
     targets, chosen = match_all(contacts, _candidates(conn, workspace_id, contacts))
     new = {t.key: t for t in targets if t.id is None}
-    if new:  # a prospect created earlier under the same identity (no email/phone match)
+    if new:
         rows = conn.execute(
             f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
             f"AND dedupeKey IN ({_marks(new)})",
@@ -128,14 +126,30 @@ def upload(
             target = new.pop(row["dedupeKey"])
             target.id = row["_id"]
             target.fills = {f: v for f, v in target.fields.items() if row[f] is None}
+    return targets, chosen, new
+
+
+def create_and_fill(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    targets: list[Candidate],
+    new: dict[str, Candidate],
+    owners: dict[str, str | None],
+    now: dt.datetime,
+    once: Once | None = None,
+) -> None:
+    """Insert the prospects still to create among `targets` (owner by dedupe key in `owners`)
+    and fill the blank fields of the ones that existed (caller's transaction)."""
     created = []
-    for target in new.values():
+    for target in targets:
+        if target.key not in new:
+            continue
         contact = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
         doc = prospect_document(
             workspace_id,
             contact,
             target.key,
-            listing["ownerUserId"],
+            owners.get(target.key),
             now,
             prospect_id=new_prospect_id(once, target.key),
         )
@@ -143,9 +157,38 @@ def upload(
         created.append(doc)
     if created:
         write_prospects(conn, workspace_id, created)
-    for target in targets:  # only prospects that existed before this upload get fills
+    for target in targets:  # only prospects that existed before this write get fills
         if target.key not in new and target.fills:
             _fill(conn, workspace_id, target, now)
+
+
+def match_unit(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    contacts: list[Contact],
+    owner_user_id: str | None,
+    once: Once | None = None,
+) -> list[dict]:
+    """Match or create a prospect for each contact, in no list (the writer's transaction)."""
+    targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
+    owners: dict[str, str | None] = dict.fromkeys(new, owner_user_id)
+    create_and_fill(conn, workspace_id, targets, new, owners, utcnow(), once)
+    recognise_created(targets, once)
+    return outcomes(chosen)
+
+
+def upload(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    listing: dict,
+    contacts: list[Contact],
+    once: Once | None = None,
+) -> Upload:
+    """The whole contact upload in the writer's transaction."""
+    list_id, now = listing["id"], utcnow()
+    targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
+    owners: dict[str, str | None] = dict.fromkeys(new, listing["ownerUserId"])
+    create_and_fill(conn, workspace_id, targets, new, owners, now, once)
     # Memberships: only the ones that are new move the prospect (listIds, updatedAt).
     ids = [t.id for t in targets if t.id is not None]  # each has one by now
     # By primary key: the unary + keeps SQLite from walking a workspaceId index instead.
@@ -215,6 +258,27 @@ class Prospects:
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         return await write_once(
             self.engine, once, upload, workspace_id, listing, contacts, once, timeout=UPLOAD_TIMEOUT
+        )
+
+    async def match(
+        self,
+        workspace_id: str,
+        raw_contacts: list[dict],
+        owner_user_id: str | None = None,
+        once: Once | None = None,
+    ) -> list[dict]:
+        """Match or create a prospect for each contact with the upload's rules, adding none
+        to a list, in one transaction; each contact's outcome (store.prospects.outcomes)."""
+        contacts = [self.parse_contact(raw) for raw in raw_contacts]
+        return await write_once(
+            self.engine,
+            once,
+            match_unit,
+            workspace_id,
+            contacts,
+            owner_user_id,
+            once,
+            timeout=UPLOAD_TIMEOUT,
         )
 
     async def count_in_list(self, workspace_id: str, list_id: str) -> int:

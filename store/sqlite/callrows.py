@@ -1,0 +1,54 @@
+"""How a call is stored on SQLite: its columns, the record JSON its insert writes beside them,
+and the insert of new calls with everything kept in the same transaction (their `call`
+timeline entries, the workspace's call total, the dialer metrics' quarter-hour counts)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+
+from store.activities import call_activity
+from store.calls import RECORD_FIELDS
+from store.sqlite.metrics import add_to_quarters, quarter_sums
+from store.sqlite.paging import bump
+from store.sqlite.schema import Rows, insert_rows, json_record, rows_of
+
+FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS))
+SELECT = f"SELECT {FIELDS} FROM calls"
+SHOWN = {"id": "_id", **{name: name for name in RECORD_FIELDS}}  # record key: column
+JSON = json_record(SHOWN)  # a call's record built from its columns
+# A page reads each call's record as stored by its insert (or, in a row written before the
+# `record` column existed, builds it there and then).
+ENCODED = f"coalesce(record, {JSON})"
+
+
+@dataclasses.dataclass
+class NewCalls:
+    """What inserting a batch of calls writes, made before the write unit (`prepare`)."""
+
+    count: int
+    calls: Rows
+    activities: Rows
+    quarters: dict[tuple, list[int]]
+
+
+def prepare(documents: list[dict]) -> NewCalls:
+    """The rows of new call documents, their `call` timeline entries and their quarter-hour
+    counts: pure Python, made on a worker thread while the writer writes the previous batch."""
+    return NewCalls(
+        len(documents),
+        rows_of(documents),
+        rows_of([call_activity(doc) for doc in documents]),
+        quarter_sums(documents),
+    )
+
+
+def write_calls(conn: sqlite3.Connection, workspace_id: str, new: NewCalls) -> None:
+    """Insert calls with their `call` timeline entries and count them, in the caller's
+    transaction."""
+    insert_rows(
+        conn, "calls", new.calls, computed={"record": lambda value: json_record(SHOWN, value)}
+    )
+    insert_rows(conn, "activities", new.activities, "INSERT OR IGNORE")
+    bump(conn, workspace_id, "calls", new.count)
+    add_to_quarters(conn, workspace_id, new.quarters)
