@@ -65,6 +65,12 @@ def _at_least_one_non_blank(validator, value, instance, schema):
         yield ValidationError(NON_BLANK_MESSAGE)
 
 
+INSTANT_MESSAGE = (
+    "must be an RFC 3339 date-time with a UTC offset, such as 2026-11-21T09:30:00Z or "
+    "2026-11-21T10:30:00.250+01:00"
+)
+# A pattern's error in words (the keyword beside `pattern`); the pattern itself otherwise.
+PATTERN_DETAIL = "x-patternDetail"
 # Values of a discriminator that name a shape this schema refuses, with the reason as the error.
 REFUSED = "x-refusedValues"
 
@@ -149,6 +155,10 @@ def _message(error: ValidationError) -> tuple[list, str]:
         return path, "must not be blank"
     if kind == "pattern" and schema.get("format") == "uuid":
         return path, "must be a UUID"
+    if kind == "pattern" and schema.get("format") == "date-time":
+        return path, INSTANT_MESSAGE
+    if kind == "pattern" and PATTERN_DETAIL in schema:
+        return path, schema[PATTERN_DETAIL]
     return path, error.message
 
 
