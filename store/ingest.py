@@ -49,12 +49,16 @@ class NewCall:
     sid: str | None = None  # the provider's call SID, lower case
     recording_ref: str | None = None
     recording_duration_seconds: int | None = None
+    # An id the caller derives from the call's content (the import, for calls without a SID):
+    # like a SID's, it makes recording the call again `existing`.
+    call_id: str | None = None
 
     def content_hash(self, prospect_id: str) -> str:
         """What makes two posts of one SID the same call: every field of the body, with the
         prospect as resolved."""
         values = dataclasses.asdict(self)
         values.pop("contact")
+        values.pop("call_id")
         values["prospect_id"] = prospect_id
         text = json.dumps(values, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -87,6 +91,23 @@ class NewCall:
 def sid_call_id(workspace_id: str, sid: str) -> str:
     """The id of the call with provider SID `sid` in a workspace (the same in every process)."""
     return derived_id(workspace_id, "providerCallSid", sid)
+
+
+def call_ids(workspace_id: str, calls: list[NewCall], marks: list[str] | None) -> list[str]:
+    """The ids of calls to record: from the provider SID, else the caller's own id, else the
+    Idempotency-Key's (`marks`), else new."""
+    return [
+        sid_call_id(workspace_id, call.sid)
+        if call.sid
+        else call.call_id or (marks[index] if marks else new_id())
+        for index, call in enumerate(calls)
+    ]
+
+
+def converging(calls: list[NewCall], marks: list[str] | None) -> list[int]:
+    """The calls whose ids converge (a SID, the caller's id, an Idempotency-Key's): an earlier
+    record under the id is looked for."""
+    return [i for i, call in enumerate(calls) if call.sid or call.call_id or marks]
 
 
 @dataclasses.dataclass

@@ -27,7 +27,7 @@ from pymongo.errors import BulkWriteError
 from store.activities import call_activity
 from store.calls import CALL_FIELDS
 from store.calls import record as call_record
-from store.clock import new_id, utcnow
+from store.clock import utcnow
 from store.idempotency import Once
 from store.ingest import (
     CREATED,
@@ -37,10 +37,11 @@ from store.ingest import (
     References,
     Refusal,
     Refused,
+    call_ids,
     changes_to,
+    converging,
     exists,
     reference_refusals,
-    sid_call_id,
     wanted,
 )
 from store.mongo.bulk import bulk, ids_in
@@ -105,13 +106,8 @@ class CallRecorder:
         for index, refusal in reference_refusals(calls, refs, batch):
             refuse(index, refusal)
         marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
-        ids = [
-            sid_call_id(workspace_id, call.sid)
-            if call.sid
-            else (marks[index] if marks else new_id())
-            for index, call in enumerate(calls)
-        ]
-        looked_up = [ids[i] for i, c in enumerate(calls) if c.sid or marks]
+        ids = call_ids(workspace_id, calls, marks)
+        looked_up = [ids[i] for i in converging(calls, marks)]
         found = await self.found(workspace_id, looked_up)
         given = [i for i, c in enumerate(contacts) if c is not None and results[i] is None]
         parsed = [c for i in given if (c := contacts[i]) is not None]

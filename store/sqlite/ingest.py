@@ -18,7 +18,7 @@ from collections.abc import Collection
 from store.activities import call_activity
 from store.activities import record as activity_record
 from store.calls import record as call_record
-from store.clock import new_id, utcnow
+from store.clock import utcnow
 from store.idempotency import Once
 from store.ingest import (
     CREATED,
@@ -31,11 +31,12 @@ from store.ingest import (
     Refusal,
     Refused,
     activity_refusal,
+    call_ids,
     changes_to,
+    converging,
     exists,
     follows_activity,
     reference_refusals,
-    sid_call_id,
     wanted,
 )
 from store.prospects import Candidate, Contact, outcomes, recognise_created
@@ -103,15 +104,11 @@ def record_calls(
     parsed = [c for i in given if (c := contacts[i]) is not None]
     targets, chosen, new = resolve_contacts(conn, workspace_id, parsed)
     landed = dict(zip(given, chosen, strict=True))
-    ids = [
-        sid_call_id(workspace_id, call.sid)
-        if call.sid
-        else (once.record_id("call", str(index)) if once else new_id())
-        for index, call in enumerate(calls)
-    ]
+    marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
+    ids = call_ids(workspace_id, calls, marks)
     found = {
         row["_id"]: row
-        for row in _rows(conn, workspace_id, [ids[i] for i, c in enumerate(calls) if c.sid])
+        for row in _rows(conn, workspace_id, [ids[i] for i in converging(calls, marks)])
     }
     pending: dict[str, str] = {}  # id -> content of a call this unit creates
     owners: dict[str, str | None] = {}  # dedupe key -> owner of a prospect still to create
