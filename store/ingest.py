@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import json
 from collections.abc import Collection
 
 from store.activities import activity_document, derived_id
@@ -55,12 +54,26 @@ class NewCall:
 
     def content_hash(self, prospect_id: str) -> str:
         """What makes two posts of one SID the same call: every field of the body, with the
-        prospect as resolved."""
-        values = dataclasses.asdict(self)
-        values.pop("contact")
-        values.pop("call_id")
-        values["prospect_id"] = prospect_id
-        text = json.dumps(values, sort_keys=True, default=str, separators=(",", ":"))
+        prospect as resolved. (Stored with the call and compared with later posts: its form
+        must never change.)"""
+        values = (
+            self.user_id,
+            self.direction,
+            self.disposition,
+            self.from_number,
+            self.to_number,
+            self.started_at,
+            self.ended_at,
+            prospect_id,
+            self.list_id,
+            self.answered_at,
+            self.meeting_booked,
+            self.notes,
+            self.sid,
+            self.recording_ref,
+            self.recording_duration_seconds,
+        )
+        text = "\x1f".join(map(repr, values))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def document(self, workspace_id: str, call_id: str, prospect_id: str, now: dt.datetime) -> dict:
