@@ -58,7 +58,12 @@ setup(
             # Type information for mypy (`make lint`) of the libraries that ship none.
             "types-PyYAML",
             "types-jsonschema",
+            # tests/integrations/test_dlt.py: the dlt source, as "dlt" below.
+            "dlt[duckdb]==1.31.0",
+            "duckdb==2.0.1",
         ],
+        # integrations/dlt/: the dlt source of the API and its loader into DuckDB.
+        "dlt": ["dlt[duckdb]==1.31.0", "duckdb==2.0.1"],
         # `make bench` needs only psutil (also in "test"); the profilers are for chasing a miss.
         "bench": ["psutil>=5.9", "pyinstrument>=4.6", "py-spy>=0.3"],
     },

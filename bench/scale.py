@@ -20,10 +20,15 @@ matter), and printed as one table with its target and PASS/MISS:
 - L11/L12 page 1 vs a page 100,000 records deep, by page number (page=1001) and by cursor
   (the nextCursor of page 1000): the cursor's ratio <= 1.5 (a sync client walks every page);
   page numbers informative.
-- L13 `workspace-api import calls` of as many calls (an NDJSON file of dialer bodies, each with
+- L13 GET /v1/exports/calls, every call to a client on loopback that reads as fast as it can,
+  against the bare limit (bench/scale_export_bare.py: one thread reading the same rows from the
+  same file and writing the same bytes to a socket), interleaved: ratio >= 0.5; L14 its
+  duration < 30 s; L15 the API's memory growth during it < 64 MB; L16 GET /v1/users p99 while
+  it runs < 50 ms.
+- L17 `workspace-api import calls` of as many calls (an NDJSON file of dialer bodies, each with
   a providerCallSid) into an empty workspace of a fresh file, while `serve` runs on it, against
   `demo --calls N` seeding a fresh file in the same run (calls per second of each): >= 0.5;
-  L14 the API's GET /v1/users during the import: p99 < 100 ms.
+  L18 the API's GET /v1/users during the import: p99 < 100 ms.
 
 The data files are seeded once (a few minutes for 1M calls) and cached in bench/.data/
 (bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look).
@@ -50,6 +55,7 @@ import psutil
 
 from bench.common import HOST, MB, Row, ms, percentile, table, upload_body, verdict
 from bench.httpload import download, request_bytes, run_load
+from bench.memory import RSSSampler
 from bench.processes import stop_process
 from bench.scale_data import (
     SMALL_CALLS,
@@ -61,7 +67,26 @@ from bench.scale_data import (
 
 REPO = Path(__file__).resolve().parent.parent
 # Every row this benchmark reports, in the order it prints them (bench/common.py: the ids).
-ROW_IDS = ("L1", "L2", "L3", "L4", "L11", "L12", "L5", "L6", "L7", "L8", "L9", "L13", "L14", "L10")
+ROW_IDS = (
+    "L1",
+    "L2",
+    "L3",
+    "L4",
+    "L11",
+    "L12",
+    "L13",
+    "L14",
+    "L15",
+    "L16",
+    "L5",
+    "L6",
+    "L7",
+    "L8",
+    "L9",
+    "L17",
+    "L18",
+    "L10",
+)
 COLUMNS = (
     ("id", "id"),
     ("figure", "what"),
@@ -496,7 +521,7 @@ def write_call_lines(
 
 
 async def bench_import(args, workdir: Path) -> list[Row]:
-    """L13/L14: see the module's docstring."""
+    """L17/L18: see the module's docstring."""
     from bench.scale_data import read_marker
 
     seeded, target = workdir / "seeded.sqlite", workdir / "import.sqlite"
@@ -576,7 +601,7 @@ async def bench_import(args, workdir: Path) -> list[Row]:
     failed = proc.returncode != 0 or imported != args.calls or errors
     return [
         Row(
-            "L13",
+            "L17",
             f"import {args.calls:,} calls / demo seeding (calls per second, same run)",
             f"{rate:,.0f}/s ({seconds:.0f} s) vs {seed_rate:,.0f}/s "
             f"({seeded_calls:,} calls in {seeding['seedSeconds']:.0f} s): {ratio:.2f}",
@@ -586,11 +611,141 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             else verdict(ratio >= 0.5),
         ),
         Row(
-            "L14",
+            "L18",
             "GET /v1/users while the import runs",
             f"p50 {ms(percentile(probes, 0.5))}, p99 {ms(p99)} ({len(probes)} probes)",
             "p99 < 100 ms",
             f"ERRORS ({errors})" if errors else verdict(p99 < 0.1),
+        ),
+    ]
+
+
+class _Drain(asyncio.BufferedProtocol):
+    """The bare export's client: reads into one buffer as fast as it can until the peer closes,
+    counting bytes (as bench.httpload's download does for the API)."""
+
+    def __init__(self, done: asyncio.Future):
+        self.view = memoryview(bytearray(1024 * 1024))
+        self.done, self.bytes, self.started = done, 0, 0.0
+
+    def connection_made(self, transport) -> None:
+        self.started = time.perf_counter()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.bytes += nbytes
+
+    def connection_lost(self, exc) -> None:
+        if not self.done.done():
+            self.done.set_result((self.bytes, time.perf_counter() - self.started))
+
+
+async def bare_export(path: Path, workspace_id: str) -> tuple[int, float]:
+    """(bytes, seconds) of the bare limit exporting every settled call of the workspace."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    server = await loop.create_server(lambda: _Drain(done), HOST, 0)
+    port = server.sockets[0].getsockname()[1]
+    settled = int((time.time() - 5) * 1000)  # sync_settle_seconds' default, as the API's
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.scale_export_bare",
+        str(path),
+        workspace_id,
+        str(settled),
+        str(port),
+        stdout=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+    try:
+        return await asyncio.wait_for(done, 300)
+    finally:
+        await proc.wait()
+        server.close()
+
+
+async def bench_export(args, big: Api) -> list[Row]:
+    """Every call through GET /v1/exports/calls against the bare limit, interleaved (B A A B
+    ...), the API's memory sampled during each export; then one more export while GET
+    /v1/users is probed one request at a time."""
+    wid = big.marker["workspaces"][0]["id"]
+    path = "/v1/exports/calls"
+    await bare_export(big.path, wid)  # warm-up: the file's pages in the OS cache
+    rates: dict[str, list[float]] = {"api": [], "bare": []}
+    seconds: list[float] = []
+    growth: list[int] = []
+    sizes: set[int] = set()
+    errors: list[str] = []
+    for round_index in range(args.export_rounds):
+        order = ["bare", "api"] if round_index % 2 == 0 else ["api", "bare"]
+        for side in order:
+            if side == "bare":
+                size, took = await bare_export(big.path, wid)
+            else:
+                sampler = RSSSampler(big.pid)
+                before = sampler.rss()
+                sampler.start()
+                answer = await download(HOST, big.port, big.request(path), max_seconds=300)
+                growth.append(sampler.stop() - before)
+                size, took = answer.body_bytes, answer.total
+                seconds.append(took)
+                if answer.status != 200 or not answer.complete:
+                    errors.append(f"{answer.status} complete={answer.complete}")
+            sizes.add(size)
+            rates[side].append(size / took)
+    if len(sizes) != 1:
+        errors.append(f"the two sides sent different bytes: {sorted(sizes)}")
+    users = request_bytes("GET", "/v1/users", HOST, big.port, big.headers())
+    idle = [(await download(HOST, big.port, users)).total for _ in range(100)]
+    probes: list[float] = []
+    task = asyncio.ensure_future(download(HOST, big.port, big.request(path), max_seconds=300))
+    while not task.done():
+        answer = await download(HOST, big.port, users, max_seconds=60)
+        if not task.done():  # only probes that ran wholly during the export count
+            probes.append(answer.total)
+            if answer.status != 200:
+                errors.append(f"/v1/users {answer.status}")
+        await asyncio.sleep(0.01)
+    if not task.result().complete:
+        errors.append("the probed export did not complete")
+    api_rate, bare_rate = statistics.median(rates["api"]), statistics.median(rates["bare"])
+    ratio = api_rate / bare_rate
+    slowest, worst_growth = max(seconds), max(growth)
+    p99 = percentile(probes, 0.99)
+    failed = f"ERRORS ({'; '.join(errors[:3])})" if errors else None
+    size_text = f"{next(iter(sizes)) / MB:.0f} MB" if len(sizes) == 1 else "sizes differ"
+    return [
+        Row(
+            "L13",
+            f"GET /v1/exports/calls ({args.calls:,} calls, {size_text}) / bare limit",
+            f"{api_rate / MB:.0f} MB/s vs {bare_rate / MB:.0f} MB/s: ratio {ratio:.2f}",
+            ">= 0.5",
+            failed or verdict(ratio >= 0.5),
+        ),
+        Row(
+            "L14",
+            "the export's duration",
+            f"{', '.join(f'{s:.1f}' for s in seconds)} s",
+            "< 30 s",
+            failed or verdict(slowest < 30),
+        ),
+        Row(
+            "L15",
+            "API RSS growth during an export",
+            f"max {worst_growth / MB:.1f} MB ({', '.join(f'{g / MB:.1f}' for g in growth)})",
+            "< 64 MB",
+            failed or verdict(worst_growth < 64 * MB),
+        ),
+        Row(
+            "L16",
+            "GET /v1/users while an export runs",
+            f"p99 {ms(p99)}, p50 {ms(percentile(probes, 0.5))} ({len(probes)} probes; idle "
+            f"p99 {ms(percentile(idle, 0.99))})",
+            "p99 < 50 ms",
+            failed or verdict(p99 < 0.05),
         ),
     ]
 
@@ -627,6 +782,7 @@ async def run(args) -> list[Row]:
                 ("throughput", lambda: bench_throughput(args, big, workdir)),
                 ("page 1", lambda: bench_page_one(args, big, small)),
                 ("deep pages", lambda: bench_deep(args, big)),
+                ("export", lambda: bench_export(args, big)),
                 ("metrics", lambda: bench_metrics(args, big)),
                 ("recording", lambda: bench_recording(args, big_path, big_marker)),
                 ("uploads", lambda: bench_uploads(args, small)),
@@ -697,12 +853,15 @@ def parse_args(argv=None):
         "--samples", type=int, default=40, help="sequential samples per latency figure"
     )
     parser.add_argument("--metrics-runs", type=int, default=3)
+    parser.add_argument(
+        "--export-rounds", type=int, default=2, help="export rounds per side (L13 to L15)"
+    )
     parser.add_argument("--uploads", type=int, default=40)
     parser.add_argument(
         "--only",
         nargs="*",
         default=None,
-        help="steps to run: throughput page deep metrics recording uploads import",
+        help="steps to run: throughput page deep export metrics recording uploads import",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     return parser.parse_args(argv)

@@ -56,7 +56,7 @@ class StoreRecorder:
         return [call["_id"] for call in calls]
 
     async def change_notes(self, workspace_id: str, call_id: str, notes: str) -> None:
-        await self.store.calls.update_notes(workspace_id, call_id, notes)
+        await self.store.calls.change(workspace_id, call_id, {"notes": notes})
 
 
 class LiveWriter:

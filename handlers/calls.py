@@ -16,6 +16,7 @@ from handlers.pagination import serve_page
 from handlers.params import instant, problem, uuid_param
 from store.clock import utcnow
 from store.ingest import CREATED, NewCall, Recorded, Refused
+from store.paging import Page, Window
 
 STORE_ARGS = {
     "userId": "user_id",
@@ -27,6 +28,29 @@ STORE_ARGS = {
     "createdTo": "created_to",
     "updatedSince": "updated_since",
 }
+
+
+def call_filters(query: dict) -> dict:
+    """The filters of GET /calls (and its export) by parameter name, None when absent."""
+    return {
+        "userId": uuid_param(query, "userId"),
+        "prospectId": uuid_param(query, "prospectId"),
+        "listId": uuid_param(query, "listId"),
+        "direction": query.get("direction"),
+        "disposition": query.get("disposition"),
+        "createdFrom": instant(query, "createdFrom"),
+        "createdTo": instant(query, "createdTo"),
+        "updatedSince": instant(query, "updatedSince"),
+    }
+
+
+def store_args(filters: dict) -> dict:
+    """The store's arguments for the filters (a cursor's, or the request's); 400 when
+    createdTo is before createdFrom."""
+    start, end = filters.get("createdFrom"), filters.get("createdTo")
+    if start and end and end < start:
+        raise problem("createdTo", "must not be before createdFrom")
+    return {STORE_ARGS[name]: value for name, value in filters.items()}
 
 
 def call_value(recorded: Recorded) -> dict:
@@ -66,31 +90,12 @@ class CallsHandler(Recording):
     body_schemas = {"POST": "/schemas/requests/call-create.json"}
 
     async def get(self) -> None:
-        query = self.query
-        filters = {
-            "userId": uuid_param(query, "userId"),
-            "prospectId": uuid_param(query, "prospectId"),
-            "listId": uuid_param(query, "listId"),
-            "direction": query.get("direction"),
-            "disposition": query.get("disposition"),
-            "createdFrom": instant(query, "createdFrom"),
-            "createdTo": instant(query, "createdTo"),
-            "updatedSince": instant(query, "updatedSince"),
-        }
         calls = self.store.calls
 
-        async def fetch(window, filters):
-            start, end = filters.get("createdFrom"), filters.get("createdTo")
-            if start and end and end < start:
-                raise problem("createdTo", "must not be before createdFrom")
-            return await calls.page(
-                self.workspace_id,
-                window,
-                encoded=True,
-                **{STORE_ARGS[name]: value for name, value in filters.items()},
-            )
+        async def fetch(window: Window, filters: dict) -> Page:
+            return await calls.page(self.workspace_id, window, encoded=True, **store_args(filters))
 
-        await serve_page(self, "calls", filters, fetch)
+        await serve_page(self, "calls", call_filters(self.query), fetch)
 
     @idempotent
     async def post(self) -> None:

@@ -3,7 +3,14 @@
 from handlers.base import APIError, APIHandler, invalid, not_found, path_uuid
 from handlers.idempotency import IdempotentHandler, Reply, idempotent
 from handlers.pagination import serve_page
+from handlers.params import instant
+from store.paging import Page, Window
 from store.prospects import Upload
+
+
+def list_filters(query: dict) -> dict:
+    """The filters of GET /lists (and its export) by parameter name, None when absent."""
+    return {"updatedSince": instant(query, "updatedSince")}
 
 
 class ListsHandler(IdempotentHandler):
@@ -14,10 +21,12 @@ class ListsHandler(IdempotentHandler):
     async def get(self) -> None:
         lists = self.store.lists
 
-        async def fetch(window, filters):
-            return await lists.page(self.workspace_id, window, encoded=True)
+        async def fetch(window: Window, filters: dict) -> Page:
+            return await lists.page(
+                self.workspace_id, window, updated_since=filters.get("updatedSince"), encoded=True
+            )
 
-        await serve_page(self, "lists", {}, fetch)
+        await serve_page(self, "lists", list_filters(self.query), fetch)
 
     @idempotent
     async def post(self) -> None:

@@ -1,4 +1,5 @@
-"""Streamed responses (a recording, a timeline): bounded in number and cut when nobody reads.
+"""Streamed responses (a recording, a timeline, an export): bounded in number and cut when
+nobody reads.
 
 A workspace has at most `max_streams_per_workspace` streamed responses open at once in this
 process; one more is 429 `too_many_streams` with Retry-After. A stream whose client takes no
@@ -101,7 +102,7 @@ class StreamingHandler(APIHandler):
             raise APIError(
                 "too_many_streams",
                 f"the workspace already has {limit} streamed "
-                "responses open (recordings and timelines); retry when one ends",
+                "responses open (recordings, timelines and exports); retry when one ends",
                 headers={"Retry-After": RETRY_AFTER},
             )
         self._slot_held = True

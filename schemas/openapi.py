@@ -44,6 +44,11 @@ TAGS = [
     ),
     ("Calls", "Calls and their recordings."),
     ("Prospects", "Prospects and their activity timelines."),
+    (
+        "Exports",
+        "Backfill in one request: every record of a resource as NDJSON, then the sync order "
+        'from the export\'s `Link rel="next"`.',
+    ),
     ("Reporting", "Dialer KPIs."),
     ("API key", "The key you call with: its scopes and expiry."),
     ("Service", "Health of the service (no API key needed)."),
@@ -94,8 +99,14 @@ HEADERS = {
     ),
     "Link": (
         "RFC 8288 links to the first, prev, next and last pages, relative URLs that keep "
-        'the other query parameters, e.g. `</v1/lists?page=2&pageSize=50>; rel="next"`.',
+        'the other query parameters, e.g. `</v1/lists?page=2&pageSize=50>; rel="next"`. On '
+        'an export, `rel="next"` is the sync-order request that continues right after it, e.g. '
+        '`</v1/calls?sort=updatedAt&cursor=...>; rel="next"`.',
         {"type": "string"},
+    ),
+    "Content-Encoding": (
+        "`gzip` when the request's Accept-Encoding accepts gzip: the body is gzip-encoded.",
+        {"type": "string", "enum": ["gzip"]},
     ),
     "Location": ("URL of the created resource.", {"type": "string"}),
     "Content-Range": (

@@ -99,8 +99,8 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
     "too_many_streams": (
         429,
         "Too many streams",
-        "The workspace already has as many streamed responses (recordings and "
-        "activity timelines) open as it may; retry after Retry-After seconds, "
+        "The workspace already has as many streamed responses (recordings, "
+        "activity timelines and exports) open as it may; retry after Retry-After seconds, "
         "or when one of them ends.",
     ),
     "internal_error": (

@@ -32,6 +32,7 @@ HANDLER_MODULES = [
     "handlers.recordings",
     "handlers.prospects",
     "handlers.activities",
+    "handlers.exports",
     "handlers.reporting",
     "handlers.openapi",
     "handlers.console",

@@ -127,7 +127,8 @@ class Checker:
         return found  # type: ignore[return-value]
 
     def check(self, raw: bytes) -> tuple[Any, list[str]]:
-        body, fast = None, False
+        body: Any = None
+        fast = False
         if self.kind == "calls" and jsonio.SURROGATE_ESCAPE.search(raw) is None:
             # The fast path: a flat body without surrogate escapes needs no walk over it.
             try:

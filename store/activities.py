@@ -1,6 +1,11 @@
 """Prospect activities, backend-neutral: the stored form of an activity and the entries derived
 from calls and list memberships. A timeline is read newest first (occurredAt, then id), as a
 stream of bounded batches, never as one list.
+
+An activity also keeps when it was stored (`storedAt`), distinct from when it happened
+(`occurredAt`, which may lie in the past): the activities export reads them in the order they
+were stored, and its `updatedSince` filters on that moment. Rows written before the field
+existed have it set to their `occurredAt` when the store opens them.
 """
 
 from __future__ import annotations
@@ -8,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from store.clock import new_id
+from store.clock import new_id, utcnow
 
 TYPES = ("call", "note", "email", "list_added", "meeting_booked", "status_change")
 TIMELINE_ORDER = [("occurredAt", -1), ("_id", -1)]
@@ -21,6 +26,7 @@ FIELDS = {
     "summary": 1,
     "details": 1,
 }
+EXPORT_FIELDS = {**FIELDS, "prospectId": 1, "storedAt": 1}
 INSERT_BATCH = 5000
 # Ids of derived activities (a call's entry, a list membership) are derived from what they
 # record, so writing them again is idempotent.
@@ -55,8 +61,9 @@ def activity_document(
     user_id: str | None = None,
     call_id: str | None = None,
     activity_id: str | None = None,
+    stored_at: dt.datetime | None = None,
 ) -> dict:
-    """The stored form of one activity."""
+    """The stored form of one activity; `storedAt` is now unless given."""
     if type not in TYPES:
         raise ValueError(f"unknown activity type {type!r}")
     return {
@@ -69,6 +76,7 @@ def activity_document(
         "callId": call_id,
         "summary": summary,
         "details": details or {},
+        "storedAt": to_ms(stored_at) if stored_at else utcnow(),
     }
 
 
@@ -121,6 +129,22 @@ def record(doc: dict) -> dict:
         "occurredAt": doc["occurredAt"],
         # Absent and null are the same here: some servers leave a null out of a $setOnInsert
         # (FerretDB 1.24), as record_list_added writes it.
+        "userId": doc.get("userId"),
+        "callId": doc.get("callId"),
+        "summary": doc["summary"],
+        "details": doc["details"],
+    }
+
+
+def export_record(doc: dict) -> dict:
+    """An activity as the activities export shows it: the timeline's record with its
+    `prospectId` and `storedAt` (a row stored before the field existed: its `occurredAt`)."""
+    return {
+        "id": doc["_id"],
+        "prospectId": doc["prospectId"],
+        "type": doc["type"],
+        "occurredAt": doc["occurredAt"],
+        "storedAt": doc.get("storedAt") or doc["occurredAt"],
         "userId": doc.get("userId"),
         "callId": doc.get("callId"),
         "summary": doc["summary"],

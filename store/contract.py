@@ -23,6 +23,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+from store.exports import Batch
 from store.idempotency import KeyState, Once
 from store.ingest import Logged, NewActivity, NewCall, Recorded
 from store.keys import DEFAULT_SCOPES, ActiveKey
@@ -129,9 +130,31 @@ class Lists(Protocol):
         prospectsCount counted again first."""
         ...
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
-        """One window of lists. With `encoded` a backend may return the records as one JSON
-        array (store.paging.RawJSON); without it they are dicts."""
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        updated_since: dt.datetime | None = None,
+        encoded: bool = False,
+    ) -> Page:
+        """One window of lists (updatedAt >= `updated_since` when given). With `encoded` a
+        backend may return the records as one JSON array (store.paging.RawJSON); without it
+        they are dicts."""
+        ...
+
+    def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = ...,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Batch, None]:
+        """Every list last changed at or before `settled_before` (the export's horizon), in
+        the sync order (updatedAt, then id), in batches of at most `batch_size` records
+        (store/exports.py); memory stays bounded whatever the number. Close it
+        (contextlib.aclosing) when stopping early."""
         ...
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
@@ -198,6 +221,21 @@ class Prospects(Protocol):
         updated_since: dt.datetime | None = None,
         encoded: bool = False,
     ) -> Page: ...
+
+    def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = ...,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Batch, None]:
+        """Every prospect `page`'s filters select that was last changed at or before
+        `settled_before`, in the sync order, in batches (see Lists.export)."""
+        ...
 
     async def lookup(
         self,
@@ -269,6 +307,25 @@ class Calls(Protocol):
         """One window of calls: equality filters, createdAt in [from, to), updatedAt >= since."""
         ...
 
+    def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = ...,
+        user_id: str | None = None,
+        prospect_id: str | None = None,
+        list_id: str | None = None,
+        direction: str | None = None,
+        disposition: str | None = None,
+        created_from: dt.datetime | None = None,
+        created_to: dt.datetime | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Batch, None]:
+        """Every call `page`'s filters select that was last changed at or before
+        `settled_before`, in the sync order, in batches (see Lists.export)."""
+        ...
+
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording, or None (no such call in this
         workspace, or no recording). Never part of a record."""
@@ -302,6 +359,19 @@ class Activities(Protocol):
         """A prospect's activities as records, newest first, in batches of `batch_size`; memory
         stays bounded whatever the timeline's length. Close it (contextlib.aclosing) when
         stopping early."""
+        ...
+
+    def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = ...,
+        stored_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Batch, None]:
+        """Every activity of the workspace stored at or before `settled_before` (and at or
+        after `stored_since`), in the order they were stored (storedAt, then id), as
+        store.activities.export_record shows them, in batches (see Lists.export)."""
         ...
 
 

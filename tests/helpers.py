@@ -189,7 +189,9 @@ def check_invariants(response: Response, method: str) -> None:
             assert problem["title"] and problem["detail"]
             assert "Traceback" not in response.body.decode()
     elif response.code not in (204, 304) and method != "HEAD":
-        assert content_type.startswith(("application/json", "audio/mpeg", "text/html")), response
+        assert content_type.startswith(
+            ("application/json", "application/x-ndjson", "audio/mpeg", "text/html")
+        ), response
 
 
 async def walk_pages(client: Client, path: str, key: str) -> tuple[list[dict], int]:

@@ -94,6 +94,22 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
             },
         ),
     },
+    r"/v1/exports/calls": {
+        "GET": ("read", "/v1/exports/calls", None),
+        "HEAD": ("read", "/v1/exports/calls", None),
+    },
+    r"/v1/exports/prospects": {
+        "GET": ("read", "/v1/exports/prospects", None),
+        "HEAD": ("read", "/v1/exports/prospects", None),
+    },
+    r"/v1/exports/lists": {
+        "GET": ("read", "/v1/exports/lists", None),
+        "HEAD": ("read", "/v1/exports/lists", None),
+    },
+    r"/v1/exports/activities": {
+        "GET": ("read", "/v1/exports/activities", None),
+        "HEAD": ("read", "/v1/exports/activities", None),
+    },
     r"/v1/reporting/dialer-metrics": {
         "GET": ("read", f"/v1/reporting/dialer-metrics?{METRICS}", None),
         "HEAD": ("read", f"/v1/reporting/dialer-metrics?{METRICS}", None),

@@ -425,8 +425,9 @@ function showResult(form, result, request, response, payload, elapsed, auth) {
   parts.push(headerList);
 
   const links = parseLinks(response.headers.get("Link"));
+  const records = /^application\/x-ndjson/.test(type) ? ndjson(payload) : null; // an export
   let json = null;
-  if (typeof payload === "string" && /json/.test(type) && payload) {
+  if (typeof payload === "string" && /json/.test(type) && payload && records === null) {
     try {
       json = JSON.parse(payload);
     } catch {
@@ -446,11 +447,32 @@ function showResult(form, result, request, response, payload, elapsed, auth) {
     parts.push(chart);
     drawChart(chart, json.byDay);
   }
+  if (records !== null) {
+    const shown = records.slice(0, EXPORT_SHOWN);
+    const more = records.length > shown.length ? `; the first ${shown.length}:` : "";
+    parts.push(message(`${records.length} records, one per line (NDJSON)${more}`, "note"));
+    parts.push(jsonView(shown));
+  }
   if (json !== null) parts.push(jsonView(json));
-  else if (typeof payload === "string" && payload) parts.push(el("pre", { class: "json" }, payload));
+  else if (records === null && typeof payload === "string" && payload) {
+    parts.push(el("pre", { class: "json" }, payload));
+  }
   parts.push(el("pre", { class: "curl" }, curlFor(request, auth)));
   result.replaceChildren(...parts);
   if (json && status < 300) remember(json);
+}
+
+// An export's body: one JSON record per line. Only its first records are shown, as a JSON array
+// (an export of a large workspace holds millions).
+const EXPORT_SHOWN = 50;
+
+function ndjson(payload) {
+  if (typeof payload !== "string") return null;
+  try {
+    return payload.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line));
+  } catch {
+    return null;
+  }
 }
 
 function parseLinks(header) {

@@ -13,7 +13,7 @@ import pymongo
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store.mongo.activities import Activities
+from store.mongo.activities import Activities, fill_stored_at
 from store.mongo.calls import Calls
 from store.mongo.errors import driver_errors, translate_errors
 from store.mongo.expiry import sweep_expired
@@ -63,6 +63,7 @@ class MongoStore:
         await self.db.command("ping")
         with pymongo.timeout(build_timeout):
             self.ttl_indexes = await ensure_indexes(self.db)
+            await fill_stored_at(self.db)
         self.indexes_ready = True
         # Calls stored before they carried their metrics fields get them once, in small
         # batches; the API serves meanwhile (a report counts such calls one by one).

@@ -3,7 +3,9 @@ timeline stream.
 
 One document per activity, read newest first (occurredAt, then id) through the index
 `ws_prospect_timeline`. The timeline is unbounded, so it is read as a stream of bounded batches
-from one cursor (`timeline`), never as one list.
+from one cursor (`timeline`), never as one list. The export reads every activity of a workspace
+in the order they were stored (`ws_stored_id`); `fill_stored_at` gives the documents written
+before `storedAt` existed their `occurredAt`.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.activities import (
+    EXPORT_FIELDS,
     FIELDS,
     INSERT_BATCH,
     TIMELINE_ORDER,
     check_scope,
+    export_record,
     list_added_activity,
 )
 from store.activities import record as _record
+from store.exports import BATCH_SIZE
 from store.idempotency import Once
 from store.ingest import (
     CREATED,
@@ -35,7 +40,36 @@ from store.ingest import (
 )
 from store.mongo.bulk import bulk, ids_in
 from store.mongo.errors import translate_errors
+from store.mongo.exports import export_batches
 from store.mongo.idempotency import store_response
+
+FILL_BATCH = 1000
+
+
+async def fill_stored_at(db: AsyncDatabase) -> int:
+    """Give every activity stored before `storedAt` existed its `occurredAt` as `storedAt`,
+    workspace by workspace through the index `ws_stored_id` (where the missing field reads as
+    null), in bounded batches; idempotent, and one indexed query per workspace once done. How
+    many were filled."""
+    col, filled = db["activities"], 0
+    async for workspace in db["workspaces"].find({}, {"_id": 1}):
+        missing = {"workspaceId": workspace["_id"], "storedAt": None}
+        while True:
+            found = await col.find(missing, {"occurredAt": 1}).limit(FILL_BATCH).to_list()
+            if not found:
+                break
+            await col.bulk_write(
+                [
+                    UpdateOne(
+                        {"_id": doc["_id"], **missing},
+                        {"$set": {"storedAt": doc["occurredAt"]}},
+                    )
+                    for doc in found
+                ],
+                ordered=False,
+            )
+            filled += len(found)
+    return filled
 
 
 async def record_list_added(
@@ -130,6 +164,31 @@ class Activities:
         if once is not None:
             await store_response(self.db["idempotency"], once, logged)
         return logged
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        stored_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[list[dict], None]:
+        """Every activity of the workspace stored at or before `settled_before` (and at or
+        after `stored_since`), in the order they were stored (then id), in batches of
+        records."""
+        query: dict = {"workspaceId": workspace_id}
+        if stored_since is not None:
+            query["storedAt"] = {"$gte": stored_since}
+        async for batch in export_batches(
+            self.col,
+            query,
+            "storedAt",
+            settled_before,
+            EXPORT_FIELDS,
+            export_record,
+            batch_size,
+        ):
+            yield batch
 
     async def timeline(
         self, workspace_id: str, prospect_id: str, batch_size: int = 500

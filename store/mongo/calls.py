@@ -7,6 +7,7 @@ store/mongo/metrics.py), which its record never shows."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -14,10 +15,12 @@ from pymongo.asynchronous.database import AsyncDatabase
 from store.activities import call_activity
 from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
 from store.calls import record as _record
+from store.exports import BATCH_SIZE
 from store.idempotency import Once
 from store.ingest import NewCall, Recorded
 from store.mongo.activities import Activities
 from store.mongo.errors import translate_errors
+from store.mongo.exports import export_batches
 from store.mongo.idempotency import store_response
 from store.mongo.ingest import CallRecorder
 from store.mongo.metrics import metric_fields
@@ -125,6 +128,27 @@ class Calls:
         return await page_query(
             self.col, call_filters(workspace_id, **filters), window, CALL_FIELDS, _record
         )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        **filters: Any,
+    ) -> AsyncGenerator[list[dict], None]:
+        """The calls last changed at or before `settled_before`, in the sync order, in
+        batches of records; `filters` as `call_filters`."""
+        async for batch in export_batches(
+            self.col,
+            call_filters(workspace_id, **filters),
+            "updatedAt",
+            settled_before,
+            CALL_FIELDS,
+            _record,
+            batch_size,
+        ):
+            yield batch
 
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this

@@ -79,6 +79,7 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("workspaceId", ASC), ("prospectId", ASC), ("occurredAt", DESC), ("_id", DESC)],
             name="ws_prospect_timeline",
         ),
+        IndexModel([("workspaceId", ASC), ("storedAt", ASC), ("_id", ASC)], name="ws_stored_id"),
     ],
     "rate_limits": [
         IndexModel([("workspaceId", ASC), ("windowStart", ASC)], name="ws_window", unique=True),

@@ -12,6 +12,7 @@ at any point of an upload, without waiting for a retry.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncGenerator
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
@@ -19,8 +20,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE
 from store.idempotency import Once
 from store.mongo.errors import translate_errors
+from store.mongo.exports import export_batches
 from store.mongo.idempotency import store_response
 from store.mongo.locks import UPLOAD_LEASE, Leases
 from store.mongo.paging import page_query
@@ -91,7 +94,14 @@ class Lists:
             doc = await self._recount(workspace_id, doc) or doc
         return doc and _record(doc)
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        updated_since: dt.datetime | None = None,
+        encoded: bool = False,
+    ) -> Page:
         """One window of lists; dicts even when `encoded` is asked for (see Calls.page)."""
         pending: list[tuple[dict, dict]] = []
 
@@ -101,7 +111,7 @@ class Lists:
                 pending.append((doc, item))
             return item
 
-        query = {"workspaceId": workspace_id}
+        query = _query(workspace_id, updated_since)
         page = await page_query(self.col, query, window, LIST_FIELDS, record)
         for doc, item in pending:
             # The count only: the item keeps its place (updatedAt) in the page's order.
@@ -128,6 +138,27 @@ class Lists:
                 {"$unset": {PENDING: ""}},
             )
         return await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, LIST_FIELDS)
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[list[dict], None]:
+        """The lists last changed at or before `settled_before`, in the sync order, in batches
+        of records."""
+        async for batch in export_batches(
+            self.col,
+            _query(workspace_id, updated_since),
+            "updatedAt",
+            settled_before,
+            LIST_FIELDS,
+            _record,
+            batch_size,
+        ):
+            yield batch
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
@@ -162,3 +193,11 @@ async def set_counted(
     marked = await col.update_one({**selector, PENDING: token}, {**change, "$unset": {PENDING: ""}})
     if not marked.matched_count:
         await col.update_one(selector, change)
+
+
+def _query(workspace_id: str, updated_since: dt.datetime | None) -> dict:
+    """The query of GET /lists: the workspace, and updatedAt >= since."""
+    query: dict = {"workspaceId": workspace_id}
+    if updated_since is not None:
+        query["updatedAt"] = {"$gte": updated_since}
+    return query

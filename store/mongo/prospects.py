@@ -14,17 +14,19 @@ that its prospectsCount is exact after a crash at any point.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE
 from store.idempotency import Once
 from store.identity import normalize_email, normalize_phone
 from store.mongo.activities import Activities, record_list_added
 from store.mongo.errors import translate_errors
+from store.mongo.exports import export_batches
 from store.mongo.idempotency import store_response
 from store.mongo.lists import mark_counting, set_counted
 from store.mongo.locks import UPLOAD_LEASE, Leases
@@ -279,12 +281,32 @@ class Prospects:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. The records are dicts
         even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""
-        query = self._query(workspace_id, email=email, phone=phone)
-        if list_id is not None:
-            query["listIds"] = list_id
-        if updated_since is not None:
-            query["updatedAt"] = {"$gte": updated_since}
+        query = self._filtered(workspace_id, list_id, email, phone, updated_since)
         return await page_query(self.col, query, window, RECORD_FIELDS, _record)
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[list[dict], None]:
+        """The prospects last changed at or before `settled_before`, in the sync order, in
+        batches of records; filters as `page`."""
+        async for batch in export_batches(
+            self.col,
+            self._filtered(workspace_id, list_id, email, phone, updated_since),
+            "updatedAt",
+            settled_before,
+            RECORD_FIELDS,
+            _record,
+            batch_size,
+        ):
+            yield batch
 
     async def lookup(
         self,
@@ -301,6 +323,22 @@ class Prospects:
             query["_id"] = prospect_id
         cursor = self.col.find(query, RECORD_FIELDS).sort([("createdAt", 1), ("_id", 1)])
         return [_record(doc) async for doc in cursor.limit(limit)]
+
+    def _filtered(
+        self,
+        workspace_id: str,
+        list_id: str | None,
+        email: str | None,
+        phone: str | None,
+        updated_since: dt.datetime | None,
+    ) -> dict:
+        """The query of GET /prospects's filters."""
+        query = self._query(workspace_id, email=email, phone=phone)
+        if list_id is not None:
+            query["listIds"] = list_id
+        if updated_since is not None:
+            query["updatedAt"] = {"$gte": updated_since}
+        return query
 
     def _query(self, workspace_id: str, *, email: str | None, phone: str | None) -> dict:
         query: dict = {"workspaceId": workspace_id}

@@ -1,23 +1,42 @@
-"""Prospect activities on SQLite: bulk inserts, logging (store/sqlite/ingest.py) and the
-timeline, read newest first in bounded batches by keyset (each batch its own short read, so no
-cursor stays open between them)."""
+"""Prospect activities on SQLite: bulk inserts, logging (store/sqlite/ingest.py), the timeline,
+read newest first in bounded batches by keyset (each batch its own short read, so no cursor
+stays open between them), and the export of every activity in the order they were stored."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 from collections.abc import AsyncGenerator
 
 from store.activities import INSERT_BATCH, check_scope, record
+from store.exports import BATCH_SIZE, Lines
 from store.idempotency import Once
 from store.ingest import Logged, NewActivity, activity_ids
 from store.sqlite.engine import Engine
+from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
 from store.sqlite.ingest import log_activities
-from store.sqlite.schema import insert, to_doc
+from store.sqlite.schema import insert, json_record, ms, to_doc
 
 TIMELINE = (
     'SELECT "_id", type, occurredAt, userId, callId, summary, details FROM activities '
     "WHERE workspaceId = ? AND prospectId = ?"
+)
+
+# The activities export's record (store.activities.export_record); a row stored before
+# `storedAt` existed was given its occurredAt when the file was opened (schema.FILLED_FROM).
+EXPORT_JSON = json_record(
+    {
+        "id": "_id",
+        "prospectId": "prospectId",
+        "type": "type",
+        "occurredAt": "occurredAt",
+        "storedAt": "storedAt",
+        "userId": "userId",
+        "callId": "callId",
+        "summary": "summary",
+        "details": "details",
+    }
 )
 
 
@@ -71,6 +90,33 @@ class Activities:
             if len(batch) < batch_size:
                 return
             after = batch[-1]["_raw"]
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        stored_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Lines, None]:
+        """Every activity of the workspace stored at or before `settled_before` (and at or
+        after `stored_since`), in the order they were stored (then id), as NDJSON batches."""
+        where: list[str] = ["workspaceId = ?"]
+        params: list = [workspace_id]
+        if stored_since is not None:
+            where.append("storedAt >= ?")
+            params.append(ms(stored_since))
+        async for batch in export_batches(
+            self.engine,
+            source="activities",
+            where=where,
+            params=params,
+            order=("storedAt", "_id"),
+            encoded=EXPORT_JSON,
+            settled_before=settled_before,
+            batch_size=batch_size,
+        ):
+            yield batch
 
     @staticmethod
     def _batch(

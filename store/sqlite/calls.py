@@ -6,17 +6,20 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import sqlite3
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from store.activities import check_scope
 from store.calls import INSERT_BATCH, call_document
 from store.calls import record as call_record
+from store.exports import BATCH_SIZE, Lines
 from store.idempotency import Once
 from store.ingest import NewCall, Recorded
 from store.paging import Page, Window
 from store.prospects import Contact
 from store.sqlite.callrows import ENCODED, FIELDS, SELECT, prepare, write_calls
 from store.sqlite.engine import Engine
+from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
 from store.sqlite.ingest import change_call, record_calls
 from store.sqlite.paging import page_query, quick
@@ -153,6 +156,32 @@ class Calls:
         return await self.engine.read(
             page_of, snapshot=not encoded, quick=quick(window, len(where) == 1)
         )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        **filters: Any,
+    ) -> AsyncGenerator[Lines, None]:
+        """The calls last changed at or before `settled_before`, in the sync order, as NDJSON
+        batches; `filters` as `call_where`."""
+        where, params = call_where(workspace_id, **filters)
+        # A prospect's calls are few: found by their index and sorted, rather than picked out
+        # of the whole sync order's index (which a wider filter walks, once, batch by batch).
+        narrow = filters.get("prospect_id") is not None
+        async for batch in export_batches(
+            self.engine,
+            source="calls INDEXED BY calls_ws_prospect_newest" if narrow else "calls",
+            where=where,
+            params=params,
+            order=("updatedAt", "_id"),
+            encoded=ENCODED,
+            settled_before=settled_before,
+            batch_size=batch_size,
+        ):
+            yield batch
 
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this

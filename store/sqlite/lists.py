@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
+from collections.abc import AsyncGenerator
 
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE, Lines
 from store.idempotency import Once
 from store.paging import Page, Window
 from store.records import list_record
 from store.sqlite.engine import Engine
+from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
@@ -64,22 +67,57 @@ class Lists:
 
         return await self.engine.read(get, quick=True)
 
-    async def page(self, workspace_id: str, window: Window, *, encoded: bool = False) -> Page:
+    async def page(
+        self,
+        workspace_id: str,
+        window: Window,
+        *,
+        updated_since: dt.datetime | None = None,
+        encoded: bool = False,
+    ) -> Page:
+        where, params = _where(workspace_id, updated_since)
+        unfiltered = len(where) == 1
+
         def page_of(conn):
             return page_query(
                 conn,
                 fields=FIELDS,
                 source="lists",
-                where=["workspaceId = ?"],
-                params=[workspace_id],
+                where=where,
+                params=params,
                 window=window,
                 order=(window.field, "_id"),
                 record=list_record,
                 encoded=JSON if encoded else None,
-                counted=(workspace_id, "lists"),
+                counted=(workspace_id, "lists") if unfiltered else None,
             )
 
-        return await self.engine.read(page_of, snapshot=not encoded, quick=quick(window, True))
+        return await self.engine.read(
+            page_of, snapshot=not encoded, quick=quick(window, unfiltered)
+        )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Lines, None]:
+        """The lists last changed at or before `settled_before`, in the sync order, as NDJSON
+        batches."""
+        where, params = _where(workspace_id, updated_since)
+        async for batch in export_batches(
+            self.engine,
+            source="lists",
+            where=where,
+            params=params,
+            order=("updatedAt", "_id"),
+            encoded=JSON,
+            settled_before=settled_before,
+            batch_size=batch_size,
+        ):
+            yield batch
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
@@ -97,3 +135,13 @@ class Lists:
             return row and list_record(to_doc(row))
 
         return await self.engine.write(set_count)
+
+
+def _where(workspace_id: str, updated_since: dt.datetime | None) -> tuple[list[str], list]:
+    """The WHERE of GET /lists: the workspace, and updatedAt >= since."""
+    where: list[str] = ["workspaceId = ?"]
+    params: list = [workspace_id]
+    if updated_since is not None:
+        where.append("updatedAt >= ?")
+        params.append(ms(updated_since))
+    return where, params

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-from collections.abc import Collection
+from collections.abc import AsyncGenerator, Collection
 
 from store.activities import check_scope, list_added_activity
 from store.clock import new_id, utcnow
+from store.exports import BATCH_SIZE, Lines
 from store.idempotency import Once
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
 from store.paging import Page, Window
@@ -33,6 +34,7 @@ from store.prospects import (
 )
 from store.prospects import record as prospect_record
 from store.sqlite.engine import Engine
+from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
@@ -335,10 +337,9 @@ class Prospects:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. With `encoded` the
         records come as one JSON array (store.paging.RawJSON)."""
-        where, params = self._where(workspace_id, email=email, phone=phone)
-        if updated_since is not None:
-            where.append("p.updatedAt >= ?")
-            params.append(ms(updated_since))
+        where, params = self._where(
+            workspace_id, email=email, phone=phone, updated_since=updated_since
+        )
         source = "prospects p"
         columns = (f"p.{window.field}", "p._id")
         if list_id is not None and window.field == "createdAt":
@@ -347,12 +348,8 @@ class Prospects:
             params = [workspace_id, list_id, *params[1:]]
             source = IN_LIST
             columns = ("m.prospectCreatedAt", "m.prospectId")
-        elif list_id is not None:  # the sync order in a list: membership checked by its key
-            where.append(
-                "EXISTS (SELECT 1 FROM memberships m WHERE m.workspaceId = ? AND "
-                "m.listId = ? AND m.prospectId = p._id)"
-            )
-            params += [workspace_id, list_id]
+        elif list_id is not None:
+            _in_list(where, params, workspace_id, list_id)
         unfiltered = len(where) == 1
 
         def page_of(conn):
@@ -372,6 +369,43 @@ class Prospects:
         return await self.engine.read(
             page_of, snapshot=not encoded, quick=quick(window, unfiltered)
         )
+
+    async def export(
+        self,
+        workspace_id: str,
+        settled_before: dt.datetime,
+        *,
+        batch_size: int = BATCH_SIZE,
+        list_id: str | None = None,
+        email: str | None = None,
+        phone: str | None = None,
+        updated_since: dt.datetime | None = None,
+    ) -> AsyncGenerator[Lines, None]:
+        """The prospects last changed at or before `settled_before`, in the sync order, as
+        NDJSON batches; filters as `page`."""
+        where, params = self._where(
+            workspace_id, email=email, phone=phone, updated_since=updated_since
+        )
+        if list_id is not None:
+            _in_list(where, params, workspace_id, list_id)
+        # The prospects of an email or a phone number are few: found by that index and sorted,
+        # rather than picked out of the whole sync order's index.
+        source = "prospects p"
+        if email is not None:
+            source += " INDEXED BY prospects_ws_email"
+        elif phone is not None:
+            source += " INDEXED BY prospects_ws_phone"
+        async for batch in export_batches(
+            self.engine,
+            source=source,
+            where=where,
+            params=params,
+            order=("p.updatedAt", "p._id"),
+            encoded=JSON,
+            settled_before=settled_before,
+            batch_size=batch_size,
+        ):
+            yield batch
 
     async def lookup(
         self,
@@ -398,7 +432,12 @@ class Prospects:
         return await self.engine.read(find, quick=True)
 
     def _where(
-        self, workspace_id: str, *, email: str | None, phone: str | None
+        self,
+        workspace_id: str,
+        *,
+        email: str | None,
+        phone: str | None,
+        updated_since: dt.datetime | None = None,
     ) -> tuple[list[str], list]:
         where: list[str] = ["p.workspaceId = ?"]
         params: list = [workspace_id]
@@ -408,4 +447,16 @@ class Prospects:
         if phone is not None:
             where.append("p.phoneE164 = ?")
             params.append(self.normalize_phone(phone))
+        if updated_since is not None:
+            where.append("p.updatedAt >= ?")
+            params.append(ms(updated_since))
         return where, params
+
+
+def _in_list(where: list[str], params: list, workspace_id: str, list_id: str) -> None:
+    """Keep only members of the list (in the sync order: each membership checked by its key)."""
+    where.append(
+        "EXISTS (SELECT 1 FROM memberships m WHERE m.workspaceId = ? AND "
+        "m.listId = ? AND m.prospectId = p._id)"
+    )
+    params += [workspace_id, list_id]

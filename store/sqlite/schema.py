@@ -47,7 +47,7 @@ TABLES = {
     "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT",
     "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
     "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
-    "summary TEXT, details TEXT NOT NULL DEFAULT '{}'",
+    "summary TEXT, details TEXT NOT NULL DEFAULT '{}', storedAt INTEGER",
     # Idempotency-Key records: in progress (status NULL, lockedUntil, the holding process) or a
     # stored response; `seed` derives the ids of what the request creates (store/idempotency.py).
     "idempotency": "workspaceId TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, "
@@ -75,12 +75,16 @@ ADDED_COLUMNS = {
     # And what made a call recorded with a provider SID (store.ingest.NewCall.content_hash):
     # posting the SID again with other content is refused. NULL for calls without a SID.
     "calls": {"record": "TEXT", "contentHash": "TEXT"},
+    # When an activity was stored (store/activities.py): the activities export's order.
+    "activities": {"storedAt": "INTEGER"},
     # A key's scopes (JSON array), expiry and last use (store/keys.py): NULL in a key written
     # before they existed, which is `read,write` and never expires.
     "api_keys": {"scopes": "TEXT", "expiresAt": "INTEGER", "lastUsedAt": "INTEGER"},
     # The seed of ids derived from an Idempotency-Key, and the process holding a claim.
     "idempotency": {"seed": "TEXT", "holder": "TEXT"},
 }
+# Added columns that existing rows get a value for, from another column, when they are added.
+FILLED_FROM = {("activities", "storedAt"): "occurredAt"}
 DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
 # limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).
@@ -114,6 +118,7 @@ INDEXES = {
     "activities_ws_prospect_timeline": (
         "activities (workspaceId, prospectId, occurredAt DESC, _id DESC)"
     ),
+    "activities_ws_stored": "activities (workspaceId, storedAt, _id)",
     "idempotency_expire": "idempotency (expiresAt)",
 }
 
@@ -126,6 +131,7 @@ INSTANTS = {
     "answeredAt",
     "endedAt",
     "occurredAt",
+    "storedAt",
     "prospectCreatedAt",
     "lockedUntil",
     "expiresAt",
@@ -161,6 +167,8 @@ def create(conn: sqlite3.Connection) -> None:
         for name, kind in added.items():
             if name not in present:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                if source := FILLED_FROM.get((table, name)):
+                    conn.execute(f"UPDATE {table} SET {name} = {source}")
     for name, spec in INDEXES.items():
         kind = "UNIQUE INDEX" if spec.startswith("UNIQUE ") else "INDEX"
         conn.execute(f"CREATE {kind} IF NOT EXISTS {name} ON {spec.removeprefix('UNIQUE ')}")

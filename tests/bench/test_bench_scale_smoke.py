@@ -38,6 +38,8 @@ def test_scale_bench_prints_every_figure(tmp_path):
             "3",
             "--metrics-runs",
             "1",
+            "--export-rounds",
+            "1",
             "--uploads",
             "6",
             "--json",

@@ -145,6 +145,18 @@ function readActivity(a: Activity): Activity {
   return activity;
 }
 
+// An export's body (NDJSON, gunzipped by fetch): one JSON record per line.
+function ndjson<T>(text: string): T[] {
+  assert.ok(text === "" || text.endsWith("\n"));
+  return text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as T);
+}
+
+function readExportedActivity(a: Activity): Activity {
+  const { prospectId, storedAt, ...timelineFields } = a;
+  assert.ok(typeof prospectId === "string" && typeof storedAt === "string");
+  return { ...readActivity(timelineFields as Activity), prospectId, storedAt };
+}
+
 async function main(): Promise<Record<string, unknown>> {
   const live = expectOk("getLiveness", await anonymous.GET("/healthz"));
   assert.equal(live.status, "ok");
@@ -226,6 +238,19 @@ async function main(): Promise<Record<string, unknown>> {
   const prospects = expectOk("listProspects", await api.GET("/v1/prospects"));
   prospects.prospects.forEach(readProspect);
   expectHead("listProspectsHead", (await api.HEAD("/v1/prospects")).response);
+
+  const exportedCalls = await api.GET("/v1/exports/calls", { parseAs: "text" });
+  const everyCall = ndjson<Schemas["records.call"]>(expectOk("exportCalls", exportedCalls)).map(readCall);
+  assert.ok(calls.every((c) => everyCall.some((e) => e.id === c.id))); // the demo's calls are settled
+  assert.match(exportedCalls.response.headers.get("link") ?? "", /^<\/v1\/calls\?sort=updatedAt&cursor=[^>]+>; rel="next"$/);
+  expectHead("exportCallsHead", (await api.HEAD("/v1/exports/calls")).response);
+  const inList = { params: { query: { listId: lists.lists[0].id } }, parseAs: "text" as const };
+  ndjson<Schemas["records.prospect"]>(expectOk("exportProspects", await api.GET("/v1/exports/prospects", inList))).forEach(readProspect);
+  expectHead("exportProspectsHead", (await api.HEAD("/v1/exports/prospects")).response);
+  ndjson<Schemas["records.list"]>(expectOk("exportLists", await api.GET("/v1/exports/lists", { parseAs: "text" }))).forEach(readList);
+  expectHead("exportListsHead", (await api.HEAD("/v1/exports/lists")).response);
+  ndjson<Activity>(expectOk("exportActivities", await api.GET("/v1/exports/activities", { parseAs: "text" }))).forEach(readExportedActivity);
+  expectHead("exportActivitiesHead", (await api.HEAD("/v1/exports/activities")).response);
 
   const selector = { params: { query: { prospectId: calls[0].prospectId } } };
   const timeline = expectOk("getProspectActivities", await api.GET("/v1/prospect-activities", selector));

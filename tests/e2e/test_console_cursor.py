@@ -89,3 +89,21 @@ def test_a_caught_up_sync_walk_polls_from_its_cursor(console):
     assert query["cursor"] == [caught_up["nextCursor"]]
     assert query["sort"] == ["updatedAt"]  # the form's filters and sort are repeated unchanged
     console.assert_clean()
+
+
+def test_an_export_shows_its_first_records_and_continues_in_the_sync_order(console):
+    console.enter_key(console.demo.key)
+    assert console.send("exportCalls") == "200 OK"
+    result = console.op("exportCalls").locator(".result")
+    assert "records, one per line (NDJSON); the first 50:" in result.inner_text()
+    shown = console.json("exportCalls")
+    oldest = api(console, "/calls?sort=updatedAt&pageSize=50")["calls"]
+    assert [c["id"] for c in shown] == [c["id"] for c in oldest]  # the sync order's start
+    result.scroll_into_view_if_needed()
+    console.screenshot("console-export.png")
+
+    assert console.follow("exportCalls", "next") == "200 OK"  # the export's Link rel="next"
+    asked = urllib.parse.parse_qs(sent_urls(console, "/v1/calls")[-1].query)
+    assert asked["sort"] == ["updatedAt"] and asked["cursor"]
+    assert "nextCursor" in console.json("exportCalls")  # a page of the sync order
+    console.assert_clean()

@@ -30,12 +30,14 @@ ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "tests" / "clients"
 BIN = Path(sys.executable).parent
 # openapi-python-client reads a response body as bytes only for application/octet-stream: the
-# recording's audio/mpeg is mapped to it, the generator's documented way for binary media types.
+# recording's audio/mpeg and the exports' application/x-ndjson are mapped to it, the generator's
+# documented way for binary media types.
 PYTHON_CLIENT_CONFIG = """\
 project_name_override: workspace-api-client
 package_name_override: workspace_api_client
 content_type_overrides:
   audio/mpeg: application/octet-stream
+  application/x-ndjson: application/octet-stream
 """
 QUIET_NODE = {
     "REDOCLY_TELEMETRY": "off",

@@ -39,8 +39,13 @@ def plan(path, statement: str) -> list[str]:
         conn.close()
 
 
-async def test_no_endpoint_scans_a_big_table(store, auth, origin, statements):
+async def test_no_endpoint_scans_a_big_table(store, auth, app, origin, statements, monkeypatch):
+    from handlers.exports import ExportHandler
     from tests.helpers import Client
+
+    # Exports in batches of 20 of every seeded record: their keyset batches run too.
+    monkeypatch.setattr(ExportHandler, "batch_size", 20)
+    app.settings["config"] = app.settings["config"].replace(sync_settle_seconds=0)
 
     workspaces = await seed(store, auth, seed=5, scale=Scale(calls=300, prospects=60, timeline=50))
     api = Client(origin, workspaces[0]["apiKey"])
@@ -72,6 +77,20 @@ async def test_no_endpoint_scans_a_big_table(store, auth, origin, statements):
         f"/v1/prospects?phoneNumber={prospect['phoneNumber']}",
         f"/v1/prospects?updatedSince={since}",
         f"/v1/prospect-activities?prospectId={prospect['id']}",
+        "/v1/exports/calls",
+        f"/v1/exports/calls?userId={user}&direction=outbound&updatedSince={since}",
+        f"/v1/exports/calls?listId={list_id}&createdFrom={since}",
+        "/v1/exports/prospects",
+        f"/v1/exports/prospects?listId={list_id}&updatedSince={since}",
+        f"/v1/exports/prospects?email={prospect['email']}",
+        f"/v1/exports/prospects?phoneNumber={prospect['phoneNumber']}",
+        f"/v1/exports/calls?prospectId={prospect['id']}",
+        "/v1/exports/lists",
+        f"/v1/exports/lists?updatedSince={since}",
+        f"/v1/lists?updatedSince={since}",
+        f"/v1/lists?sort=updatedAt&updatedSince={since}",
+        "/v1/exports/activities",
+        f"/v1/exports/activities?updatedSince={since}",
         f"/v1/prospect-activities?email={prospect['email']}",
         "/v1/reporting/dialer-metrics?from=2026-01-01&to=2026-12-31",
         f"/v1/reporting/dialer-metrics?from=2026-01-01&to=2026-12-31&userId={user}",

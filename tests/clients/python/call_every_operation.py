@@ -15,6 +15,7 @@ import sys
 import uuid
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
 
 import attrs
 from workspace_api_client import AuthenticatedClient, Client
@@ -32,6 +33,16 @@ from workspace_api_client.api.dialer_lists import (
     list_lists,
     list_lists_head,
     upload_contacts,
+)
+from workspace_api_client.api.exports import (
+    export_activities,
+    export_activities_head,
+    export_calls,
+    export_calls_head,
+    export_lists,
+    export_lists_head,
+    export_prospects,
+    export_prospects_head,
 )
 from workspace_api_client.api.prospects import (
     get_prospect_activities,
@@ -68,6 +79,7 @@ from workspace_api_client.models import (
     Problem,
     ProblemCode,
     Prospect,
+    Sort,
     StatusChangeActivity,
     UploadContacts,
     User,
@@ -120,6 +132,42 @@ def find_untyped(value: object, where: str) -> None:
         for field in attrs.fields(cls):
             if field.name != "additional_properties":
                 find_untyped(getattr(value, field.name), f"{where}.{field.name}")
+
+
+def export_lines(operation_id: str, response: Response[File | Problem]) -> list[dict[str, Any]]:
+    """The records of an export (NDJSON, gzip-decoded by httpx): one JSON object per line."""
+    body = expect(operation_id, response, 200)
+    assert isinstance(body, File), (operation_id, body)
+    assert response.headers["content-type"] == "application/x-ndjson"
+    data = body.payload.read()
+    assert data == b"" or data.endswith(b"\n"), operation_id
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def activity_of(
+    line: dict[str, Any],
+) -> (
+    CallActivity
+    | NoteActivity
+    | EmailActivity
+    | ListAddedActivity
+    | MeetingBookedActivity
+    | StatusChangeActivity
+):
+    """An exported activity as the model of its type (the line's discriminator)."""
+    kind = line["type"]
+    if kind == "call":
+        return CallActivity.from_dict(line)
+    if kind == "note":
+        return NoteActivity.from_dict(line)
+    if kind == "email":
+        return EmailActivity.from_dict(line)
+    if kind == "list_added":
+        return ListAddedActivity.from_dict(line)
+    if kind == "meeting_booked":
+        return MeetingBookedActivity.from_dict(line)
+    assert kind == "status_change", kind
+    return StatusChangeActivity.from_dict(line)
 
 
 # --- every field through its typed attribute ----------------------------------------------
@@ -344,6 +392,42 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
             client=api, prospect_id=timeline.prospect.id
         ),
     )
+
+    response = export_calls.sync_detailed(client=api)
+    exported = [Call.from_dict(line) for line in export_lines("exportCalls", response)]
+    for call in exported:
+        read_call(call)
+        find_untyped(call, "exportCalls")
+    assert {c.id for c in page.calls} <= {c.id for c in exported}  # the demo's calls are settled
+    link = response.headers["link"]
+    assert link.endswith('>; rel="next"') and link.startswith("</v1/calls?")
+    query = parse_qs(urlsplit(link[1 : link.index(">")]).query)
+    continued = expect(
+        "listCalls",
+        list_calls.sync_detailed(
+            client=api, sort=Sort(query["sort"][0]), cursor=query["cursor"][0]
+        ),
+        200,
+    )
+    assert isinstance(continued.next_cursor, str)  # the sync order always says where to resume
+    expect_head("exportCallsHead", export_calls_head.sync_detailed(client=api))
+    for prospect_line in export_lines(
+        "exportProspects", export_prospects.sync_detailed(client=api, list_id=lists.lists[0].id)
+    ):
+        read_prospect(Prospect.from_dict(prospect_line))
+    expect_head("exportProspectsHead", export_prospects_head.sync_detailed(client=api))
+    for list_line in export_lines("exportLists", export_lists.sync_detailed(client=api)):
+        read_list(DialerList.from_dict(list_line))
+    expect_head("exportListsHead", export_lists_head.sync_detailed(client=api))
+    for activity_line in export_lines(
+        "exportActivities", export_activities.sync_detailed(client=api)
+    ):
+        activity = activity_of(activity_line)
+        read_activity(activity)
+        assert isinstance(activity.prospect_id, uuid.UUID)
+        assert isinstance(activity.stored_at, dt.datetime)
+        find_untyped(activity, "exportActivities")
+    expect_head("exportActivitiesHead", export_activities_head.sync_detailed(client=api))
 
     last = max(call.started_at for call in page.calls).date()
     first = last - dt.timedelta(days=30)
