@@ -23,6 +23,12 @@ Problems = list[dict[str, str]]
 Normalize = Callable[[str], str | None]
 
 
+def canonical_sid(sid: str) -> str:
+    """A provider SID as the provider spells it: its two-letter prefix (the schema's CA or RE),
+    then lower-case hex, however the hex digits came."""
+    return sid[:2] + sid[2:].lower()
+
+
 def instant(value: str, pointer: str, problems: Problems) -> dt.datetime | None:
     """An instant of a body (RFC 3339 with an offset, its form checked by the schema) as the
     store's naive UTC datetime, truncated to the millisecond."""
@@ -128,8 +134,8 @@ def call_input(
             answered_at=answered,
             meeting_booked=body.get("meetingBooked", False),
             notes=body.get("notes"),
-            sid=body["providerCallSid"].lower() if body.get("providerCallSid") else None,
-            recording_ref=sid.lower() if sid else None,
+            sid=canonical_sid(body["providerCallSid"]) if body.get("providerCallSid") else None,
+            recording_ref=canonical_sid(sid) if sid else None,
             recording_duration_seconds=seconds if sid else None,
         ),
         problems,
@@ -147,7 +153,7 @@ def call_changes(body: dict) -> tuple[dict, Problems]:
         other = "recordingSid" if seconds is None else "recordingDurationSeconds"
         return {}, [{"pointer": f"#/{missing}", "detail": f"is required with {other}"}]
     if sid is not None:
-        changes["recordingRef"] = sid.lower()
+        changes["recordingRef"] = canonical_sid(sid)
         changes["recordingDurationSeconds"] = seconds
     return changes, []
 

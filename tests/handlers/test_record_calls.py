@@ -121,7 +121,7 @@ async def test_a_recorded_call_is_the_call_get_shows_with_its_timeline_entry(
     listed = (await dialer.get("/v1/calls?pageSize=100")).json()
     assert listed["total"] == before + 1
     assert [c for c in listed["calls"] if c["id"] == call["id"]] == [call]
-    assert await store.calls.recording_ref(ws_a.id, call["id"]) == REC.lower()
+    assert await store.calls.recording_ref(ws_a.id, call["id"]) == REC
     entries = await timeline(dialer, prospect["id"])
     assert [(a["type"], a["callId"], a["summary"]) for a in entries] == [
         ("call", call["id"], "Outbound call: connected (4m 00s)")
@@ -448,7 +448,7 @@ async def test_a_recording_attached_later_is_streamed_and_never_shown(dialer, st
     changed = response.json()["call"]
     assert (changed["hasRecording"], changed["recordingDurationSeconds"]) == (True, 230)
     assert REC.lower() not in response.body.decode().lower()
-    assert await store.calls.recording_ref(ws_a.id, call["id"]) == REC.lower()
+    assert await store.calls.recording_ref(ws_a.id, call["id"]) == REC
 
 
 @pytest.mark.parametrize(
