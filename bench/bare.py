@@ -2,10 +2,12 @@
 query and the same JSON encoding as the API handler they stand beside, and nothing else (no
 authentication, rate limiting, request id, validation or access log). They run in the API's
 process on a second port, on the same store, so the ratio API/bare is the cost of the API's
-hot path. Also the bench-only endpoint that reports the database round-trip counters."""
+hot path. Also the bench-only endpoints: the database round-trip counters, a call insert
+through the store's write path, and the switch of the store's event writing (P8)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 
 import tornado.web
@@ -19,6 +21,7 @@ JSON = "application/json; charset=utf-8"
 class BareHandler(tornado.web.RequestHandler):
     def initialize(self, store, info: dict) -> None:
         self.store = store
+        self.info = info
         self.workspace_id = info["workspaceId"]
 
     def compute_etag(self) -> None:
@@ -58,6 +61,46 @@ class BareRecordingRef(BareHandler):
         self.send({"ref": await self.store.calls.recording_ref(self.workspace_id, call_id)})
 
 
+class BareCallInsert(BareHandler):
+    """POST /bench/call: one finished call recorded through the store's write path
+    (`store.calls.create`: the call, its timeline entry, its counts and its events), the write
+    P8b measures with event writing on and off."""
+
+    async def post(self) -> None:
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        record = await self.store.calls.create(
+            self.workspace_id,
+            user_id=self.info["ownerUserId"],
+            prospect_id=self.info["calleeId"],
+            direction="outbound",
+            disposition="connected",
+            from_number="+14155550100",
+            to_number="+12125550199",
+            started_at=now - dt.timedelta(minutes=3),
+            answered_at=now - dt.timedelta(minutes=3) + dt.timedelta(seconds=8),
+            ended_at=now,
+            notes="Interested; send the deck",
+        )
+        self.set_status(201)
+        self.send({"call": record})
+
+
+class EventWriting(tornado.web.RequestHandler):
+    """GET /bench/events?writing=on|off: switch the store's event writing (the bench-only
+    mechanism behind P8's comparison; nothing in the service's configuration can do it)."""
+
+    def initialize(self, store) -> None:
+        self.store = store
+
+    def get(self) -> None:
+        writing = self.get_query_argument("writing")
+        if writing not in ("on", "off"):
+            raise tornado.web.HTTPError(400)
+        self.store.event_writer.enabled = writing == "on"
+        self.set_header("Content-Type", JSON)
+        self.finish(jsonio.dumps({"writing": self.store.event_writer.enabled}))
+
+
 class DbOps(tornado.web.RequestHandler):
     """GET /bench/dbops: database operations counted since start, per collection.operation."""
 
@@ -71,7 +114,12 @@ class DbOps(tornado.web.RequestHandler):
 
 def make_bare_app(store, info: dict, counts: Counter) -> tornado.web.Application:
     shared = {"store": store, "info": info}
-    routes = [(r"/bare/users", BareUsers, shared), (r"/bench/dbops", DbOps, {"counts": counts})]
+    routes = [
+        (r"/bare/users", BareUsers, shared),
+        (r"/bench/dbops", DbOps, {"counts": counts}),
+        (r"/bench/call", BareCallInsert, shared),
+        (r"/bench/events", EventWriting, {"store": store}),
+    ]
     if hasattr(store, "calls"):
         routes.append((r"/bare/calls", BareCalls, shared))
         routes.append((r"/bare/recording-ref/([^/]+)", BareRecordingRef, shared))

@@ -11,6 +11,9 @@ the same run, printed as one table of ratios with targets.
 - P6 the API's RSS while a 100,000-activity timeline streams.
 - P7a, P7b what sqlite_synchronous=full (every commit on disk before the answer) costs an upload
   of 100 contacts and a list creation, against normal, two servers on two files side by side.
+- P8a, P8b what recording events costs a write: a contact upload of 100 contacts and a call
+  insert with event writing on against off (a bench-only switch), interleaved in one run.
+- P9 GET /v1/events?pageSize=100 a million events deep against page 1.
 - S1-S3 streamed responses under abuse (bench/streams.py): stalled readers, concurrent
   timelines.
 
@@ -60,6 +63,8 @@ FIGURES = {
     "P5": ("P5a", "P5b"),
     "P6": ("P6",),
     "P7": ("P7a", "P7b"),
+    "P8": ("P8a", "P8b"),
+    "P9": ("P9",),
     "S1": ("S1",),
     "S2": ("S2",),
     "S3": ("S3",),
@@ -98,6 +103,10 @@ class Settings:
     p6_runs: int = 2
     p7_rounds: int = 8
     p7_requests: dict = dataclasses.field(default_factory=lambda: {"upload": 10, "create": 40})
+    p8_rounds: int = 12  # per side, interleaved (on off off on ...)
+    p8_uploads: int = 8  # uploads of 100 contacts per side and round
+    p8_inserts: int = 200  # call inserts per side and round
+    events: int = 1_000_000
 
 
 QUICK = Settings(
@@ -120,6 +129,10 @@ QUICK = Settings(
     p6_runs=1,
     p7_rounds=2,
     p7_requests={"upload": 2, "create": 3},
+    p8_rounds=2,
+    p8_uploads=2,
+    p8_inserts=10,
+    events=5000,
 )
 
 
@@ -887,6 +900,115 @@ def count_activities(body: bytes) -> int | None:
     return best
 
 
+async def set_event_writing(server: Process, on: bool) -> None:
+    """The bench-only switch of the store's event writing (bench/bare.py EventWriting)."""
+    port = server.info["bare_port"]
+    path = f"/bench/events?writing={'on' if on else 'off'}"
+    result = await download(HOST, port, request_bytes("GET", path, HOST, port))
+    if result.status != 200:
+        raise RuntimeError(f"{path}: {result.status}")
+
+
+async def bench_p8(bench: Bench, server: Process) -> list[Row]:
+    """What recording events costs a write, as the time one write takes: a contact upload of
+    100 contacts (through the API) and a call insert (the store's write path behind a bare
+    handler), one request at a time, with event writing on and off in rounds interleaved on off
+    off on, on one server and one database; the median of the rounds' p50 ratios."""
+    s = bench.settings
+    info = server.info
+    api_port, bare_port = info["api_port"], info["bare_port"]
+    path = f"/v1/lists/{info['listId']}/contacts"
+    headers = {"Authorization": f"Bearer {info['key']}", "Content-Type": "application/json"}
+    run, counter = uuid.uuid4().hex[:8], [0]
+
+    def upload(_: int) -> bytes:
+        body = upload_body(counter[0], 100, run)  # every contact is new
+        counter[0] += 100
+        return request_bytes("POST", path, HOST, api_port, headers, body)
+
+    insert = request_bytes("POST", "/bench/call", HOST, bare_port, body=b"")
+    writes = {
+        "upload": (api_port, upload, s.p8_uploads, 200),
+        "insert": (bare_port, lambda i: insert, s.p8_inserts, 201),
+    }
+    p50s: dict[tuple[str, bool], list[float]] = {(w, on): [] for w in writes for on in (1, 0)}
+    errors = 0
+    try:
+        for port, make, _, _ in writes.values():  # warm-up: imports, caches, statements
+            await run_load(HOST, port, make, connections=1, duration=30, max_requests=3)
+        for round_index in range(s.p8_rounds):
+            for on in (True, False) if round_index % 2 == 0 else (False, True):
+                await set_event_writing(server, on)
+                for write, (port, make, count, status) in writes.items():
+                    load = await run_load(
+                        HOST, port, make, connections=1, duration=60, max_requests=count
+                    )
+                    p50s[(write, on)].append(percentile(load.latencies, 0.5))
+                    errors += load.errors + sum(n for c, n in load.statuses.items() if c != status)
+    finally:
+        await set_event_writing(server, True)
+
+    def row(row_id: str, write: str, what: str) -> Row:
+        on, off = p50s[(write, True)], p50s[(write, False)]
+        ratio = statistics.median(a / b for a, b in zip(on, off, strict=True))
+        return Row(
+            row_id,
+            what,
+            f"events on: p50 {statistics.median(on) * 1000:.2f} ms",
+            "<= 1.25",
+            f"ERRORS ({errors})" if errors else verdict(ratio <= 1.25),
+            baseline=f"events off: p50 {statistics.median(off) * 1000:.2f} ms",
+            ratio=f"{ratio:.2f}",
+            data={"on_p50_s": on, "off_p50_s": off, "ratio": round(ratio, 3)},
+        )
+
+    return [
+        row("P8a", "upload", "POST /lists/{id}/contacts, 100 contacts: events on vs off"),
+        row("P8b", "insert", "call insert (the store's write path): events on vs off"),
+    ]
+
+
+async def bench_p9(bench: Bench, server: Process) -> list[Row]:
+    """GET /v1/events?pageSize=100 at the feed's start against the same a million events deep
+    (by cursor), side by side on one server."""
+    s = bench.settings
+    port = server.info["api_port"]
+    since = server.info["eventsDeepSince"]
+    before = await download(
+        HOST, port, api_get(server, f"/v1/events?pageSize=100&since={since}"), keep=True
+    )
+    cursor = json.loads(before.body)["nextCursor"]
+    requests = {
+        "first": api_get(server, "/v1/events?pageSize=100"),
+        "deep": api_get(server, f"/v1/events?pageSize=100&cursor={cursor}"),
+    }
+    problems = []
+    for name, request in requests.items():
+        answer = await download(HOST, port, request, keep=True)
+        count = len(json.loads(answer.body)["events"]) if answer.status == 200 else None
+        if count != 100:
+            problems.append(f"{name}: {answer.status}, {count} events")
+    results = await side_by_side(
+        s, server.pid, {name: (port, lambda i, r=r: r) for name, r in requests.items()}
+    )
+    first, deep = results["first"], results["deep"]
+    ratio = statistics.median(a / b for a, b in zip(first.rps, deep.rps, strict=True) if b)
+    errors = first.errors + deep.errors
+    result = "ERRORS: " + "; ".join(problems) if problems else None
+    return [
+        Row(
+            "P9",
+            f"GET /events?pageSize=100, {s.events:,} events deep vs page 1",
+            "deep " + deep.describe(),
+            "<= 1.2",
+            result or (f"ERRORS ({errors})" if errors else verdict(ratio <= 1.2)),
+            baseline="page 1 " + first.describe(),
+            ratio=f"{ratio:.2f}",
+            data={"first": first.summary(), "deep": deep.summary(), "ratio": round(ratio, 3)},
+        )
+    ]
+
+
 # --- the run ---------------------------------------------------------------------------------
 
 
@@ -903,7 +1025,7 @@ async def run_all(
     try:
         # 1. Request rates and round trips, on one server (P4, P5, P3) and P1's throughput.
         available = probe_features()
-        if only & {"P1", "P3", "P4", "P5"}:
+        if only & {"P1", "P3", "P4", "P5", "P8"}:
             args = ["--users", str(settings.users)]
             if available["calls"]:
                 args += ["--calls", str(settings.calls)]
@@ -928,6 +1050,8 @@ async def run_all(
                 )
             if "P5" in only:
                 rows += await bench_p5(bench, main)
+            if "P8" in only:
+                rows += await bench_p8(bench, main)
             if "P1" in only:
                 rows += (
                     await bench_p1(bench, main)
@@ -980,6 +1104,12 @@ async def run_all(
                 )
         if "P7" in only:
             rows += await bench_p7(bench)
+        if "P9" in only:  # its own server: a feed a million events deep
+            server = bench.start_server(
+                "server-p9", "--users", "2", "--events", str(settings.events)
+            )
+            rows += await bench_p9(bench, server)
+            server.stop()
         if only & {"S1", "S2", "S3"}:  # stalled readers, long timelines (bench/streams.py)
             from bench import streams
 

@@ -1,9 +1,12 @@
 """Seed data for the bench server: one workspace with its users, a target list for contact
-uploads, and (when the service has them) calls, recordings and one long activity timeline."""
+uploads, and (when the service has them) calls, recordings, one long activity timeline and a
+deep events feed. Seeding is history (a bulk load): it records no events of its own."""
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import json
 
 NOW = dt.datetime(2026, 11, 21, 9, 30)
 
@@ -16,8 +19,17 @@ async def seed(
     calls: int = 0,
     recordings: dict[str, int] | None = None,
     activities: int = 0,
+    events: int = 0,
 ) -> dict:
     """Create the bench workspace; returns the ids and the API key the benchmarks need."""
+    async with store.bulk_load(defer_indexes=False):
+        info = await _seed(store, auth, users, calls, recordings, activities)
+    if events:
+        info.update(await seed_events(store, info["workspaceId"], events))
+    return info
+
+
+async def _seed(store, auth, users, calls, recordings, activities) -> dict:
     workspace = await store.workspaces.create("Bench Workspace", created_at=NOW)
     wid = workspace["id"]
     people = []
@@ -40,6 +52,7 @@ async def seed(
         "ownerUserId": owner,
         "listId": target["id"],
         "userIds": [p["id"] for p in people],
+        "calleeId": await _prospect(store, wid, "callee-live"),  # of P8b's calls
     }
     if calls or recordings:
         info.update(
@@ -150,3 +163,50 @@ async def _prospect(store, wid: str, name: str) -> str:
     doc = prospect_document(wid, contact, "e:" + contact.email, None, NOW)
     await store.prospects.insert_documents(wid, [doc])
     return doc["_id"]
+
+
+async def seed_events(store, wid: str, count: int) -> dict:
+    """`count` events written straight into the SQLite store's events table (P9: a feed a
+    million events deep, built in seconds rather than by a million writes), one every 0.8 s
+    up to a minute ago, of every type in turn, each carrying a call's record. Their ids and
+    instants are made like recorded ones (store.events.EventClock's layout)."""
+    from store.events import TYPES, id_at
+    from store.sqlite.schema import ms
+
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+    first = now - dt.timedelta(minutes=1) - dt.timedelta(milliseconds=800 * count)
+    data = json.dumps(
+        {
+            "id": "0d8f1c1e-5b7a-4c7e-9a43-3c3f7f0f2b11",
+            "direction": "outbound",
+            "disposition": "connected",
+            "fromNumber": "+14155550100",
+            "toNumber": "+12125550199",
+            "notes": "Follow up next week",
+            "createdAt": "2026-11-21T09:30:00.000Z",
+            "updatedAt": "2026-11-21T09:34:00.000Z",
+        },
+        separators=(",", ":"),
+    )
+    kinds = itertools.cycle(TYPES)
+
+    def rows(start: int, stop: int):
+        for i in range(start, stop):
+            at = first + dt.timedelta(milliseconds=800 * i)
+            event_id = id_at(at)
+            yield (event_id, wid, next(kinds), event_id, ms(at), data)
+
+    def write(conn, start: int, stop: int) -> None:
+        conn.executemany(
+            'INSERT INTO events ("_id", workspaceId, type, resourceId, occurredAt, data) '
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            rows(start, stop),
+        )
+
+    for start in range(0, count, 100_000):
+        await store.engine.write(write, start, min(count, start + 100_000), timeout=600)
+    deep = first + dt.timedelta(milliseconds=800 * (count - 200))  # the page before the last
+    return {
+        "events": count,
+        "eventsDeepSince": deep.isoformat(timespec="milliseconds") + "Z",
+    }

@@ -3,7 +3,7 @@ store seeded for the benchmarks, plus the "bare" comparison handlers on a second
 same process and on the same store.
 
     python -m bench.server [--users 25] [--calls 2000] [--recording REF=BYTES ...]
-                           [--activities 100000] [--provider-url URL ...]
+                           [--activities 100000] [--events 1000000] [--provider-url URL ...]
                            [--sqlite-path FILE --synchronous full|normal]
 
 Once listening it prints one JSON line on stdout (ports, key, seeded ids, features) and runs
@@ -72,6 +72,7 @@ async def main(args) -> None:
         calls=args.calls,
         recordings={ref: int(size) for ref, size in recordings.items()},
         activities=args.activities,
+        events=args.events,
     )
     app = build_app(config, store, auth)
     api_sockets = bind_sockets(0, "127.0.0.1")
@@ -123,6 +124,9 @@ def parse_args(argv=None):
         type=int,
         default=0,
         help="activities of one prospect (for GET /prospect-activities)",
+    )
+    parser.add_argument(
+        "--events", type=int, default=0, help="events in the feed, written directly (P9)"
     )
     parser.add_argument("--provider-url")
     parser.add_argument("--provider-account")

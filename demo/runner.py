@@ -27,6 +27,7 @@ from demo.live import live_writer
 from demo.seeding import Progress, anchor, demo_keys, estimate, seed
 from server.app import freeze_heap, http_server, make_app, open_services
 from server.config import Config, env_name
+from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.logs import secrets_of, setup_logging
 from telephony.simulated_provider import ProviderLibrary, start_provider
@@ -88,6 +89,7 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
     port = sockets[0].getsockname()[1]
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
     sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
+    events = EventSweeper.from_config(store, config).start()
     freeze_heap()
     host = f"[{config.host}]" if ":" in config.host else config.host
     # Listening on every address: name the loopback one, a URL that works from this machine.
@@ -106,10 +108,11 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
     try:
         await admin_console(config, store, auth)
         await asyncio.Event().wait()
-    finally:  # the demo stops (Ctrl-C): so do its live writes and the expiry sweep
+    finally:  # the demo stops (Ctrl-C): so do its live writes and the sweeps
         await stop(writer)
         await sweeper.stop()
         await auth.usage.stop()
+        await events.stop()
 
 
 async def stop(task: asyncio.Future[None] | None) -> None:

@@ -12,6 +12,11 @@ list endpoint; no paging parameters.
   at the horizon after every id: store.exports.continuation). A record changed while the export
   runs leaves it for that continuation, so following it misses nothing and repeats nothing.
   Activities have no list endpoint, and so no such link.
+- `Link: <...>; rel="events"` (every export): the events feed from the export's horizon
+  (`/v1/events?cursor=...`, the position (horizon, before every id)). Every change after the
+  horizon has its event there (an event is recorded after its change lands), so a client that
+  backfills with the export and then follows the feed misses nothing; an event of a change the
+  export already holds may come again (upsert by id).
 - `Accept-Encoding: gzip` gets the stream gzip-encoded (compressed on a worker thread).
 - One request for the rate limit; one stream against `max_streams_per_workspace`, cut like any
   stalled stream (handlers.streams). The store reads bounded keyset batches, taking turns at the
@@ -40,8 +45,11 @@ from handlers import calls, lists, prospects
 from handlers.jsonio import dumps_bytes
 from handlers.params import instant, problem
 from handlers.streams import StreamingHandler, stream_slots
+from store import events
+from store.activities import to_ms
 from store.clock import utcnow
 from store.exports import BATCH_SIZE, Batch, Lines, continuation
+from store.paging import Position
 
 log = logging.getLogger("workspace_api")
 
@@ -89,14 +97,25 @@ class ExportHandler(StreamingHandler):
         raise NotImplementedError
 
     def links(self, horizon: dt.datetime, filters: dict) -> list[str]:
-        """The response's links: the sync-order request that continues after the export."""
-        if self.resource is None:
-            return []
-        cursor = self.settings["cursors"].encode(
-            self.workspace_id, self.resource, "updatedAt", filters, continuation(horizon)
+        """The response's links: the sync-order request that continues after the export, and
+        the events feed from the export's horizon."""
+        cursors = self.settings["cursors"]
+        links = []
+        if self.resource is not None:
+            cursor = cursors.encode(
+                self.workspace_id, self.resource, "updatedAt", filters, continuation(horizon)
+            )
+            query = urlencode({"sort": "updatedAt", "cursor": cursor})
+            links.append(f'</v1/{self.resource}?{query}>; rel="next"')
+        feed = cursors.encode(
+            self.workspace_id,
+            events.RESOURCE,
+            events.SORT,
+            {"type": None, "since": None},
+            Position(to_ms(horizon), ""),
         )
-        query = urlencode({"sort": "updatedAt", "cursor": cursor})
-        return [f'</v1/{self.resource}?{query}>; rel="next"']
+        links.append(f'</v1/events?{urlencode({"cursor": feed})}>; rel="events"')
+        return links
 
     async def get(self) -> None:
         filters = self.filters()

@@ -54,7 +54,7 @@ def link_header(path: str, query: dict, page: Page) -> str:
     return ", ".join(f'<{url(n)}>; rel="{rel}"' for n, rel in links)
 
 
-def _decode(
+def decode_cursor(
     handler: APIHandler, resource: str, token: str, sort: str | None, filters: dict
 ) -> tuple[str, dict, Position | None]:
     """The cursor's order, filters and position, after checking the request agrees with them."""
@@ -85,7 +85,7 @@ async def serve_page(handler: APIHandler, resource: str, filters: dict, fetch: F
     sort, token = query.get("sort"), query.get("cursor")
     position = None
     if token is not None:
-        sort, filters, position = _decode(handler, resource, token, sort, filters)
+        sort, filters, position = decode_cursor(handler, resource, token, sort, filters)
         number = None
     else:
         sort, number = sort or DEFAULT_SORT, query.get("page", 1)

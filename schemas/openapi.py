@@ -49,6 +49,7 @@ TAGS = [
         "Backfill in one request: every record of a resource as NDJSON, then the sync order "
         'from the export\'s `Link rel="next"`.',
     ),
+    ("Events", "One feed of everything that changed in the workspace."),
     ("Reporting", "Dialer KPIs."),
     ("API key", "The key you call with: its scopes and expiry."),
     ("Service", "Health of the service (no API key needed)."),

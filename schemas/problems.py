@@ -49,6 +49,14 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "Method not allowed",
         "The route exists but not with this method; see the Allow header.",
     ),
+    "events_expired": (
+        410,
+        "Events expired",
+        "The `cursor` or `since` of GET /events is older than the events are kept "
+        "(`event_retention_days`, default 30): events after it may have been removed. Note the "
+        "current time, resync your records with `sort=updatedAt`, then restart the feed with "
+        "`since=<that time>`.",
+    ),
     "payload_too_large": (413, "Payload too large", "The request body exceeds the size limit."),
     "unsupported_media_type": (
         415,

@@ -33,6 +33,7 @@ HANDLER_MODULES = [
     "handlers.prospects",
     "handlers.activities",
     "handlers.exports",
+    "handlers.events",
     "handlers.reporting",
     "handlers.openapi",
     "handlers.console",

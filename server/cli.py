@@ -1,5 +1,5 @@
 """The `workspace-api` entry point: parses the command line and dispatches to serve, demo,
-provider or the admin commands; it is the only module that imports all of them."""
+provider, events or the admin commands; it is the only module that imports all of them."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from server.admin import add_admin_commands
 from server.config import ConfigError, load_config
 from server.importer import add_import_command
+from server.tail import add_events_commands
 from store.database import is_mongodb
 from store.errors import StoreError, StoreUnavailable, StoreUnusable
 
@@ -185,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         default=None,
         metavar="N",
-        help="how old a change must be before sort=updatedAt shows it (default: "
+        help="how old a change must be before sort=updatedAt and GET /v1/events show it "
+        "(default: "
         "sync_settle_seconds of the configuration, "
         "$WSAPI_SYNC_SETTLE_SECONDS, 5)",
     )
@@ -212,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_admin_commands(sub)
     add_import_command(sub)
+    add_events_commands(sub)
     return parser
 
 
@@ -239,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
             return serve(config, args)
         if args.command == "provider":
             return run_simulated_provider(args)
+        if args.command == "events":
+            from server.tail import run_events
+
+            return run_events(config, args)
         if args.command == "demo":
             from demo.runner import run_demo
 

@@ -37,6 +37,7 @@ class Config:
     rate_limit_per_minute: int
     sync_settle_seconds: float
     expiry_sweep_seconds: float
+    event_retention_days: float
     stream_stall_seconds: float
     max_streams_per_workspace: int
     provider_url: str
@@ -134,3 +135,5 @@ def validate(config: Config) -> None:
         raise ConfigError("timeouts must be positive")
     if config.expiry_sweep_seconds <= 0:
         raise ConfigError("expiry_sweep_seconds must be positive")
+    if config.event_retention_days <= 0:
+        raise ConfigError("event_retention_days must be positive")

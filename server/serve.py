@@ -30,6 +30,7 @@ from tornado.netutil import bind_sockets
 from server.app import freeze_heap, http_server, make_app, open_services
 from server.auth import resolve_secret
 from server.config import Config, ConfigError, validate
+from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.gate import Gate
 from server.logs import secrets_of, setup_logging
@@ -123,6 +124,7 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
         indexes = asyncio.create_task(ensure_indexes_when_reachable(store))
     app = make_app(config, store, auth)
     sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
+    events = EventSweeper.from_config(store, config).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
     freeze_heap()
@@ -151,6 +153,7 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
         indexes.cancel()
     await sweeper.stop()
     await auth.usage.stop()  # writes the keys' last uses still queued
+    await events.stop()
     await store.close()
     log.info("stopped (pid %d)", os.getpid())
     return 0

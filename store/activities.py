@@ -152,6 +152,11 @@ def export_record(doc: dict) -> dict:
     }
 
 
+def event_record(doc: dict) -> dict:
+    """An activity as its `activity.created` event carries it: its record and its prospect."""
+    return {**record(doc), "prospectId": doc["prospectId"]}
+
+
 def check_scope(workspace_id: str, documents: list[dict]) -> None:
     if any(doc["workspaceId"] != workspace_id for doc in documents):
         raise ValueError("every document must belong to the given workspace")

@@ -7,6 +7,9 @@ store/mongo: MongoStore) are checked against them by mypy through `open_store`'s
 (store/database.py), and tests/store/test_contract.py checks that neither backend has a public
 method the contract does not declare.
 
+Every write records its change events (the `events` family; docs/architecture.md, "How a
+write path records its events"), except inside `bulk_load()`.
+
 To add a method: declare it here, implement it on both backends, run mypy. A method over a
 workspace's data takes the workspace id first (operators' calls, marked so, excepted), and
 every method raises store.errors, never a driver's error. Records are the API's dicts
@@ -18,16 +21,17 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+from store.events import EventPage
 from store.exports import Batch
 from store.idempotency import KeyState, Once
 from store.ingest import Logged, NewActivity, NewCall, Recorded
 from store.keys import DEFAULT_SCOPES, ActiveKey
-from store.paging import Page, Window
+from store.paging import Page, Position, Window
 from store.prospects import Contact, Upload
 
 
@@ -207,7 +211,8 @@ class Prospects(Protocol):
         ...
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt prospect documents (store.prospects.prospect_document)."""
+        """Write prebuilt prospect documents (store.prospects.prospect_document), with their
+        `prospect.created` events."""
         ...
 
     async def page(
@@ -286,7 +291,7 @@ class Calls(Protocol):
         ...
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt call documents, each with its `call` activity."""
+        """Write prebuilt call documents, each with its `call` activity, and their events."""
         ...
 
     async def page(
@@ -350,7 +355,8 @@ class Activities(Protocol):
         ...
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt activity documents (store.activities.activity_document)."""
+        """Write prebuilt activity documents (store.activities.activity_document), with their
+        `activity.created` events."""
         ...
 
     def timeline(
@@ -372,6 +378,39 @@ class Activities(Protocol):
         """Every activity of the workspace stored at or before `settled_before` (and at or
         after `stored_since`), in the order they were stored (storedAt, then id), as
         store.activities.export_record shows them, in batches (see Lists.export)."""
+        ...
+
+
+class Events(Protocol):
+    """The change events of every write (store/events.py), as a feed: oldest first in
+    (occurredAt, id) order. Write paths record their events themselves, each backend its own
+    way (docs/architecture.md, "How a write path records its events")."""
+
+    async def page(
+        self,
+        workspace_id: str,
+        after: Position,
+        settled_before: dt.datetime,
+        page_size: int,
+        types: Sequence[str] | None = None,
+    ) -> EventPage:
+        """The events after `after` (a position in the feed; id "" stands before every event
+        of its instant) of `types` (every type when None), at most `page_size`, of those that
+        occurred at or before `settled_before` and before any event still being recorded;
+        `settled` says up to which instant the page is final. The same cost at any depth."""
+        ...
+
+    async def recover(self, older_than: dt.datetime, batch: int = 50) -> int:
+        """Operator scope: record the events of changes whose writer died before it recorded
+        them (changes marked before `older_than`); how many events it recorded. Idempotent;
+        any process may run it (server/event_sweep.py)."""
+        ...
+
+    async def delete_expired(
+        self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Operator scope: delete the events of every workspace that occurred before
+        `before`, oldest first, in at most `max_batches` batches of `batch`; how many."""
         ...
 
 
@@ -489,6 +528,8 @@ class Store(Protocol):
     @property
     def activities(self) -> Activities: ...
     @property
+    def events(self) -> Events: ...
+    @property
     def metrics(self) -> DialerMetrics: ...
     @property
     def idempotency(self) -> Idempotency: ...
@@ -501,9 +542,10 @@ class Store(Protocol):
         """Create every table or collection and index, idempotently; sets indexes_ready."""
         ...
 
-    def bulk_load(self) -> AbstractAsyncContextManager[None]:
-        """`async with store.bulk_load():` around a large first load that nothing reads
-        meanwhile (the demo's seeding); a backend may defer index work to its end."""
+    def bulk_load(self, defer_indexes: bool = True) -> AbstractAsyncContextManager[None]:
+        """`async with store.bulk_load():` around a first load of history that nothing reads
+        meanwhile (the demo's seeding): the writes inside it record no events, and with
+        `defer_indexes` a backend may defer index work to its end."""
         ...
 
     async def sweep_expired(

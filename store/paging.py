@@ -6,7 +6,8 @@ Two ways through a paginated resource:
   cost per page that does not depend on depth. Cursors (store.cursors) carry a position.
 
 Orders (`sort`): "-createdAt", newest first with ties by id descending, and "updatedAt", least
-recently changed first with ties by id ascending (the sync order).
+recently changed first with ties by id ascending (the sync order); and the events feed's own,
+"occurredAt", oldest first with ties by id ascending (store/events.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ import datetime as dt
 
 # Past this offset a database's skip would overflow; such a page is empty by definition.
 MAX_SKIP = 2**62
-SORTS = {"-createdAt": ("createdAt", False), "updatedAt": ("updatedAt", True)}
+SORTS = {
+    "-createdAt": ("createdAt", False),
+    "updatedAt": ("updatedAt", True),
+    "occurredAt": ("occurredAt", True),
+}
 DEFAULT_SORT = "-createdAt"
 
 

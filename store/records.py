@@ -18,6 +18,11 @@ def user_record(doc: dict) -> dict:
     }
 
 
+LIST_FIELDS = dict.fromkeys(
+    ("_id", "name", "source", "ownerUserId", "createdAt", "updatedAt", "prospectsCount"), 1
+)  # a list's stored fields that its record shows (a projection)
+
+
 def list_record(doc: dict) -> dict:
     return {
         "id": doc["_id"],

@@ -207,6 +207,23 @@ async def walk_pages(client: Client, path: str, key: str) -> tuple[list[dict], i
         page += 1
 
 
+async def follow_events(
+    client: Client, path: str = "/v1/events", limit: int = 100_000
+) -> tuple[list[dict], dict]:
+    """Every event from `path` on, following nextCursor while hasMore; the last body. Fails
+    on a non-200 answer and past `limit` events (a loop that never ends)."""
+    events: list[dict] = []
+    while True:
+        response = await client.get(path)
+        assert response.code == 200, response
+        body = response.json()
+        events += body["events"]
+        assert len(events) <= limit, "the feed did not end"
+        if not body["hasMore"]:
+            return events, body
+        path = f"/v1/events?cursor={body['nextCursor']}"
+
+
 @contextlib.contextmanager
 def running_demo(tmp_path, *args: str, stdin=subprocess.DEVNULL):
     """A real `workspace-api demo` process on a free port: (process, keys file JSON, log path).

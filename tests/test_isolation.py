@@ -9,6 +9,7 @@ with recordings, activities). CASES must name every authenticated route the appl
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import random
@@ -23,6 +24,7 @@ from demo.seeding import anchor, seed
 from handlers.base import APIHandler
 from server.app import collect_handlers
 from server.config import load_config
+from store.paging import Window
 from tests.helpers import Client, test_environ
 
 TODAY = anchor().date()  # the day the demo seeder anchors its data at
@@ -144,6 +146,11 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
     ],
     r"/v1/exports/lists": [("GET", "/v1/exports/lists", None)],
     r"/v1/exports/activities": [("GET", "/v1/exports/activities", None)],
+    r"/v1/events": [
+        ("GET", "/v1/events?pageSize=100", None),
+        ("GET", "/v1/events?cursor={events_cursor}", None),
+        ("HEAD", "/v1/events?cursor={events_cursor}", None),
+    ],
     r"/v1/reporting/dialer-metrics": [
         ("GET", f"/v1/reporting/dialer-metrics?{METRICS}", None),
         ("GET", f"/v1/reporting/dialer-metrics?{METRICS}&userId={{user}}", None),
@@ -154,8 +161,9 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
 
 @pytest.fixture
 def config():
-    """The exports cover every seeded record at once (no settle period), so that they show
-    everything there is to leak."""
+    """The exports cover every seeded record at once, and events show at once (no settle
+    period), so that they show everything there is to leak and each workspace's feed holds its
+    own."""
     return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS="0"))
 
 
@@ -195,6 +203,10 @@ async def snapshot(store, workspaces) -> dict:
             continue
         for doc in await store.documents(name):
             owner = doc.get("workspaceId") or doc["_id"]
+            if (
+                name == "api_keys"
+            ):  # the key's own requests record its last use (B's, for its cursor)
+                doc = {k: v for k, v in doc.items() if k != "lastUsedAt"}
             if owner in docs:
                 docs[owner].append((name, doc))
     return docs
@@ -206,6 +218,16 @@ def demo(io_loop, store, auth) -> Demo:
         workspaces = await seed(
             store, auth, seed=11, scale=Scale(calls=120, prospects=60, timeline=0)
         )
+        for workspace in workspaces:  # writes after the seeding: events in both feeds
+            wid = workspace["id"]
+            owner = (await store.users.list_active(wid))[0]["id"]
+            listing = await store.lists.create(wid, f"Live {workspace['name']}", owner)
+            await store.prospects.add_to_list(
+                wid, listing, [{"email": f"live@{workspace['name'].lower()}.example"}]
+            )
+            await store.lists.set_count(wid, listing["id"], 1)
+            call = (await store.calls.page(wid, Window(1, None))).items[0]
+            await store.calls.change(wid, call["id"], {"notes": f"Live notes {workspace['name']}"})
         return Demo(workspaces, await snapshot(store, workspaces))
 
     return io_loop.run_sync(build)
@@ -246,6 +268,10 @@ def fresh_values(demo: Demo, like: dict[str, str]) -> dict[str, str]:
                 candidate = f"{local[:-2]}{rng.randint(10, 99)}x@{domain}"
             elif name == "phone":
                 candidate = value[:-4] + f"{rng.randint(0, 9999):04d}"
+            elif name == "events_cursor":  # a cursor's shape with a signature of no one's
+                payload, _ = value.split(".")
+                mac = base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode()
+                candidate = f"{payload}.{mac}"
             else:
                 candidate = str(uuid.uuid4())
             if candidate not in taken:
@@ -312,7 +338,11 @@ async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
     _, key = await auth.create(demo.a["id"], "every scope", frozenset({"read", "write", "ingest"}))
     client = Client(origin, key)
     names = placeholders(path, body) - OWN
-    given_b = {k: v for k, v in b_values(demo).items() if k in names}
+    values_b = b_values(demo)
+    if "events_cursor" in names:  # B's own cursor of its events feed, made for B's key
+        b_events = await Client(origin, demo.b["apiKey"]).get("/v1/events")
+        values_b["events_cursor"] = b_events.json()["nextCursor"]
+    given_b = {k: v for k, v in values_b.items() if k in names}
     given_random = {k: v for k, v in fresh_values(demo, given_b).items() if k in names}
     b_secrets = {s for s in demo.strings("b") - demo.strings("a") if identifying(s)}
     b_secrets |= {demo.b["id"], demo.b["name"], *(x["name"] for x in demo.of("b", "lists"))}
@@ -369,3 +399,15 @@ async def test_public_routes_show_no_workspace_data(demo, origin):
         text = response.body.decode("utf-8", "replace")
         leaked = [s for s in secrets if s in text]
         assert not leaked, f"{pattern} shows workspace data: {leaked[:3]}"
+
+
+async def test_each_events_feed_holds_its_workspaces_events_only(demo, origin):
+    """The events cases above are not vacuous: each feed holds its own workspace's live
+    writes, and no record of the other's."""
+    for mine, theirs in (("a", "b"), ("b", "a")):
+        client = Client(origin, getattr(demo, mine)["apiKey"])
+        events = (await client.get("/v1/events?pageSize=100")).json()["events"]
+        ids = {event["data"]["id"] for event in events}
+        assert {"list.created", "call.updated", "prospect.created"} <= {e["type"] for e in events}
+        assert ids <= {doc.get("_id") for _, doc in demo.docs[getattr(demo, mine)["id"]]}
+        assert not ids & {doc.get("_id") for _, doc in demo.docs[getattr(demo, theirs)["id"]]}

@@ -94,6 +94,10 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
             },
         ),
     },
+    r"/v1/events": {
+        "GET": ("read", "/v1/events", None),
+        "HEAD": ("read", "/v1/events", None),
+    },
     r"/v1/exports/calls": {
         "GET": ("read", "/v1/exports/calls", None),
         "HEAD": ("read", "/v1/exports/calls", None),

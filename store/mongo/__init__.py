@@ -16,6 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from store.mongo.activities import Activities, fill_stored_at
 from store.mongo.calls import Calls
 from store.mongo.errors import driver_errors, translate_errors
+from store.mongo.events import Events, EventWriter
 from store.mongo.expiry import sweep_expired
 from store.mongo.idempotency import Idempotency
 from store.mongo.indexes import ensure_indexes
@@ -40,13 +41,17 @@ class MongoStore:
     ) -> None:
         self.db = db
         self.client = client
+        # Every write of the families below marks its documents and records its events through
+        # this one writer (store/mongo/events.py).
+        self.event_writer = EventWriter(db)
         self.workspaces = Workspaces(db)
         self.users = Users(db)
         self.keys = Keys(db)
-        self.lists = Lists(db)
-        self.prospects = Prospects(db, default_region)
-        self.calls = Calls(db, default_region)
-        self.activities = Activities(db)
+        self.lists = Lists(db, self.event_writer)
+        self.prospects = Prospects(db, self.event_writer, default_region)
+        self.calls = Calls(db, self.event_writer, default_region)
+        self.activities = Activities(db, self.event_writer)
+        self.events = Events(db, self.event_writer)
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)
         self.idempotency = Idempotency(db)
@@ -77,10 +82,15 @@ class MongoStore:
         return await sweep_expired(self.db, now, batch, max_batches)
 
     @contextlib.asynccontextmanager
-    async def bulk_load(self) -> AsyncIterator[None]:
-        """Around a large first load (the demo's seeding): nothing to do on MongoDB, whose
-        unique indexes must stay in place while documents arrive."""
-        yield
+    async def bulk_load(self, defer_indexes: bool = True) -> AsyncIterator[None]:
+        """Around a first load of history (the demo's seeding): its writes record no events.
+        The indexes stay (`defer_indexes` is not used): the unique ones must stay in place
+        while documents arrive."""
+        self.event_writer.enabled = False
+        try:
+            yield
+        finally:
+            self.event_writer.enabled = True
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:

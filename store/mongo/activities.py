@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
@@ -72,6 +73,10 @@ async def fill_stored_at(db: AsyncDatabase) -> int:
     return filled
 
 
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter, Pending
+
+
 async def record_list_added(
     col: AsyncCollection,
     workspace_id: str,
@@ -79,21 +84,27 @@ async def record_list_added(
     list_name: str | None,
     prospect_ids: list[str],
     at: dt.datetime,
-) -> None:
+    pending: Pending,
+) -> list[dict]:
     """One `list_added` activity per prospect and list in `col` (the activities), in one round
-    trip; idempotent. Part of a contact upload (store/mongo/prospects.py)."""
-    writes = []
+    trip, marked with `pending`; idempotent. Part of a contact upload
+    (store/mongo/prospects.py). The activities this call inserted (not those already there)."""
+    docs, writes = [], []
     for prospect_id in dict.fromkeys(prospect_ids):
         doc = list_added_activity(workspace_id, prospect_id, list_id, list_name, at)
+        docs.append(doc)
         writes.append(
             UpdateOne(
                 {"_id": doc["_id"], "workspaceId": workspace_id},
-                {"$setOnInsert": doc},
+                {"$setOnInsert": pending.new(doc)},
                 upsert=True,
             )
         )
-    if writes:
-        await col.bulk_write(writes, ordered=False)
+    if not writes:
+        return []
+    written = await col.bulk_write(writes, ordered=False)
+    inserted = set((written.upserted_ids or {}).values())
+    return [doc for doc in docs if doc["_id"] in inserted]
 
 
 async def log_activities(
@@ -102,9 +113,11 @@ async def log_activities(
     activities: list[NewActivity],
     ids: list[str],
     partial: bool,
-) -> list[Logged]:
-    """Log activities: references checked first, then one upsert per activity on its id
-    (idempotent: an id written before is `existing`)."""
+    pending: Pending,
+) -> tuple[list[Logged], list[dict]]:
+    """Log activities: references checked first, then one upsert per activity on its id,
+    marked with `pending` (idempotent: an id written before is `existing`). The results, and
+    the activity documents it inserted (whose events the caller publishes)."""
     prospects = await ids_in(db["prospects"], workspace_id, {a.prospect_id for a in activities})
     users = await ids_in(
         db["users"], workspace_id, {a.user_id for a in activities if a.user_id}, deletedAt=None
@@ -123,7 +136,9 @@ async def log_activities(
         docs.append(doc)
         writes.append(
             UpdateOne(
-                {"_id": doc["_id"], "workspaceId": workspace_id}, {"$setOnInsert": doc}, upsert=True
+                {"_id": doc["_id"], "workspaceId": workspace_id},
+                {"$setOnInsert": pending.new(doc)},
+                upsert=True,
             )
         )
         results.append(Logged(_record(doc), EXISTING))
@@ -131,20 +146,25 @@ async def log_activities(
     for logged in results:
         if logged.activity is not None and logged.activity["id"] in upserted:
             logged.outcome = CREATED
-    return results
+    return results, [doc for doc in docs if doc["_id"] in upserted]
 
 
 @translate_errors
 class Activities:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
         self.db = db
         self.col = db["activities"]
+        self.events = events
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt activity documents (`activity_document`) in bounded batches."""
+        """Write prebuilt activity documents (`activity_document`) in bounded batches, with
+        their events."""
         check_scope(workspace_id, documents)
         for start in range(0, len(documents), INSERT_BATCH):
-            await self.col.insert_many(documents[start : start + INSERT_BATCH], ordered=False)
+            batch = documents[start : start + INSERT_BATCH]
+            pending = self.events.begin()
+            await self.col.insert_many([pending.new(doc) for doc in batch], ordered=False)
+            await self.events.publish(workspace_id, pending, inserted=batch)
 
     async def log(
         self,
@@ -154,13 +174,15 @@ class Activities:
         once: Once | None = None,
         partial: bool = False,
     ) -> list[Logged]:
-        """Log activities on their prospects' timelines (store/mongo/ingest.py); with an
+        """Log activities on their prospects' timelines with their events; with an
         Idempotency-Key their ids derive from it, and the response is stored at the end."""
         if ids is None and once is not None:
             ids = [once.record_id("activity", str(i)) for i in range(len(activities))]
-        logged = await log_activities(
-            self.db, workspace_id, activities, activity_ids(len(activities), ids), partial
+        pending = self.events.begin()
+        logged, inserted = await log_activities(
+            self.db, workspace_id, activities, activity_ids(len(activities), ids), partial, pending
         )
+        await self.events.publish(workspace_id, pending, inserted=inserted)
         if once is not None:
             await store_response(self.db["idempotency"], once, logged)
         return logged

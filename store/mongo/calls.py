@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -28,6 +28,9 @@ from store.mongo.paging import page_query
 from store.mongo.prospects import Prospects
 from store.paging import Page, Window
 from store.prospects import Contact
+
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter
 
 
 def call_filters(
@@ -67,12 +70,13 @@ def call_filters(
 
 @translate_errors
 class Calls:
-    def __init__(self, db: AsyncDatabase, default_region: str = "US") -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter, default_region: str = "US") -> None:
         self.col = db["calls"]
-        self.activities = Activities(db)
+        self.activities = Activities(db, events)
+        self.events = events
         self.idempotency = db["idempotency"]
         self.default_region = default_region
-        self.recorder = CallRecorder(db, Prospects(db, default_region))
+        self.recorder = CallRecorder(db, Prospects(db, events, default_region), events)
 
     async def get(self, workspace_id: str, call_id: str) -> dict | None:
         """The call's record, or None."""
@@ -108,16 +112,21 @@ class Calls:
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
         """Write prebuilt call documents in bounded batches, each with its contribution to the
-        dialer metrics and its `call` activity on the prospect's timeline."""
+        dialer metrics, its `call` activity on the prospect's timeline, and their events."""
         if any(doc["workspaceId"] != workspace_id for doc in documents):
             raise ValueError("every document must belong to the given workspace")
         for start in range(0, len(documents), INSERT_BATCH):
             batch = documents[start : start + INSERT_BATCH]
+            entries = [call_activity(doc) for doc in batch]
+            pending = self.events.begin()
             await self.col.insert_many(
-                [{**doc, **metric_fields(doc)} for doc in batch], ordered=False
+                [pending.new({**doc, **metric_fields(doc)}) for doc in batch], ordered=False
             )
-            await self.activities.insert_documents(
-                workspace_id, [call_activity(doc) for doc in batch]
+            await self.activities.col.insert_many(
+                [pending.new(entry) for entry in entries], ordered=False
+            )
+            await self.events.publish(
+                workspace_id, pending, {"calls": [doc["_id"] for doc in batch]}, entries
             )
 
     async def page(

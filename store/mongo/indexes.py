@@ -1,12 +1,14 @@
 """Every index of the service, each prefixed by workspaceId, created idempotently at start-up.
 
 docs/deployment.md's index table documents which query each one serves. The exceptions to the
-prefix rule are the expiry indexes (`EXPIRY`: Idempotency-Key records, rate-limit windows,
-leases), single-field on the expiry time, which the expiry sweep (store/mongo/expiry.py) reads
-across workspaces. Where the server has TTL indexes they are TTL indexes (`ttl`), so MongoDB
-removes expired records by itself too; a server that refuses TTL indexes (FerretDB 1.24:
-`expireAfterSeconds` is not implemented) gets a plain index (`expiry`) on the same field and
-the sweep alone. Idempotency records and leases are found by `_id` (workspace and name).
+prefix rule are the indexes read across workspaces: the expiry indexes (`EXPIRY`:
+Idempotency-Key records, rate-limit windows, leases), single-field on the expiry time, read by
+the expiry sweep (store/mongo/expiry.py), and the markers' `events_pending`, read by the event
+sweep (whose retention deletes use `_id`: event ids sort as their instants). Where the server
+has TTL indexes the expiry indexes are TTL indexes (`ttl`), so MongoDB removes expired records
+by itself too; a server that refuses TTL indexes (FerretDB 1.24: `expireAfterSeconds` is not
+implemented) gets a plain index (`expiry`) on the same field and the sweep alone. Idempotency
+records and leases are found by `_id` (workspace and name).
 """
 
 from __future__ import annotations
@@ -84,7 +86,35 @@ INDEXES: dict[str, list[IndexModel]] = {
     "rate_limits": [
         IndexModel([("workspaceId", ASC), ("windowStart", ASC)], name="ws_window", unique=True),
     ],
+    "events": [
+        IndexModel([("workspaceId", ASC), ("occurredAt", ASC), ("_id", ASC)], name="ws_feed"),
+        IndexModel(
+            [("workspaceId", ASC), ("type", ASC), ("occurredAt", ASC), ("_id", ASC)],
+            name="ws_type",
+        ),
+    ],
 }
+
+# The markers of changes whose events are being written (store/mongo/events.py), in every
+# collection whose documents carry them: partial indexes, holding only the few documents with a
+# marker. `ws_events_pending` serves the feed's look at a workspace's markers, `events_pending`
+# the sweeper's across workspaces. A server that refuses partial indexes (FerretDB 1.24) gets
+# the same fields without the filter.
+PENDING = {"$exists": True}
+for _collection in ("calls", "prospects", "lists", "activities"):
+    INDEXES[_collection] += [
+        IndexModel(
+            [("workspaceId", ASC), ("_evt.t", ASC)],
+            name="ws_events_pending",
+            partialFilterExpression={"_evt.t": PENDING},
+        ),
+        IndexModel(
+            [("_evt.t", ASC)], name="events_pending", partialFilterExpression={"_evt.t": PENDING}
+        ),
+    ]
+# The server's answers to a partial index that mean "no partial indexes here": NotImplemented,
+# CommandNotSupported, InvalidIndexSpecificationOption.
+PARTIAL_REFUSED = frozenset({238, 115, 197})
 
 # The collections whose records expire, and the field that holds each record's expiry time.
 EXPIRY = {"idempotency": "expiresAt", "rate_limits": "expireAt", "leases": "expiresAt"}
@@ -93,6 +123,14 @@ EXPIRY = {"idempotency": "expiresAt", "rate_limits": "expireAt", "leases": "expi
 # InvalidIndexSpecificationOption.
 TTL_REFUSED = frozenset({238, 115, 197})
 _told_ttl_refused = False  # the log says so once per process
+
+
+def without_filter(model: IndexModel) -> IndexModel:
+    """The same index without its partialFilterExpression."""
+    document = dict(model.document)
+    keys, name = document.pop("key"), document.pop("name")
+    document.pop("partialFilterExpression")
+    return IndexModel(list(keys.items()), name=name, **document)
 
 
 def ttl_index(field: str) -> IndexModel:
@@ -110,7 +148,15 @@ async def ensure_indexes(db: AsyncDatabase) -> bool:
         # One index per command: FerretDB 1.24 drops the connection (a server panic) when one
         # createIndexes names several indexes of which more than one exists already.
         for model in models:
-            await db[collection].create_indexes([model])
+            try:
+                await db[collection].create_indexes([model])
+            except OperationFailure as exc:
+                if (
+                    exc.code not in PARTIAL_REFUSED
+                    or "partialFilterExpression" not in model.document
+                ):
+                    raise
+                await db[collection].create_indexes([without_filter(model)])
     ttl = True
     for collection, field in EXPIRY.items():
         try:

@@ -18,6 +18,7 @@ answers `existing`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
@@ -41,41 +42,52 @@ from store.ingest import (
     changes_to,
     converging,
     exists,
+    follows_activity,
     reference_refusals,
     wanted,
 )
 from store.mongo.bulk import bulk, ids_in
+from store.mongo.events import MARK
 from store.mongo.locks import UPLOAD_LEASE
 from store.mongo.metrics import changed_call_set, metric_fields
 from store.mongo.prospects import Prospects
 from store.prospects import DUPLICATE_KEY, Candidate, Contact, match_all, outcomes
 
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter, Pending
+
 CHANGE_ATTEMPTS = 10  # a change lost to a concurrent change of the same call is tried again
 
 
-async def upsert_entries(col: AsyncCollection, workspace_id: str, docs: Iterable[dict]) -> None:
-    """The `call` timeline entries of calls (idempotent: an entry written before stays)."""
-    await bulk(
+async def upsert_entries(
+    col: AsyncCollection, workspace_id: str, docs: Iterable[dict], pending: Pending
+) -> list[dict]:
+    """The `call` timeline entries of calls, marked with `pending` (idempotent: an entry
+    written before stays); the entries this call inserted."""
+    entries = [call_activity(doc) for doc in docs]
+    upserted = await bulk(
         col,
         [
             UpdateOne(
                 {"_id": entry["_id"], "workspaceId": workspace_id},
-                {"$setOnInsert": entry},
+                {"$setOnInsert": pending.new(entry)},
                 upsert=True,
             )
-            for entry in (call_activity(doc) for doc in docs)
+            for entry in entries
         ],
     )
+    return [entry for entry in entries if entry["_id"] in upserted]
 
 
 class CallRecorder:
     """The calls' side of recording: its collections and the prospects' matcher."""
 
-    def __init__(self, db: AsyncDatabase, prospects: Prospects) -> None:
+    def __init__(self, db: AsyncDatabase, prospects: Prospects, events: EventWriter) -> None:
         self.db = db
         self.col = db["calls"]
         self.activities = db["activities"]
         self.prospects = prospects  # its matcher: the contact upload's
+        self.events = events
 
     async def references(self, workspace_id: str, calls: list[NewCall]) -> References:
         users, prospects, lists = wanted(calls)
@@ -93,7 +105,13 @@ class CallRecorder:
         once: Once | None,
         partial: bool,
     ) -> list[Recorded]:
+        """Record calls (the module's docstring), with their events: `call.created` and the
+        `activity.created` of its timeline entry for each call this write creates, and
+        `prospect.created` or `prospect.updated` for each prospect a contact created or
+        filled, published before the answer (a writer that dies first leaves its markers to
+        the event sweep)."""
         now = utcnow()
+        marker = self.events.begin()
         batch = len(calls) > 1 or partial
         results: list[Recorded | None] = [None] * len(calls)
 
@@ -148,11 +166,15 @@ class CallRecorder:
                     results[index] = Recorded(None, EXISTING)
             written = [i for i, r in enumerate(results) if r is not None and r.refusal is None]
             matches: dict[int, dict] = {}
+            touched: list[str] = []
             if parsed:
                 needed = [i in written for i in given]
                 _, chosen = await matcher._resolve(
-                    workspace_id, parsed, None, now, once, needed=needed, owners=owners
+                    workspace_id, parsed, None, now, once, marker, needed=needed, owners=owners
                 )
+                touched = [
+                    t.id for t, wanted in zip(chosen, needed, strict=True) if wanted and t.id
+                ]
                 landed = dict(zip(given, chosen, strict=True))
                 picked = [i for i in written if i in landed]
                 matches = {
@@ -179,7 +201,7 @@ class CallRecorder:
                 doc["createdWith"] = marks[index]
             docs[call_id] = doc
         fresh = [doc for call_id, doc in docs.items() if call_id not in found]
-        taken = await self.insert(fresh)
+        taken = await self.insert(fresh, marker)
         if taken:  # a concurrent post of the same SID was first
             raced = await self.found(workspace_id, list(taken))
             for index in written:
@@ -197,7 +219,10 @@ class CallRecorder:
             found.update(raced)
         kept = [i for i in written if (r := results[i]) is not None and r.refusal is None]
         final = {ids[i]: docs.get(ids[i]) or found[ids[i]] for i in kept}
-        await upsert_entries(self.activities, workspace_id, final.values())
+        entries = await upsert_entries(self.activities, workspace_id, final.values(), marker)
+        await self.events.publish(
+            workspace_id, marker, {"prospects": touched, "calls": list(final)}, entries
+        )
         for index in kept:
             result = results[index]
             assert result is not None
@@ -231,13 +256,14 @@ class CallRecorder:
                 new[doc["dedupeKey"]].id = doc["_id"]
         return chosen
 
-    async def insert(self, docs: list[dict]) -> set[str]:
-        """Insert new calls with their metrics fields; the ids found taken."""
+    async def insert(self, docs: list[dict], pending: Pending) -> set[str]:
+        """Insert new calls with their metrics fields, marked with `pending`; the ids found
+        taken."""
         if not docs:
             return set()
         try:
             await self.col.insert_many(
-                [{**doc, **metric_fields(doc)} for doc in docs], ordered=False
+                [pending.new({**doc, **metric_fields(doc)}) for doc in docs], ordered=False
             )
         except BulkWriteError as exc:
             errors = exc.details.get("writeErrors", [])
@@ -249,7 +275,9 @@ class CallRecorder:
     async def change(self, workspace_id: str, call_id: str, changes: dict) -> dict | None:
         """Change a call: one conditional single-document update (on the updatedAt it read,
         with the call's new metrics contribution), then its timeline entry rewritten from the
-        call as it is (also when nothing changed: that completes a change cut short)."""
+        call as it is (also when nothing changed: that completes a change cut short), and its
+        `call.updated` event (the update carries the marker)."""
+        pending = self.events.begin()
         for _ in range(CHANGE_ATTEMPTS):
             doc = await self.col.find_one({"_id": call_id, "workspaceId": workspace_id})
             if doc is None:
@@ -259,15 +287,25 @@ class CallRecorder:
                 moved = {**changed, "updatedAt": max(utcnow(), doc["updatedAt"])}
                 result = await self.col.update_one(
                     {"_id": call_id, "workspaceId": workspace_id, "updatedAt": doc["updatedAt"]},
-                    {"$set": changed_call_set(doc, moved)},
+                    pending.update({"$set": changed_call_set(doc, moved)}),
                 )
                 if not result.matched_count:
                     continue  # changed meanwhile: read it again
                 doc = {**doc, **moved}
             entry = call_activity(doc)
-            await self.activities.replace_one(
-                {"_id": entry["_id"], "workspaceId": workspace_id}, entry, upsert=True
+            rewrite: dict = {
+                "$set": {name: value for name, value in entry.items() if name != "_id"}
+            }
+            rewritten = follows_activity(changed)
+            if rewritten and pending.enabled:  # no `activity.updated`: it is sent as created again
+                rewrite["$push"] = {MARK: pending.entry(True)}
+            # $set rather than a replacement: the entry keeps a marker it may carry still.
+            await self.activities.update_one(
+                {"_id": entry["_id"], "workspaceId": workspace_id}, rewrite, upsert=True
             )
+            if changed:
+                touched = {"calls": [call_id], "activities": [entry["_id"]] if rewritten else []}
+                await self.events.publish(workspace_id, pending, touched)
             return call_record(doc)
         raise RuntimeError(f"call {call_id} kept changing while it was being changed")
 

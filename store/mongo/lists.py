@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
@@ -28,28 +29,24 @@ from store.mongo.idempotency import store_response
 from store.mongo.locks import UPLOAD_LEASE, Leases
 from store.mongo.paging import page_query
 from store.paging import Page, Window
+from store.records import LIST_FIELDS
 from store.records import list_record as _record
 
 PENDING = "countPending"  # the token of an upload that has not set the count yet
-LIST_FIELDS = {
-    "_id": 1,
-    "name": 1,
-    "source": 1,
-    "ownerUserId": 1,
-    "createdAt": 1,
-    "updatedAt": 1,
-    "prospectsCount": 1,
-    PENDING: 1,
-}
+FIELDS = {**LIST_FIELDS, PENDING: 1}  # what reads of lists take: the record and the mark
+
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter
 
 
 @translate_errors
 class Lists:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
         self.col = db["lists"]
         self.prospects = db["prospects"]
         self.idempotency = db["idempotency"]
         self.leases = Leases(db)
+        self.events = events
 
     async def create(
         self,
@@ -74,22 +71,26 @@ class Lists:
             "updatedAt": now,
             "prospectsCount": 0,
         }
+        pending = self.events.begin()
         try:
-            await self.col.insert_one(doc)
+            await self.col.insert_one(pending.new(doc))
         except DuplicateKeyError:
             if once is None:
                 raise
             found = await self.col.find_one({"_id": doc["_id"], "workspaceId": workspace_id})
             if found is None:  # the id of another workspace's list: cannot be (uuid5 of ours)
                 raise
+            # An earlier attempt inserted it; its marker (or its event) is that attempt's.
             doc = found
+        else:
+            await self.events.publish(workspace_id, pending, {"lists": [str(doc["_id"])]})
         record = _record(doc)
         if once is not None:
             await store_response(self.idempotency, once, record)
         return record
 
     async def get(self, workspace_id: str, list_id: str) -> dict | None:
-        doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, LIST_FIELDS)
+        doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, FIELDS)
         if doc is not None and PENDING in doc:
             doc = await self._recount(workspace_id, doc) or doc
         return doc and _record(doc)
@@ -112,7 +113,7 @@ class Lists:
             return item
 
         query = _query(workspace_id, updated_since)
-        page = await page_query(self.col, query, window, LIST_FIELDS, record)
+        page = await page_query(self.col, query, window, FIELDS, record)
         for doc, item in pending:
             # The count only: the item keeps its place (updatedAt) in the page's order.
             recounted = await self._recount(workspace_id, doc)
@@ -128,16 +129,18 @@ class Lists:
             {"workspaceId": workspace_id, "listIds": list_id}
         )
         if members > doc["prospectsCount"]:
+            pending = self.events.begin()
             await self.col.update_one(
                 {"_id": list_id, "workspaceId": workspace_id, "prospectsCount": {"$lt": members}},
-                {"$set": {"prospectsCount": members, "updatedAt": utcnow()}},
+                pending.update({"$set": {"prospectsCount": members, "updatedAt": utcnow()}}),
             )
+            await self.events.publish(workspace_id, pending, {"lists": [list_id]})
         if not await self.leases.taken(workspace_id, UPLOAD_LEASE):
             await self.col.update_one(
                 {"_id": list_id, "workspaceId": workspace_id, PENDING: doc[PENDING]},
                 {"$unset": {PENDING: ""}},
             )
-        return await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, LIST_FIELDS)
+        return await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, FIELDS)
 
     async def export(
         self,
@@ -167,13 +170,17 @@ class Lists:
         never removed, so `$max` keeps an upload that finishes late from overwriting a later
         upload's larger count.
         """
+        pending = self.events.begin()
         doc = await self.col.find_one_and_update(
             {"_id": list_id, "workspaceId": workspace_id},
-            {"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}},
+            pending.update({"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}}),
             # No projection: FerretDB 1.24 does not implement findAndModify's `fields`.
             return_document=ReturnDocument.AFTER,
         )
-        return doc and _record(doc)
+        if doc is None:
+            return None
+        await self.events.publish(workspace_id, pending, {"lists": [list_id]})
+        return _record(doc)
 
 
 async def mark_counting(col: AsyncCollection, workspace_id: str, list_id: str) -> str:
@@ -184,15 +191,23 @@ async def mark_counting(col: AsyncCollection, workspace_id: str, list_id: str) -
 
 
 async def set_counted(
-    col: AsyncCollection, workspace_id: str, list_id: str, token: str, members: int
+    col: AsyncCollection,
+    events: EventWriter,
+    workspace_id: str,
+    list_id: str,
+    token: str,
+    members: int,
 ) -> None:
     """After an upload: the list's count from its `members` (never decreasing), its updatedAt
-    moved, and the upload's mark removed (if another mark replaced it, that one stays)."""
+    moved, and the upload's mark removed (if another mark replaced it, that one stays); its
+    `list.updated` event."""
     selector = {"_id": list_id, "workspaceId": workspace_id}
-    change = {"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}}
+    pending = events.begin()
+    change = pending.update({"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}})
     marked = await col.update_one({**selector, PENDING: token}, {**change, "$unset": {PENDING: ""}})
     if not marked.matched_count:
         await col.update_one(selector, change)
+    await events.publish(workspace_id, pending, {"lists": [list_id]})
 
 
 def _query(workspace_id: str, updated_since: dt.datetime | None) -> dict:

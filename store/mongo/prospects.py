@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -49,15 +50,19 @@ from store.prospects import (
 )
 from store.prospects import record as _record
 
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter, Pending
+
 
 @translate_errors
 class Prospects:
-    def __init__(self, db: AsyncDatabase, default_region: str = "US") -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter, default_region: str = "US") -> None:
         self.col = db["prospects"]
         self.lists = db["lists"]
         self.idempotency = db["idempotency"]
-        self.activities = Activities(db)
+        self.activities = Activities(db, events)
         self.leases = Leases(db)
+        self.events = events
         self.default_region = default_region
 
     def parse_contact(self, raw: dict) -> Contact:
@@ -77,6 +82,7 @@ class Prospects:
         """
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         list_id = listing["id"]
+        pending = self.events.begin()
         # Matching reads the workspace's prospects and then writes: uploads of one workspace
         # take turns (a lease shared by every process), so two uploads can never both miss a
         # prospect the other is creating under a different identifier. The unique dedupeKey
@@ -84,13 +90,19 @@ class Prospects:
         async with self.leases.held(workspace_id, UPLOAD_LEASE):
             mark = await mark_counting(self.lists, workspace_id, list_id)
             try:
-                chosen = await self._add_to_list(workspace_id, listing, contacts, once)
+                chosen, added = await self._add_to_list(
+                    workspace_id, listing, contacts, once, pending
+                )
             except BulkWriteError as exc:  # a fallback: the lease already serialises uploads
                 if any(e.get("code") != DUPLICATE_KEY for e in exc.details.get("writeErrors", [])):
                     raise
-                chosen = await self._add_to_list(workspace_id, listing, contacts, once)
+                chosen, added = await self._add_to_list(
+                    workspace_id, listing, contacts, once, pending
+                )
+            touched = [target.id for target in chosen if target.id]
+            await self.events.publish(workspace_id, pending, {"prospects": touched}, added)
             members = await self.count_in_list(workspace_id, list_id)
-            await set_counted(self.lists, workspace_id, list_id, mark, members)
+            await set_counted(self.lists, self.events, workspace_id, list_id, mark, members)
         upload = Upload(members, outcomes(chosen))
         if once is not None:
             await store_response(self.idempotency, once, upload)
@@ -104,11 +116,17 @@ class Prospects:
         once: Once | None = None,
     ) -> list[dict]:
         """Match or create a prospect for each contact with the upload's rules, adding none
-        to a list; each contact's outcome (store.prospects.outcomes). Idempotent; with an
-        Idempotency-Key the prospects it creates take ids derived from it."""
+        to a list; each contact's outcome (store.prospects.outcomes), with the events of the
+        prospects it created or filled. Idempotent; with an Idempotency-Key the prospects it
+        creates take ids derived from it."""
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
+        pending = self.events.begin()
         async with self.leases.held(workspace_id, UPLOAD_LEASE):
-            _, chosen = await self._resolve(workspace_id, contacts, owner_user_id, utcnow(), once)
+            _, chosen = await self._resolve(
+                workspace_id, contacts, owner_user_id, utcnow(), once, pending
+            )
+            touched = [target.id for target in chosen if target.id]
+            await self.events.publish(workspace_id, pending, {"prospects": touched})
         results = outcomes(chosen)
         if once is not None:
             await store_response(self.idempotency, once, results)
@@ -119,30 +137,36 @@ class Prospects:
         return await self.col.count_documents({"workspaceId": workspace_id, "listIds": list_id})
 
     async def _add_to_list(
-        self, workspace_id: str, listing: dict, contacts: list[Contact], once: Once | None
-    ) -> list[Candidate]:
-        """One attempt at the upload; the prospect each contact landed on."""
+        self,
+        workspace_id: str,
+        listing: dict,
+        contacts: list[Contact],
+        once: Once | None,
+        pending: Pending,
+    ) -> tuple[list[Candidate], list[dict]]:
+        """One attempt at the upload, its writes marked with `pending`: the prospect each
+        contact landed on, and the `list_added` activities it inserted."""
         list_id, now = listing["id"], utcnow()
         targets, chosen = await self._resolve(
-            workspace_id, contacts, listing["ownerUserId"], now, once
+            workspace_id, contacts, listing["ownerUserId"], now, once, pending
         )
         members = [t.id for t in targets if t.id]
         if not members:
-            return chosen
+            return chosen, []
         await self.col.bulk_write(
             [
                 UpdateOne(
                     {"_id": member, "workspaceId": workspace_id, "listIds": {"$ne": list_id}},
-                    {"$push": {"listIds": list_id}, "$set": {"updatedAt": now}},
+                    pending.update({"$push": {"listIds": list_id}, "$set": {"updatedAt": now}}),
                 )
                 for member in members
             ],
             ordered=False,
         )
-        await record_list_added(
-            self.activities.col, workspace_id, list_id, listing["name"], members, now
+        added = await record_list_added(
+            self.activities.col, workspace_id, list_id, listing["name"], members, now, pending
         )
-        return chosen
+        return chosen, added
 
     async def _resolve(
         self,
@@ -151,6 +175,7 @@ class Prospects:
         owner_user_id: str | None,
         now: dt.datetime,
         once: Once | None,
+        pending: Pending,
         needed: list[bool] | None = None,
         owners: Mapping[str, str | None] | None = None,
     ) -> tuple[list[Candidate], list[Candidate]]:
@@ -158,7 +183,8 @@ class Prospects:
         `owner_user_id`, or by dedupe key in `owners`) and fill the blanks of the matched
         ones: the distinct prospects and the one per contact. With `needed`, only the prospects
         of the contacts it marks are created or filled (the others keep no id when they would
-        be new). Idempotent; run it holding the workspace's upload lease."""
+        be new). Its writes are marked with `pending` (the caller publishes). Idempotent; run it
+        holding the workspace's upload lease."""
         targets, chosen = match_all(contacts, await self._candidates(workspace_id, contacts))
         if needed is not None:
             used = {id(t) for t, wanted in zip(chosen, needed, strict=True) if wanted}
@@ -181,9 +207,9 @@ class Prospects:
                 for field in selector:  # the upsert takes these from the selector
                     doc.pop(field)
                 upserts[doc["_id"]] = target
-                writes.append(UpdateOne(selector, {"$setOnInsert": doc}, upsert=True))
+                writes.append(UpdateOne(selector, {"$setOnInsert": pending.new(doc)}, upsert=True))
             else:
-                writes += self._fills(workspace_id, target, now)
+                writes += self._fills(workspace_id, target, now, pending)
         if writes:
             written = await self.col.bulk_write(writes, ordered=True)
             # Matched by the proposed _id, not by op index; an upsert that found a concurrent
@@ -202,20 +228,23 @@ class Prospects:
                 target.id = ids.get(target.key)
                 target.fills = dict(target.fields)
                 if target.id:
-                    fills += self._fills(workspace_id, target, now)
+                    fills += self._fills(workspace_id, target, now, pending)
             if fills:
                 await self.col.bulk_write(fills, ordered=False)
         recognise_created(targets, once)
         return targets, chosen
 
     @staticmethod
-    def _fills(workspace_id: str, target: Candidate, now: dt.datetime) -> list[UpdateOne]:
+    def _fills(
+        workspace_id: str, target: Candidate, now: dt.datetime, pending: Pending
+    ) -> list[UpdateOne]:
         """Fill blanks field by field: each update applies only while the field is still
         absent, so a concurrent writer's value is never overwritten."""
         selector = {"_id": target.id, "workspaceId": workspace_id}
         return [
             UpdateOne(
-                {**selector, field: {"$exists": False}}, {"$set": {**update, "updatedAt": now}}
+                {**selector, field: {"$exists": False}},
+                pending.update({"$set": {**update, "updatedAt": now}}),
             )
             for field, update in target.fill_updates().items()
         ]
@@ -253,7 +282,9 @@ class Prospects:
             list_ids,
             prospect_id,
         )
-        await self.col.insert_one(doc)
+        pending = self.events.begin()
+        await self.col.insert_one(pending.new(doc))
+        await self.events.publish(workspace_id, pending, {"prospects": [doc["_id"]]})
         return _record(doc)
 
     def normalize_phone(self, value: str) -> str | None:
@@ -265,7 +296,12 @@ class Prospects:
         if any(doc["workspaceId"] != workspace_id for doc in documents):
             raise ValueError("every document must belong to the given workspace")
         for start in range(0, len(documents), INSERT_BATCH):
-            await self.col.insert_many(documents[start : start + INSERT_BATCH], ordered=False)
+            batch = documents[start : start + INSERT_BATCH]
+            pending = self.events.begin()
+            await self.col.insert_many([pending.new(doc) for doc in batch], ordered=False)
+            await self.events.publish(
+                workspace_id, pending, {"prospects": [doc["_id"] for doc in batch]}
+            )
 
     async def page(
         self,

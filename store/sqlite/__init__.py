@@ -14,10 +14,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from store.errors import StoreDamaged
-from store.sqlite import opening, schema
+from store.sqlite import activities, calls, lists, opening, prospects, schema
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
+from store.sqlite.events import Events, EventWriter
 from store.sqlite.idempotency import Idempotency, delete_expired_idempotency
 from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
@@ -71,13 +72,23 @@ class SQLiteStore:
         except BaseException:
             self.engine.close()
             raise
+        # Every write unit of the families below records its events through this one writer.
+        self.event_writer = EventWriter(
+            {
+                "call": calls.EVENT_SOURCE,
+                "prospect": prospects.EVENT_SOURCE,
+                "list": lists.EVENT_SOURCE,
+                "activity": activities.EVENT_SOURCE,
+            }
+        )
         self.workspaces = Workspaces(self.engine)
         self.users = Users(self.engine)
         self.keys = Keys(self.engine)
-        self.lists = Lists(self.engine)
-        self.prospects = Prospects(self.engine, default_region)
-        self.calls = Calls(self.engine, default_region)
-        self.activities = Activities(self.engine)
+        self.lists = Lists(self.engine, self.event_writer)
+        self.prospects = Prospects(self.engine, self.event_writer, default_region)
+        self.calls = Calls(self.engine, self.event_writer, default_region)
+        self.activities = Activities(self.engine, self.event_writer)
+        self.events = Events(self.engine)
         self.metrics = DialerMetrics(self.engine)
         self.settings = Settings(self.engine)
         self.idempotency = Idempotency(self.engine)
@@ -93,12 +104,13 @@ class SQLiteStore:
         self.indexes_ready = True
 
     @contextlib.asynccontextmanager
-    async def bulk_load(self) -> AsyncIterator[None]:
-        """Around a large first load that nothing reads meanwhile (the demo's seeding): the
-        secondary indexes of calls and activities are dropped, and built at the end from the
-        sorted rows at once, which is faster than keeping seven indexes up to date row by row
-        (`demo --calls 1000000`: docs/performance.md). Should the process die meanwhile, the
-        next open builds them (schema.create)."""
+    async def bulk_load(self, defer_indexes: bool = True) -> AsyncIterator[None]:
+        """Around a first load of history that nothing reads meanwhile (the demo's seeding):
+        its writes record no events. With `defer_indexes` the secondary indexes of calls and
+        activities are dropped, and built at the end from the sorted rows at once, which is
+        faster than keeping seven indexes up to date row by row (`demo --calls 1000000`:
+        docs/performance.md). Should the process die meanwhile, the next open builds them
+        (schema.create)."""
         deferred = [name for name in schema.INDEXES if name.startswith(BULK_INDEXES)]
 
         def drop(conn: sqlite3.Connection) -> None:
@@ -106,15 +118,19 @@ class SQLiteStore:
                 conn.execute(f"DROP INDEX IF EXISTS {name}")
             conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KB}")
 
-        await self.engine.write(drop)
+        if defer_indexes:
+            await self.engine.write(drop)
+        self.event_writer.enabled = False
         try:
             yield
         finally:
-            await self.engine.write(schema.create, timeout=INDEX_BUILD_TIMEOUT)
-            # A fresh writer connection, with the usual cache: closing this one hands back what
-            # the load made it hold (its cache, the index builds' sorting).
-            await self.engine.renew_writer()
-            release_free_memory()
+            self.event_writer.enabled = True
+            if defer_indexes:
+                await self.engine.write(schema.create, timeout=INDEX_BUILD_TIMEOUT)
+                # A fresh writer connection, with the usual cache: closing this one hands back
+                # what the load made it hold (its cache, the index builds' sorting).
+                await self.engine.renew_writer()
+                release_free_memory()
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import sqlite3
 from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
 from store.activities import INSERT_BATCH, check_scope, record
 from store.exports import BATCH_SIZE, Lines
@@ -18,10 +19,34 @@ from store.sqlite.idempotency import write_once
 from store.sqlite.ingest import log_activities
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
+
 TIMELINE = (
     'SELECT "_id", type, occurredAt, userId, callId, summary, details FROM activities '
     "WHERE workspaceId = ? AND prospectId = ?"
 )
+# An activity as its event carries it: the timeline's record (store.activities.record) and
+# the prospect whose timeline holds it.
+EVENT_JSON = json_record(
+    {
+        "id": "_id",
+        **{name: name for name in ("type", "occurredAt", "userId", "callId", "summary")},
+        "details": "details",
+        "prospectId": "prospectId",
+    }
+)
+
+EVENT_SOURCE = ("activities", "", EVENT_JSON)  # store/sqlite/events.py
+
+
+def write_activities(
+    conn: sqlite3.Connection, workspace_id: str, documents: list[dict], events: EventWriter
+) -> None:
+    """Insert activity documents with their `activity.created` events (caller's transaction)."""
+    insert(conn, "activities", documents)
+    events.record(conn, workspace_id, (("activity.created", doc["_id"]) for doc in documents))
+
 
 # The activities export's record (store.activities.export_record); a row stored before
 # `storedAt` existed was given its occurredAt when the file was opened (schema.FILLED_FROM).
@@ -41,15 +66,21 @@ EXPORT_JSON = json_record(
 
 
 class Activities:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, events: EventWriter) -> None:
         self.engine = engine
+        self.events = events
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt activity documents (`activity_document`) in bounded batches."""
+        """Write prebuilt activity documents (`activity_document`) in bounded batches, each
+        batch one transaction with its events."""
         check_scope(workspace_id, documents)
         for start in range(0, len(documents), INSERT_BATCH):
             await self.engine.write(
-                insert, "activities", documents[start : start + INSERT_BATCH], timeout=600
+                write_activities,
+                workspace_id,
+                documents[start : start + INSERT_BATCH],
+                self.events,
+                timeout=600,
             )
 
     async def log(
@@ -72,6 +103,7 @@ class Activities:
             activities,
             activity_ids(len(activities), ids),
             partial,
+            self.events,
             timeout=600 if partial else None,
         )
 

@@ -1,17 +1,23 @@
 """How a call is stored on SQLite: its columns, the record JSON its insert writes beside them,
 and the insert of new calls with everything kept in the same transaction (their `call`
-timeline entries, the workspace's call total, the dialer metrics' quarter-hour counts)."""
+timeline entries, the workspace's call total, the dialer metrics' quarter-hour counts, their
+events)."""
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from store.activities import call_activity
 from store.calls import RECORD_FIELDS
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.paging import bump
 from store.sqlite.schema import Rows, insert_rows, json_record, rows_of
+
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
 
 FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS))
 SELECT = f"SELECT {FIELDS} FROM calls"
@@ -30,25 +36,37 @@ class NewCalls:
     calls: Rows
     activities: Rows
     quarters: dict[tuple, list[int]]
+    events: list[tuple[str, str]]  # (event type, record id)
 
 
 def prepare(documents: list[dict]) -> NewCalls:
-    """The rows of new call documents, their `call` timeline entries and their quarter-hour
-    counts: pure Python, made on a worker thread while the writer writes the previous batch."""
+    """The rows of new call documents, their `call` timeline entries, their quarter-hour counts
+    and their events: pure Python, made on a worker thread while the writer writes the previous
+    batch."""
+    entries = [call_activity(doc) for doc in documents]
     return NewCalls(
         len(documents),
         rows_of(documents),
-        rows_of([call_activity(doc) for doc in documents]),
+        rows_of(entries),
         quarter_sums(documents),
+        [("call.created", doc["_id"]) for doc in documents]
+        + [("activity.created", entry["_id"]) for entry in entries],
     )
 
 
-def write_calls(conn: sqlite3.Connection, workspace_id: str, new: NewCalls) -> None:
-    """Insert calls with their `call` timeline entries and count them, in the caller's
-    transaction."""
+def write_calls(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    new: NewCalls,
+    events: EventWriter,
+    also: Iterable[tuple[str, str]] = (),
+) -> None:
+    """Insert calls with their `call` timeline entries, count them and record their events
+    (with the events `also` of the same unit), in the caller's transaction."""
     insert_rows(
         conn, "calls", new.calls, computed={"record": lambda value: json_record(SHOWN, value)}
     )
     insert_rows(conn, "activities", new.activities, "INSERT OR IGNORE")
     bump(conn, workspace_id, "calls", new.count)
     add_to_quarters(conn, workspace_id, new.quarters)
+    events.record(conn, workspace_id, [*also, *new.events])

@@ -7,7 +7,7 @@ import asyncio
 import datetime as dt
 import sqlite3
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store.activities import check_scope
 from store.calls import INSERT_BATCH, call_document
@@ -24,6 +24,11 @@ from store.sqlite.idempotency import write_once
 from store.sqlite.ingest import change_call, record_calls
 from store.sqlite.paging import page_query, quick
 from store.sqlite.schema import ms, to_doc
+
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
+
+EVENT_SOURCE = ("calls", "", ENCODED)  # a call's event data: its stored record (events.py)
 
 EQUALITY = {
     "user_id": "userId",
@@ -64,8 +69,9 @@ RECORD_TIMEOUT = 10.0  # the longest wait for a recording's turn at the write lo
 
 
 class Calls:
-    def __init__(self, engine: Engine, default_region: str = "US") -> None:
+    def __init__(self, engine: Engine, events: EventWriter, default_region: str = "US") -> None:
         self.engine = engine
+        self.events = events
         self.default_region = default_region
 
     async def get(self, workspace_id: str, call_id: str) -> dict | None:
@@ -100,18 +106,19 @@ class Calls:
             contacts,
             once,
             partial,
+            self.events,
             timeout=RECORD_TIMEOUT if not partial else 600,
         )
 
     async def change(self, workspace_id: str, call_id: str, changes: dict) -> dict | None:
         """Change a call (store.ingest.CHANGEABLE fields) in one transaction; its record, or
         None when the workspace has no such call."""
-        return await self.engine.write(change_call, workspace_id, call_id, changes)
+        return await self.engine.write(change_call, workspace_id, call_id, changes, self.events)
 
     async def create(self, workspace_id: str, **fields: Any) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
         doc = call_document(workspace_id, **fields)
-        await self.engine.write(write_calls, workspace_id, prepare([doc]))
+        await self.engine.write(write_calls, workspace_id, prepare([doc]), self.events)
         return call_record(doc)
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
@@ -126,7 +133,7 @@ class Calls:
                 if writing is not None:
                     await writing
                 writing = asyncio.ensure_future(
-                    self.engine.write(write_calls, workspace_id, new, timeout=600)
+                    self.engine.write(write_calls, workspace_id, new, self.events, timeout=600)
                 )
         finally:
             if writing is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from store.activities import call_activity
 from store.activities import record as activity_record
@@ -45,6 +46,9 @@ from store.sqlite.callrows import SELECT, prepare, write_calls
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.prospects import create_and_fill, resolve_contacts
 from store.sqlite.schema import insert, ms, to_doc
+
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
 
 # Whether a call changes what it counts for in the dialer metrics.
 COUNTED = ("disposition", "meetingBooked")
@@ -84,9 +88,12 @@ def record_calls(
     contacts: list[Contact | None],
     once: Once | None,
     partial: bool,
+    events: EventWriter,
 ) -> list[Recorded]:
     """The write unit of Calls.record: see the module's docstring. `contacts` are the parsed
-    contacts of the calls given by contact (None for the others)."""
+    contacts of the calls given by contact (None for the others). Its events: `call.created`
+    and the `activity.created` of its timeline entry for each call it creates, and
+    `prospect.created` or `prospect.updated` for each prospect a contact created or filled."""
     now = utcnow()  # taken under the write lock: never behind a commit before it
     batch = len(calls) > 1 or partial
     results: list[Recorded | None] = [None] * len(calls)
@@ -138,7 +145,7 @@ def record_calls(
             results[index] = Recorded(None, EXISTING)
     written = [i for i, r in enumerate(results) if r is not None and r.refusal is None]
     used = {id(landed[i]) for i in written if i in landed}
-    create_and_fill(
+    changed = create_and_fill(
         conn,
         workspace_id,
         [t for t in targets if id(t) in used],
@@ -157,7 +164,9 @@ def record_calls(
             assert prospect_id is not None  # created above
             docs[call_id] = call.document(workspace_id, call_id, prospect_id, now)
     if docs:
-        write_calls(conn, workspace_id, prepare(list(docs.values())))
+        write_calls(conn, workspace_id, prepare(list(docs.values())), events, changed)
+    else:
+        events.record(conn, workspace_id, changed)
     matched = [i for i in written if i in landed]
     matches = dict(zip(matched, _matches([landed[i] for i in matched]), strict=True))
     for index in written:
@@ -187,11 +196,16 @@ SELECT_HASHED = SELECT.replace(" FROM calls", ", contentHash FROM calls")
 
 
 def change_call(
-    conn: sqlite3.Connection, workspace_id: str, call_id: str, changes: dict
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    call_id: str,
+    changes: dict,
+    events: EventWriter,
 ) -> dict | None:
     """The write unit of Calls.change: the changed fields, updatedAt moved (never backwards),
     the stored record rebuilt, the timeline entry and the quarter-hour counts following the
-    change; a change that changes nothing writes nothing."""
+    change, and its `call.updated` event (with `activity.created` again for a rewritten timeline
+    entry); a change that changes nothing writes nothing."""
     row = conn.execute(
         'SELECT * FROM calls WHERE "_id" = ? AND workspaceId = ?', (call_id, workspace_id)
     ).fetchone()
@@ -225,8 +239,13 @@ def change_call(
             for i, value in enumerate(row_sums):
                 target[i] -= value
         add_to_quarters(conn, workspace_id, sums)
+    recorded = [("call.updated", call_id)]
     if follows_activity(changed):
-        insert(conn, "activities", [call_activity(after)], "INSERT OR REPLACE")
+        entry = call_activity(after)
+        insert(conn, "activities", [entry], "INSERT OR REPLACE")
+        # Activities have no `updated` event: the rewritten entry is sent again as created.
+        recorded.append(("activity.created", entry["_id"]))
+    events.record(conn, workspace_id, recorded)
     return call_record(after)
 
 
@@ -236,9 +255,11 @@ def log_activities(
     activities: list[NewActivity],
     ids: list[str],
     partial: bool,
+    events: EventWriter,
 ) -> list[Logged]:
     """The write unit of Activities.log: each activity's record and outcome (created, or
-    existing: its id was written before), or its refusal."""
+    existing: its id was written before), or its refusal; an `activity.created` event for each
+    activity it created."""
     prospects = existing_ids(conn, "prospects", workspace_id, {a.prospect_id for a in activities})
     users = existing_ids(
         conn,
@@ -259,4 +280,13 @@ def log_activities(
         doc = activity.document(workspace_id, activity_id)
         written = insert(conn, "activities", [doc], "INSERT OR IGNORE")
         results.append(Logged(activity_record(doc), CREATED if written else EXISTING))
+    events.record(
+        conn,
+        workspace_id,
+        [
+            ("activity.created", r.activity["id"])
+            for r in results
+            if r.activity and r.outcome == CREATED
+        ],
+    )
     return results

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import sqlite3
 from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
 from store.clock import new_id, utcnow
 from store.exports import BATCH_SIZE, Lines
@@ -17,15 +18,20 @@ from store.sqlite.idempotency import write_once
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
+
 COLUMNS = ("_id", "name", "source", "ownerUserId", "createdAt", "updatedAt", "prospectsCount")
 FIELDS = ", ".join(f'"{name}"' for name in COLUMNS)
 SELECT = f"SELECT {FIELDS} FROM lists"
 JSON = json_record({"id" if name == "_id" else name: name for name in COLUMNS})
+EVENT_SOURCE = ("lists", "", JSON)  # store/sqlite/events.py
 
 
 class Lists:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, events: EventWriter) -> None:
         self.engine = engine
+        self.events = events
 
     async def create(
         self,
@@ -54,6 +60,7 @@ class Lists:
         def create(conn: sqlite3.Connection) -> dict:
             insert(conn, "lists", [doc])
             bump(conn, workspace_id, "lists", 1)
+            self.events.record(conn, workspace_id, [("list.created", str(doc["_id"]))])
             return record
 
         return await write_once(self.engine, once, create)
@@ -123,12 +130,14 @@ class Lists:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
         Members are never removed, so the larger count wins (as `$max` on MongoDB)."""
 
-        def set_count(conn):
-            conn.execute(
+        def set_count(conn: sqlite3.Connection) -> dict | None:
+            changed = conn.execute(
                 "UPDATE lists SET prospectsCount = MAX(prospectsCount, ?), updatedAt = ? "
                 'WHERE "_id" = ? AND workspaceId = ?',
                 (members, ms(utcnow()), list_id, workspace_id),
-            )
+            ).rowcount
+            if changed:
+                self.events.record(conn, workspace_id, [("list.updated", list_id)])
             row = conn.execute(
                 f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (list_id, workspace_id)
             ).fetchone()

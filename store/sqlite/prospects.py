@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import sqlite3
 from collections.abc import AsyncGenerator, Collection
+from typing import TYPE_CHECKING
 
 from store.activities import check_scope, list_added_activity
 from store.clock import new_id, utcnow
@@ -39,6 +40,9 @@ from store.sqlite.idempotency import write_once
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
+
 MATCH_COLUMNS = ", ".join(
     f'"{name}"' for name in ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values())
 )
@@ -51,6 +55,7 @@ IN_LIST = (
 JSON = json_record(
     {"id" if name == "_id" else name: name for name in RECORD_COLUMNS}, 'p."{}"'.format
 )
+EVENT_SOURCE = ("prospects p", "p.", JSON)  # store/sqlite/events.py
 UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
 
 
@@ -58,9 +63,11 @@ def _marks(values: Collection[object]) -> str:
     return ", ".join("?" * len(values))
 
 
-def write_prospects(conn: sqlite3.Connection, workspace_id: str, documents: list[dict]) -> None:
-    """Insert prospect documents with their list memberships and count them (caller's
-    transaction)."""
+def write_prospects(
+    conn: sqlite3.Connection, workspace_id: str, documents: list[dict], events: EventWriter
+) -> None:
+    """Insert prospect documents with their list memberships, count them and record their
+    `prospect.created` events (caller's transaction)."""
     insert(conn, "prospects", documents)
     conn.executemany(
         "INSERT OR IGNORE INTO memberships (workspaceId, listId, prospectId, prospectCreatedAt) "
@@ -72,6 +79,7 @@ def write_prospects(conn: sqlite3.Connection, workspace_id: str, documents: list
         ],
     )
     bump(conn, workspace_id, "prospects", len(documents))
+    events.record(conn, workspace_id, (("prospect.created", doc["_id"]) for doc in documents))
 
 
 def _candidates(
@@ -139,9 +147,10 @@ def create_and_fill(
     owners: dict[str, str | None],
     now: dt.datetime,
     once: Once | None = None,
-) -> None:
-    """Insert the prospects still to create among `targets` (owner by dedupe key in `owners`)
-    and fill the blank fields of the ones that existed (caller's transaction)."""
+) -> list[tuple[str, str]]:
+    """Insert the prospects still to create among `targets` (owner by dedupe key in `owners`),
+    in no list, count them, and fill the blank fields of the ones that existed (caller's
+    transaction); the events of what it changed, for the unit to record."""
     created = []
     for target in targets:
         if target.key not in new:
@@ -157,11 +166,16 @@ def create_and_fill(
         )
         target.id, target.created = doc["_id"], True
         created.append(doc)
+    changes: list[tuple[str, str]] = []
     if created:
-        write_prospects(conn, workspace_id, created)
+        insert(conn, "prospects", created)
+        bump(conn, workspace_id, "prospects", len(created))
+        changes += [("prospect.created", doc["_id"]) for doc in created]
     for target in targets:  # only prospects that existed before this write get fills
         if target.key not in new and target.fills:
             _fill(conn, workspace_id, target, now)
+            changes.append(("prospect.updated", str(target.id)))
+    return changes
 
 
 def match_unit(
@@ -169,13 +183,16 @@ def match_unit(
     workspace_id: str,
     contacts: list[Contact],
     owner_user_id: str | None,
+    events: EventWriter,
     once: Once | None = None,
 ) -> list[dict]:
-    """Match or create a prospect for each contact, in no list (the writer's transaction)."""
+    """Match or create a prospect for each contact, in no list, with the events of what it
+    created or filled (the writer's transaction)."""
     targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
     owners: dict[str, str | None] = dict.fromkeys(new, owner_user_id)
-    create_and_fill(conn, workspace_id, targets, new, owners, utcnow(), once)
+    changes = create_and_fill(conn, workspace_id, targets, new, owners, utcnow(), once)
     recognise_created(targets, once)
+    events.record(conn, workspace_id, changes)
     return outcomes(chosen)
 
 
@@ -184,13 +201,15 @@ def upload(
     workspace_id: str,
     listing: dict,
     contacts: list[Contact],
+    events: EventWriter,
     once: Once | None = None,
 ) -> Upload:
-    """The whole contact upload in the writer's transaction."""
+    """The whole contact upload in the writer's transaction, with its events: the prospects it
+    created, filled or added to the list, the `list_added` activities, and the list."""
     list_id, now = listing["id"], utcnow()
     targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
     owners: dict[str, str | None] = dict.fromkeys(new, listing["ownerUserId"])
-    create_and_fill(conn, workspace_id, targets, new, owners, now, once)
+    changes = create_and_fill(conn, workspace_id, targets, new, owners, now, once)
     # Memberships: only the ones that are new move the prospect (listIds, updatedAt).
     ids = [t.id for t in targets if t.id is not None]  # each has one by now
     # By primary key: the unary + keeps SQLite from walking a workspaceId index instead.
@@ -217,15 +236,13 @@ def upload(
             'WHERE "_id" = ? AND workspaceId = ?',
             [(list_id, ms(now), prospect_id, workspace_id) for prospect_id in joined],
         )
-    insert(
-        conn,
-        "activities",
-        [
-            list_added_activity(workspace_id, prospect_id, list_id, listing["name"], now)
-            for prospect_id in joined
-        ],
-        "INSERT OR IGNORE",
-    )
+    added = [
+        list_added_activity(workspace_id, prospect_id, list_id, listing["name"], now)
+        for prospect_id in joined
+    ]
+    insert(conn, "activities", added, "INSERT OR IGNORE")
+    changes += [("prospect.updated", prospect_id) for prospect_id in joined]
+    changes += [("activity.created", activity["_id"]) for activity in added]
     row = conn.execute(
         'SELECT prospectsCount FROM lists WHERE "_id" = ? AND workspaceId = ?',
         (list_id, workspace_id),
@@ -236,12 +253,14 @@ def upload(
         (members, ms(now), list_id, workspace_id),
     )
     recognise_created(targets, once)
+    events.record(conn, workspace_id, [*changes, ("list.updated", list_id)])
     return Upload(members, outcomes(chosen))
 
 
 class Prospects:
-    def __init__(self, engine: Engine, default_region: str = "US") -> None:
+    def __init__(self, engine: Engine, events: EventWriter, default_region: str = "US") -> None:
         self.engine = engine
+        self.events = events
         self.default_region = default_region
 
     def parse_contact(self, raw: dict) -> Contact:
@@ -259,7 +278,15 @@ class Prospects:
         its stored response. Idempotent: the same upload again adds nothing."""
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         return await write_once(
-            self.engine, once, upload, workspace_id, listing, contacts, once, timeout=UPLOAD_TIMEOUT
+            self.engine,
+            once,
+            upload,
+            workspace_id,
+            listing,
+            contacts,
+            self.events,
+            once,
+            timeout=UPLOAD_TIMEOUT,
         )
 
     async def match(
@@ -279,6 +306,7 @@ class Prospects:
             workspace_id,
             contacts,
             owner_user_id,
+            self.events,
             once,
             timeout=UPLOAD_TIMEOUT,
         )
@@ -312,7 +340,7 @@ class Prospects:
             list_ids,
             prospect_id,
         )
-        await self.engine.write(write_prospects, workspace_id, [doc])
+        await self.engine.write(write_prospects, workspace_id, [doc], self.events)
         return prospect_record(doc)
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
@@ -320,7 +348,11 @@ class Prospects:
         check_scope(workspace_id, documents)
         for start in range(0, len(documents), INSERT_BATCH):
             await self.engine.write(
-                write_prospects, workspace_id, documents[start : start + INSERT_BATCH], timeout=600
+                write_prospects,
+                workspace_id,
+                documents[start : start + INSERT_BATCH],
+                self.events,
+                timeout=600,
             )
 
     async def page(

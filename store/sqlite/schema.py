@@ -65,6 +65,10 @@ TABLES = {
     # Exact per-workspace totals, kept in the same transaction as every insert.
     "counters": "workspaceId TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, "
     "PRIMARY KEY (workspaceId, name)",
+    # Change events (store/sqlite/events.py), written in the transaction of the change they
+    # describe; `data` is the record's API form as JSON text, served as it is.
+    "events": '"_id" TEXT NOT NULL, workspaceId TEXT NOT NULL, type TEXT NOT NULL, '
+    "resourceId TEXT NOT NULL, occurredAt INTEGER NOT NULL, data TEXT NOT NULL",
 }
 # Columns added to a table after files with that table were written: created with the table in
 # a new file, added (NULL in the existing rows) when an older file opens.
@@ -120,6 +124,8 @@ INDEXES = {
     ),
     "activities_ws_stored": "activities (workspaceId, storedAt, _id)",
     "idempotency_expire": "idempotency (expiresAt)",
+    "events_ws_feed": "events (workspaceId, occurredAt, _id)",
+    "events_ws_type": "events (workspaceId, type, occurredAt, _id)",
 }
 
 INSTANTS = {

@@ -26,6 +26,9 @@ def test_row_ids_are_stable_and_unique_across_benchmarks():
         "P6",
         "P7a",
         "P7b",
+        "P8a",
+        "P8b",
+        "P9",
         "S1",
         "S2",
         "S3",
@@ -40,8 +43,9 @@ def test_only_takes_figures_or_rows():
     assert run.figures_of("p4, P5") == {"P4", "P5"}
     assert run.figures_of("P1c,p1a,S2") == {"P1", "S2"}
     assert run.figures_of("p7b") == {"P7"}
-    with pytest.raises(ValueError, match="P8, P9"):
-        run.figures_of("P9,P4,P8")
+    assert run.figures_of("P8b,p9") == {"P8", "P9"}
+    with pytest.raises(ValueError, match="P10, P11"):
+        run.figures_of("P11,P4,P10")
 
 
 def test_the_percentile_of_nothing_is_nan_and_never_passes():

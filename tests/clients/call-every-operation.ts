@@ -19,6 +19,7 @@ import type { components, paths } from "./generated/schema.js";
 
 type Schemas = components["schemas"];
 type Activity = Schemas["records.activity"];
+type Event = Schemas["records.event"];
 type Problem = Schemas["records.problem"];
 type Report = Schemas["responses.dialer-metrics"];
 
@@ -53,7 +54,13 @@ function readProblem(operationId: string, error: Problem | undefined, response: 
     requestId: error.requestId,
     ...(error.errors === undefined
       ? {}
-      : { errors: error.errors.map((e) => ({ pointer: e.pointer, detail: e.detail })) }),
+      : {
+          errors: error.errors.map((e) => ({
+            pointer: e.pointer,
+            ...(e.parameter === undefined ? {} : { parameter: e.parameter }),
+            detail: e.detail,
+          })),
+        }),
   };
   assert.deepEqual(problem, error);
   assert.equal(problem.type, `/reference/problems#${problem.code}`);
@@ -157,6 +164,49 @@ function readExportedActivity(a: Activity): Activity {
   return { ...readActivity(timelineFields as Activity), prospectId, storedAt };
 }
 
+function readEvent(e: Event): Event {
+  const common = { id: e.id, occurredAt: e.occurredAt };
+  let event: Event;
+  switch (e.type) {
+    case "call.created":
+    case "call.updated":
+      event = { ...common, type: e.type, data: readCall(e.data) };
+      break;
+    case "prospect.created":
+    case "prospect.updated":
+      event = { ...common, type: e.type, data: readProspect(e.data) };
+      break;
+    case "list.created":
+    case "list.updated":
+      event = { ...common, type: e.type, data: readList(e.data) };
+      break;
+    case "activity.created": {
+      const { prospectId, ...activity } = e.data;
+      assert.ok(typeof prospectId === "string");
+      event = { ...common, type: e.type, data: { ...readActivity(activity as Activity), prospectId } };
+      break;
+    }
+  }
+  assert.deepEqual(event, e);
+  return event;
+}
+
+// The feed by its cursors until events of every wanted type have settled (30 s).
+async function followEvents(wanted: string[]): Promise<Event[]> {
+  const deadline = Date.now() + 30_000;
+  const events: Event[] = [];
+  let cursor: string | undefined;
+  while (!wanted.every((type) => events.some((e) => e.type === type))) {
+    assert.ok(Date.now() < deadline, JSON.stringify(events.map((e) => e.type)));
+    const page = expectOk("listEvents", await api.GET("/v1/events", { params: { query: { pageSize: 100, cursor } } }));
+    events.push(...page.events.map(readEvent));
+    assert.ok(typeof page.nextCursor === "string" && page.pageSize === 100);
+    cursor = page.nextCursor;
+    if (!page.hasMore) await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  return events;
+}
+
 async function main(): Promise<Record<string, unknown>> {
   const live = expectOk("getLiveness", await anonymous.GET("/healthz"));
   assert.equal(live.status, "ok");
@@ -242,7 +292,10 @@ async function main(): Promise<Record<string, unknown>> {
   const exportedCalls = await api.GET("/v1/exports/calls", { parseAs: "text" });
   const everyCall = ndjson<Schemas["records.call"]>(expectOk("exportCalls", exportedCalls)).map(readCall);
   assert.ok(calls.every((c) => everyCall.some((e) => e.id === c.id))); // the demo's calls are settled
-  assert.match(exportedCalls.response.headers.get("link") ?? "", /^<\/v1\/calls\?sort=updatedAt&cursor=[^>]+>; rel="next"$/);
+  assert.match(
+    exportedCalls.response.headers.get("link") ?? "",
+    /^<\/v1\/calls\?sort=updatedAt&cursor=[^>]+>; rel="next", <\/v1\/events\?cursor=[^>]+>; rel="events"$/,
+  );
   expectHead("exportCallsHead", (await api.HEAD("/v1/exports/calls")).response);
   const inList = { params: { query: { listId: lists.lists[0].id } }, parseAs: "text" as const };
   ndjson<Schemas["records.prospect"]>(expectOk("exportProspects", await api.GET("/v1/exports/prospects", inList))).forEach(readProspect);
@@ -281,7 +334,14 @@ async function main(): Promise<Record<string, unknown>> {
   assert.ok(report.startsAt < report.endsAt);
   expectHead("getDialerMetricsHead", (await api.HEAD("/v1/reporting/dialer-metrics", range)).response);
 
-  return { called, recording, activityTypes: types };
+  // The list created and the contact uploaded above, as events.
+  const events = await followEvents(["list.created", "prospect.created", "activity.created"]);
+  const eventTypes = [...new Set(events.map((e) => e.type))].sort();
+  const expired = await api.GET("/v1/events", { params: { query: { since: "2000-01-01" } } });
+  assert.equal(readProblem("listEvents", expired.error, expired.response, 410).code, "events_expired");
+  expectHead("listEventsHead", (await api.HEAD("/v1/events", { params: { query: { type: "list.created" } } })).response);
+
+  return { called, recording, activityTypes: types, eventTypes };
 }
 
 console.log(JSON.stringify(await main()));

@@ -1,7 +1,7 @@
 """docs/deployment.md's index tables cannot drift from the index definitions: every index of
 store/sqlite/schema.py and store/mongo/indexes.py is named with its fields (and whether it is
-unique or expires records), none is missing and none is extra; the same for the SQLite tables
-whose composite primary key the page lists."""
+unique, partial or expires records), none is missing and none is extra; the same for the
+SQLite tables whose composite primary key the page lists."""
 
 from __future__ import annotations
 
@@ -17,18 +17,19 @@ DOC = "docs/deployment.md"
 
 
 def documented(heading: str, place: str) -> dict[tuple[str, str], tuple[str, ...]]:
-    """(table or collection, index name) -> (fields..., then "unique" and/or "TTL")."""
+    """(table or collection, index name) -> (fields..., then "partial", "unique", "TTL")."""
     [table, *_] = tables(section(read(DOC), heading))
     found = {}
     for row in table:
         spec = row["Fields"]
         fields = re.fullmatch(r"`([^`]+)`(.*)", spec)
-        assert fields, f"{row}: the fields in backticks, then unique or TTL"
+        assert fields, f"{row}: the fields in backticks, then unique, partial or TTL"
         flags = tuple(sorted(fields.group(2).split()))
-        assert set(flags) <= {"unique", "TTL"}, row
-        key = (row[place], row["Index"])
-        assert key not in found, f"{key} twice"
-        found[key] = (*[f.strip() for f in fields.group(1).split(",")], *flags)
+        assert set(flags) <= {"unique", "partial", "TTL"}, row
+        for owner in row[place].split(", "):  # one row may name several tables alike
+            key = (owner, row["Index"])
+            assert key not in found, f"{key} twice"
+            found[key] = (*[f.strip() for f in fields.group(1).split(",")], *flags)
     return found
 
 
@@ -52,6 +53,7 @@ def mongo_defined() -> dict[tuple[str, str], tuple[str, ...]]:
             fields = [f"{k} desc" if d == -1 else k for k, d in document["key"].items()]
             flags = sorted(
                 (["unique"] if document.get("unique") else [])
+                + (["partial"] if "partialFilterExpression" in document else [])
                 + (["TTL"] if "expireAfterSeconds" in document else [])
             )
             defined[(collection, document["name"])] = (*fields, *flags)

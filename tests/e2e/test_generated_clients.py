@@ -78,7 +78,12 @@ def npm_tools() -> Path:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    with running_demo(tmp_path_factory.mktemp("demo")) as (_, keys, _log):
+    # A short settle period: the scripts read the events of their own writes.
+    with running_demo(tmp_path_factory.mktemp("demo"), "--sync-settle-seconds", "1") as (
+        _,
+        keys,
+        _log,
+    ):
         yield keys["baseUrl"].removesuffix("/v1"), keys["workspaces"][0]["apiKey"]
 
 
@@ -169,6 +174,7 @@ def test_generated_python_client_calls_every_operation(demo, document, tmp_path)
     assert set(report["called"]) == operation_ids(spec)
     assert report["untyped"] == []  # every field arrived in a typed attribute
     assert "call" in report["activityTypes"]
+    assert {"list.created", "prospect.created", "activity.created"} <= set(report["eventTypes"])
     recording = Path(report["recording"])
     assert recording.read_bytes() == recording_of(demo, recording.name)
 
@@ -199,5 +205,6 @@ def test_generated_typescript_client_calls_every_operation(npm_tools, demo, docu
     report = json.loads(output.strip().splitlines()[-1])
     assert set(report["called"]) == operation_ids(spec)
     assert "call" in report["activityTypes"]
+    assert {"list.created", "prospect.created", "activity.created"} <= set(report["eventTypes"])
     recording = Path(report["recording"])
     assert recording.read_bytes() == recording_of(demo, recording.name)

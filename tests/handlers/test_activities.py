@@ -264,9 +264,10 @@ async def test_a_client_disconnect_stops_the_cursor(
     monkeypatch.setattr(ProspectActivitiesHandler, "batch_size", 20)
     ada = await prospect(store, ws_a)
     total = 4_000
-    await store.activities.insert_documents(
-        ws_a.id, [note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)]
-    )
+    async with store.bulk_load(defer_indexes=False):  # history: no events to record
+        await store.activities.insert_documents(
+            ws_a.id, [note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)]
+        )
     host, port = origin.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     writer.write(
@@ -358,9 +359,10 @@ async def test_a_stalled_reader_is_cut_and_its_cursor_closed(
     monkeypatch.setattr(ProspectActivitiesHandler, "batch_size", 20)
     ada = await prospect(store, ws_a)
     total = 4_000
-    await store.activities.insert_documents(
-        ws_a.id, [note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)]
-    )
+    async with store.bulk_load(defer_indexes=False):  # history: no events to record
+        await store.activities.insert_documents(
+            ws_a.id, [note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)]
+        )
     reader, writer = await open_stalled_timeline(origin, ws_a, ada["id"])
     started = time.monotonic()
     while not tracked_timeline["closed"]:

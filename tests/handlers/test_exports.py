@@ -99,10 +99,28 @@ async def sync_walk(api, path: str, resource: str) -> list[dict]:
         body = (await api.get(f"/v1/{resource}?cursor={body['nextCursor']}&pageSize=100")).json()
 
 
+def links(response) -> dict[str, str]:
+    """The response's Link header, by rel."""
+    found = {}
+    for link in response.headers["Link"].split(", "):
+        target, rel = link.split("; ")
+        assert target.startswith("<") and target.endswith(">") and rel.startswith("rel="), link
+        found[rel[len('rel="') : -1]] = target[1:-1]
+    return found
+
+
 def next_link(response) -> str:
-    link = response.headers["Link"]
-    assert link.startswith("<") and link.endswith('>; rel="next"'), link
-    return link[1 : -len('>; rel="next"')]
+    return links(response)["next"]
+
+
+async def follow_events(api, path: str) -> list[dict]:
+    """The events feed from `path` until caught up."""
+    seen, body = [], (await api.get(path)).json()
+    while True:
+        seen += body["events"]
+        if not body["hasMore"]:
+            return seen
+        body = (await api.get(f"/v1/events?cursor={body['nextCursor']}")).json()
 
 
 # --- what an export holds ---------------------------------------------------------------------
@@ -166,7 +184,7 @@ async def test_the_activities_export_holds_every_activity_in_the_order_stored(ap
     earlier = parsed((await api.get(f"/v1/exports/activities?updatedSince={last_week}")).body)
     assert len(earlier) >= len(recent)
     response = await api.get("/v1/exports/activities")
-    assert "Link" not in response.headers  # no list endpoint continues it
+    assert set(links(response)) == {"events"}  # no list endpoint continues it: the feed does
 
 
 USER = "{user}"
@@ -324,6 +342,56 @@ async def test_following_the_link_after_an_export_misses_and_repeats_nothing_und
     assert latest == everything and len(everything) == 128
     changed = {c["id"] for c in everything.values() if c["notes"]}
     assert len(changed) == 20 and changed <= {c["id"] for c in continued}
+
+
+async def test_the_events_link_after_an_export_brings_every_later_change(
+    api, app, config, store, ws_a, monkeypatch
+):
+    """The same writes during the export; its lines and then the events feed from its
+    rel="events" link give the API's current calls: every change the export missed has an
+    event there, and the feed holds nothing older than the export's horizon."""
+    app.settings["config"] = config.replace(sync_settle_seconds=0.3)
+    monkeypatch.setattr(ExportHandler, "batch_size", 10)
+    docs = calls_of(ws_a, 60)
+    await store.calls.insert_documents(ws_a.id, docs)  # events before the export
+    order = sorted(docs, key=lambda d: (d["updatedAt"], d["_id"]))
+    original, batches = store.calls.export, {"read": 0}
+
+    async def export_under_writes(*args, **kwargs):
+        async for batch in original(*args, **kwargs):
+            batches["read"] += 1
+            if batches["read"] == 3:
+                for doc in order[5:10] + order[45:50]:  # sent already, and not reached yet
+                    await store.calls.change(ws_a.id, doc["_id"], {"notes": "changed"})
+                recorded = calls_of(ws_a, 4, updated=utcnow() - dt.timedelta(seconds=5))
+                await store.calls.insert_documents(ws_a.id, recorded)
+            yield batch
+
+    await asyncio.sleep(0.4)  # the seeded calls' events settle before the export's horizon
+    monkeypatch.setattr(store.calls, "export", export_under_writes)
+    started = utcnow()
+    response = await api.get("/v1/exports/calls")
+    link = links(response)["events"]
+    assert urlsplit(link).path == "/v1/events" and set(parse_qs(urlsplit(link).query)) == {"cursor"}
+    latest = {line["id"]: line for line in parsed(response.body)}
+    await asyncio.sleep(0.4)  # the last writes settle
+    events = await follow_events(api, link)
+    horizon = (started - dt.timedelta(seconds=0.3)).isoformat(timespec="milliseconds") + "Z"
+    assert all(e["occurredAt"] >= horizon for e in events)
+    for event in events:
+        if event["type"].startswith("call."):
+            latest[event["data"]["id"]] = event["data"]
+    everything = {c["id"]: c for c in await sync_walk(api, "/v1/calls?sort=updatedAt", "calls")}
+    assert latest == everything and len(everything) == 64
+    changed = {e["data"]["id"] for e in events if e["type"] == "call.updated"}
+    assert changed == {doc["_id"] for doc in order[5:10] + order[45:50]}
+
+
+async def test_every_export_links_the_events_feed(api, store, ws_a):
+    for resource in ("calls", "prospects", "lists", "activities"):
+        response = await api.get(f"/v1/exports/{resource}")
+        feed = await api.get(links(response)["events"])
+        assert feed.code == 200 and feed.json()["events"] == [], resource
 
 
 async def test_an_interrupted_export_resumes_with_updated_since(api, store, ws_a):

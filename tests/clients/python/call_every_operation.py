@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,6 +35,7 @@ from workspace_api_client.api.dialer_lists import (
     list_lists_head,
     upload_contacts,
 )
+from workspace_api_client.api.events import list_events, list_events_head
 from workspace_api_client.api.exports import (
     export_activities,
     export_activities_head,
@@ -60,14 +62,19 @@ from workspace_api_client.api.service import (
 )
 from workspace_api_client.api.users import list_users, list_users_head
 from workspace_api_client.models import (
+    ActivityCreatedEvent,
     APIKey,
     APIKeyScopesItem,
     Call,
     CallActivity,
+    CallCreatedEvent,
     CallDirection,
+    CallUpdatedEvent,
     Contact,
     CreateList,
     DialerList,
+    DialerListCreatedEvent,
+    DialerListUpdatedEvent,
     DialerMetrics,
     DialerMetricsReportDialerMetricsOfOneDay,
     DialerMetricsReportDialerMetricsOfOneUser,
@@ -79,12 +86,14 @@ from workspace_api_client.models import (
     Problem,
     ProblemCode,
     Prospect,
+    ProspectCreatedEvent,
+    ProspectUpdatedEvent,
     Sort,
     StatusChangeActivity,
     UploadContacts,
     User,
 )
-from workspace_api_client.types import File, Response, Unset
+from workspace_api_client.types import UNSET, File, Response, Unset
 
 T = TypeVar("T")
 called: dict[str, int] = {}
@@ -270,6 +279,51 @@ def read_activity(
     return activity.type_
 
 
+Event = (
+    CallCreatedEvent
+    | CallUpdatedEvent
+    | ProspectCreatedEvent
+    | ProspectUpdatedEvent
+    | DialerListCreatedEvent
+    | DialerListUpdatedEvent
+    | ActivityCreatedEvent
+)
+
+
+def read_event(event: Event) -> str:
+    assert isinstance(event.id, uuid.UUID) and event.id.version == 7
+    assert isinstance(event.occurred_at, dt.datetime)
+    if isinstance(event, CallCreatedEvent | CallUpdatedEvent):
+        read_call(event.data)
+    elif isinstance(event, ProspectCreatedEvent | ProspectUpdatedEvent):
+        read_prospect(event.data)
+    elif isinstance(event, DialerListCreatedEvent | DialerListUpdatedEvent):
+        read_list(event.data)
+    else:
+        read_activity(event.data)
+        assert isinstance(event.data.prospect_id, uuid.UUID)
+    return event.type_
+
+
+def follow_events(api: AuthenticatedClient, wanted: set[str]) -> list[Event]:
+    """The feed by its cursors until events of every `wanted` type have settled (30 s)."""
+    deadline, cursor = time.monotonic() + 30, None
+    events: list[Event] = []
+    while not wanted <= {event.type_ for event in events}:
+        assert time.monotonic() < deadline, [event.type_ for event in events]
+        page = expect(
+            "listEvents",
+            list_events.sync_detailed(client=api, page_size=100, cursor=cursor or UNSET),
+            200,
+        )
+        events += page.events
+        assert isinstance(page.next_cursor, str) and 1 <= page.page_size <= 100
+        cursor = page.next_cursor
+        if not page.has_more:
+            time.sleep(0.5)
+    return events
+
+
 # --- the run ------------------------------------------------------------------------------
 
 
@@ -399,8 +453,9 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
         read_call(call)
         find_untyped(call, "exportCalls")
     assert {c.id for c in page.calls} <= {c.id for c in exported}  # the demo's calls are settled
-    link = response.headers["link"]
+    link, feed = response.headers["link"].split(", ")
     assert link.endswith('>; rel="next"') and link.startswith("</v1/calls?")
+    assert feed.endswith('>; rel="events"') and feed.startswith("</v1/events?cursor=")
     query = parse_qs(urlsplit(link[1 : link.index(">")]).query)
     continued = expect(
         "listCalls",
@@ -449,8 +504,18 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
         get_dialer_metrics_head.sync_detailed(client=api, from_=first, to=last),
     )
 
+    # The list created and the contact uploaded above, as events.
+    events = follow_events(api, {"list.created", "prospect.created", "activity.created"})
+    event_types = sorted({read_event(event) for event in events})
+    expired = expect_problem(
+        "listEvents", list_events.sync_detailed(client=api, since="2000-01-01"), 410
+    )
+    assert expired.code == ProblemCode.EVENTS_EXPIRED
+    expect_head("listEventsHead", list_events_head.sync_detailed(client=api, type_="list.created"))
+
     return {
         "called": called,
+        "eventTypes": event_types,
         "untyped": untyped,
         "users": names,
         "recording": str(recording),

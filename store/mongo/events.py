@@ -1,0 +1,332 @@
+"""Change events on MongoDB, without multi-document transactions: a marker written with the
+change, the events, the marker removed; a sweeper for writers that die in between; and the feed,
+which never reads past a change whose events are still being written.
+
+How a write path records its events:
+
+1. `pending = writer.begin()` before the write: a token and the instant it is taken at.
+2. Every document the write inserts carries `pending.new(doc)`, every update
+   `pending.update(update)`: the marker, an entry `{t, k, c}` (instant, token, created) in the
+   document's `_evt` array, written by the same single-document write as the change, so that
+   the change never lands without it.
+3. `await writer.publish(workspace_id, pending, changed={...}, inserted=[...])` after the
+   write, before the client's answer: it takes the events' instants, reads the changed records
+   as they are now (only those that carry this write's marker: a write that matched nothing
+   changed nothing), inserts one event per record (`*.created` when this write created it),
+   then pulls the marker.
+
+Why the feed misses nothing: a page is read only up to just before the oldest marker still in
+any of the workspace's records (`Events.page`), and an event's instant is taken after its
+change (and marker) landed and before its record is read. So an event still to be inserted is
+always ahead of every reader; and of two events of one record the later one carries the newer
+state, whatever the writers' interleaving. A writer that dies after its change leaves its
+marker: the sweeper (`Events.recover`, server/event_sweep.py) records the event of every marker
+older than a grace period from the record as it is then, and pulls the marker; until then the
+workspace's feed waits. Markers left empty (`_evt: []`) are harmless; records' API forms never
+show `_evt` (every projection lists its fields).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from pymongo import UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+
+from store.activities import FIELDS as ACTIVITY_FIELDS
+from store.activities import event_record as activity_record
+from store.calls import CALL_FIELDS
+from store.calls import record as call_record
+from store.clock import new_id
+from store.events import (
+    EventClock,
+    EventPage,
+    StoredEvent,
+    encode,
+    event_json,
+    event_type,
+    first_id_at,
+)
+from store.mongo.errors import translate_errors
+from store.mongo.locks import Leases
+from store.mongo.paging import window_query
+from store.paging import Position, Window
+from store.prospects import RECORD_FIELDS as PROSPECT_FIELDS
+from store.prospects import record as prospect_record
+from store.records import LIST_FIELDS, list_record
+
+log = logging.getLogger("workspace_api")
+
+MARK = "_evt"
+# The collections whose documents carry markers: collection -> (resource, fields, record).
+MARKED: dict[str, tuple[str, dict, Callable[[dict], dict]]] = {
+    "calls": ("call", CALL_FIELDS, call_record),
+    "prospects": ("prospect", PROSPECT_FIELDS, prospect_record),
+    "lists": ("list", LIST_FIELDS, list_record),
+    "activities": ("activity", {**ACTIVITY_FIELDS, "prospectId": 1}, activity_record),
+}
+RECORDS = {resource: record for resource, _, record in MARKED.values()}
+FEED_FIELDS = {"type": 1, "occurredAt": 1, "data": 1}
+ONE_MS = dt.timedelta(milliseconds=1)
+# Ids per `$in` of a read or an update: a few round trips for a bulk batch of thousands, and
+# no query that a server scanning for each id (FerretDB) takes seconds over.
+CHUNK = 100
+
+
+def chunks(ids: list[str]) -> list[list[str]]:
+    return [ids[start : start + CHUNK] for start in range(0, len(ids), CHUNK)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Pending:
+    """One write's marker (the module's docstring). With `enabled` false (a bulk load, the
+    benchmark's comparison) it marks nothing and publishes nothing."""
+
+    token: str
+    at: dt.datetime
+    enabled: bool = True
+
+    def entry(self, created: bool) -> dict:
+        return {"t": self.at, "k": self.token, "c": created}
+
+    @property
+    def entries(self) -> list[dict]:
+        return [self.entry(True), self.entry(False)]
+
+    def new(self, doc: dict) -> dict:
+        """A document this write inserts (or upserts), marked."""
+        return {**doc, MARK: [self.entry(True)]} if self.enabled else doc
+
+    def update(self, update: dict) -> dict:
+        """An update of an existing document, marked in the same single-document write."""
+        if not self.enabled:
+            return update
+        return {**update, "$push": {**update.get("$push", {}), MARK: self.entry(False)}}
+
+
+def _event_doc(
+    workspace_id: str, resource: str, created: bool, doc: dict, stamp: tuple[str, dt.datetime]
+) -> dict:
+    event_id, at = stamp
+    return {
+        "_id": event_id,
+        "workspaceId": workspace_id,
+        "type": event_type(resource, created),
+        "resourceId": doc["_id"],
+        "occurredAt": at,
+        "data": encode(RECORDS[resource](doc)),
+    }
+
+
+@translate_errors
+class EventWriter:
+    """Records events after the writes that marked their documents (the module's docstring)."""
+
+    def __init__(self, db: AsyncDatabase) -> None:
+        self.db = db
+        self.col = db["events"]
+        self.enabled = True
+        self.clock = EventClock()
+
+    def begin(self) -> Pending:
+        """A new write's marker."""
+        return Pending(new_id(), self.clock.now(), self.enabled)
+
+    async def publish(
+        self,
+        workspace_id: str,
+        pending: Pending,
+        changed: Mapping[str, Iterable[str]] | None = None,
+        inserted: Sequence[dict] = (),
+    ) -> None:
+        """Record the events of a write that marked its documents with `pending`: `changed`
+        names the records it may have changed or created, by collection; `inserted` holds
+        activity documents it inserted (activities never change: their event is made from the
+        document, without reading it back)."""
+        if not pending.enabled:
+            return
+        wanted = {name: list(dict.fromkeys(ids)) for name, ids in (changed or {}).items() if ids}
+        # Taken before the records are read and after the write landed: see the docstring.
+        stamps = iter(self.clock.take(sum(map(len, wanted.values())) + len(inserted)))
+        reads = await asyncio.gather(
+            *(
+                self._marked(workspace_id, name, part, pending)
+                for name, ids in wanted.items()
+                for part in chunks(ids)
+            )
+        )
+        names = [name for name, ids in wanted.items() for _ in chunks(ids)]
+        events = [
+            _event_doc(workspace_id, MARKED[name][0], created, doc, next(stamps))
+            for name, found in zip(names, reads, strict=True)
+            for doc, created in found
+        ]
+        events += [
+            _event_doc(workspace_id, "activity", True, doc, next(stamps)) for doc in inserted
+        ]
+        if events:
+            await self.col.insert_many(events, ordered=False)
+        touched = dict(wanted)
+        if inserted:
+            touched["activities"] = [
+                *touched.get("activities", []),
+                *(doc["_id"] for doc in inserted),
+            ]
+        for name, ids in touched.items():  # one at a time: every update is a write of each
+            for part in chunks(ids):  # document it matches, and they queue at the server
+                await self.db[name].update_many(
+                    {"_id": {"$in": part}, "workspaceId": workspace_id},
+                    {"$pullAll": {MARK: pending.entries}},
+                )
+
+    async def _marked(
+        self, workspace_id: str, collection: str, ids: list[str], pending: Pending
+    ) -> list[tuple[dict, bool]]:
+        """The records of `ids` that carry this write's marker, as they are now, each with
+        whether this write created it."""
+        fields = {**MARKED[collection][1], MARK: 1}
+        cursor = self.db[collection].find(
+            {"_id": {"$in": ids}, "workspaceId": workspace_id}, fields
+        )
+        created, updated = pending.entry(True), pending.entry(False)
+        found = []
+        async for doc in cursor:
+            marks = doc.get(MARK) or []
+            if created in marks:
+                found.append((doc, True))
+            elif updated in marks:
+                found.append((doc, False))
+        return found
+
+
+@translate_errors
+class Events:
+    """The events feed on MongoDB (store.contract.Events)."""
+
+    def __init__(self, db: AsyncDatabase, writer: EventWriter) -> None:
+        self.db = db
+        self.col = db["events"]
+        self.writer = writer
+        self.leases = Leases(db)
+
+    async def page(
+        self,
+        workspace_id: str,
+        after: Position,
+        settled_before: dt.datetime,
+        page_size: int,
+        types: Sequence[str] | None = None,
+    ) -> EventPage:
+        """The events after `after`, up to `settled_before` and to just before the oldest
+        marker of the workspace (a change whose events are still being written), of `types`
+        (all when None), oldest first: one keyset read per type on an index, each at most
+        `page_size` + 1 events, after the markers were looked at."""
+        settled = await self._settled(workspace_id, settled_before)
+        window = Window(page_size, None, "occurredAt", after, settled)
+        found = await asyncio.gather(
+            *(
+                self._read(workspace_id, window, kind)
+                for kind in (sorted(set(types)) if types else [None])
+            )
+        )
+        events = sorted((event for part in found for event in part), key=lambda e: e.key)
+        return EventPage(events[:page_size], len(events) > page_size, settled)
+
+    async def _read(self, workspace_id: str, window: Window, kind: str | None) -> list[StoredEvent]:
+        query: dict = {"workspaceId": workspace_id}
+        if kind is not None:
+            query["type"] = kind
+        query, sort = window_query(query, window)
+        cursor = self.col.find(query, FEED_FIELDS).sort(sort).limit(window.page_size + 1)
+        return [
+            StoredEvent(
+                doc["_id"],
+                doc["type"],
+                doc["occurredAt"],
+                event_json(doc["_id"], doc["type"], doc["occurredAt"], doc["data"]),
+            )
+            async for doc in cursor
+        ]
+
+    async def _settled(self, workspace_id: str, bound: dt.datetime) -> dt.datetime:
+        """`bound`, or just before the oldest marker of the workspace at or before it."""
+        oldest = await asyncio.gather(
+            *(self._oldest_mark(workspace_id, name, bound) for name in MARKED)
+        )
+        marks = [mark for mark in oldest if mark is not None]
+        return min(marks) - ONE_MS if marks else bound
+
+    async def _oldest_mark(
+        self, workspace_id: str, collection: str, bound: dt.datetime
+    ) -> dt.datetime | None:
+        """The oldest marker instant at or before `bound` in the workspace's `collection`, or
+        None. Mostly one indexed existence check; after a crash, a few (each step finds an
+        older marker, by a plain range query that every server answers alike)."""
+        col, oldest = self.db[collection], None
+        while True:
+            below = {"$exists": True, "$lte": bound} if oldest is None else {"$lt": oldest}
+            doc = await col.find_one(
+                {"workspaceId": workspace_id, f"{MARK}.t": {"$exists": True, **below}},
+                {MARK: 1},
+            )
+            if doc is None:
+                return oldest
+            oldest = min(entry["t"] for entry in doc[MARK])
+
+    async def recover(self, older_than: dt.datetime, batch: int = 50) -> int:
+        """Record the events of markers older than `older_than` (their writer died, or the
+        database failed it, after the change landed) from the records as they are now, and
+        pull those markers. One process at a time (a lease; another process skips its turn),
+        and harmless twice. How many events it recorded."""
+        token = await self.leases.try_acquire("*", "events-recover", 60)
+        if token is None:
+            return 0
+        try:
+            recorded = 0
+            for collection in MARKED:
+                recorded += await self._recover(collection, older_than, batch)
+            return recorded
+        finally:
+            await self.leases.release("*", "events-recover", token)
+
+    async def _recover(self, collection: str, older_than: dt.datetime, batch: int) -> int:
+        resource, fields, _ = MARKED[collection]
+        col = self.db[collection]
+        stale = {f"{MARK}.t": {"$exists": True, "$lt": older_than}}
+        # The instants first, then the records: as publish does (the module's docstring).
+        stamps = iter(self.writer.clock.take(batch))
+        docs = await col.find(stale, {**fields, "workspaceId": 1, MARK: 1}).limit(batch).to_list()
+        if not docs:
+            return 0
+        events, pulls = [], []
+        for doc in docs:
+            old = [entry for entry in doc[MARK] if entry["t"] < older_than]
+            created = resource == "activity" or any(entry.get("c") for entry in old)
+            events.append(_event_doc(doc["workspaceId"], resource, created, doc, next(stamps)))
+            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: old}}))
+        await self.col.insert_many(events, ordered=False)
+        await col.bulk_write(pulls, ordered=False)
+        log.info("recorded %d events of changes whose writer stopped (%s)", len(events), collection)
+        return len(events)
+
+    async def delete_expired(
+        self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete events that occurred before `before`, oldest first, in at most `max_batches`
+        batches of `batch`; how many were deleted. Event ids sort as their instants
+        (store.events), so the `_id` index finds them: no index is kept for retention alone."""
+        deleted = 0
+        expired = {"_id": {"$lt": first_id_at(before)}}
+        for _ in range(max_batches):
+            cursor = self.col.find(expired, {"_id": 1}).sort("_id", 1).limit(batch)
+            ids = [doc["_id"] async for doc in cursor]
+            if ids:
+                result = await self.col.delete_many({"_id": {"$in": ids}})
+                deleted += result.deleted_count
+            if len(ids) < batch:
+                break
+        return deleted

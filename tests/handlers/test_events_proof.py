@@ -1,0 +1,268 @@
+"""The proof that the events feed misses nothing: writers create and change calls, prospects,
+lists and activities at full speed (contact uploads and list creations over HTTP, the demo's
+live writer recording through the dialer's API, calls by contact and their changes, notes
+changes, calls stamped now that land seconds later, and on MongoDB events
+held back after their change landed), while a reader follows GET /v1/events from the start.
+After the writes stop and one settle period passes, the reader has seen, for every record, an
+event carrying its final state as its last event, and a `*.created` event for every record:
+0 missing, 0 stale. (tests/server/test_events_crash.py proves the same across a SIGKILL.)"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import random
+import time
+
+import pytest
+
+from demo.live import ApiRecorder, LiveWriter
+from server.config import load_config
+from store.calls import call_document
+from store.clock import utcnow
+from tests.helpers import Client, test_environ
+
+SETTLE = 1.0
+HOLD = 3 * SETTLE  # how long a held-back write takes to land: well past the settle period
+RESOURCES = ("calls", "prospects", "lists")
+
+
+@pytest.fixture
+def config():
+    return load_config(
+        environ=test_environ(
+            WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE), WSAPI_RATE_LIMIT_PER_MINUTE="10000000"
+        )
+    )
+
+
+class Reader:
+    """Follows the feed: per record (resource, id) the data of its last event, and which
+    records had a `*.created` event."""
+
+    def __init__(self, api: Client) -> None:
+        self.api = api
+        self.cursor: str | None = None
+        self.last: dict[tuple[str, str], dict] = {}
+        self.created: set[tuple[str, str]] = set()
+        self.positions: list[tuple[str, str]] = []
+        self.pages = 0
+
+    async def poll(self) -> bool:
+        """One page; True when caught up."""
+        path = f"/v1/events?cursor={self.cursor}" if self.cursor else "/v1/events"
+        response = await self.api.get(path)
+        assert response.code == 200, response
+        body = response.json()
+        for event in body["events"]:
+            resource, action = event["type"].split(".")
+            key = (resource, event["data"]["id"])
+            self.last[key] = event["data"]
+            if action == "created":
+                self.created.add(key)
+            self.positions.append((event["occurredAt"], event["id"]))
+        self.cursor = body["nextCursor"]
+        self.pages += 1
+        return not body["hasMore"]
+
+    async def follow(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            if await self.poll():
+                await asyncio.sleep(0.05)
+
+
+async def walk(api: Client, resource: str) -> dict[str, dict]:
+    """Every record of a paginated resource, by cursor (nothing is written any more)."""
+    found: dict[str, dict] = {}
+    body = (await api.get(f"/v1/{resource}?pageSize=100")).json()
+    while True:
+        found.update((record["id"], record) for record in body[resource])
+        if not body["hasMore"]:
+            return found
+        body = (await api.get(f"/v1/{resource}?cursor={body['nextCursor']}")).json()
+
+
+async def truth(api: Client) -> dict[tuple[str, str], dict]:
+    """Every record of the workspace as the API shows it now, activities with their
+    prospectId (as their events carry them)."""
+    records: dict[tuple[str, str], dict] = {}
+    for resource in RESOURCES:
+        for record_id, record in (await walk(api, resource)).items():
+            records[(resource.removesuffix("s"), record_id)] = record
+    for key in [key for key in records if key[0] == "prospect"]:
+        response = await api.get(f"/v1/prospect-activities?prospectId={key[1]}")
+        assert response.code == 200, response
+        for activity in response.json()["activities"]:
+            records[("activity", activity["id"])] = {**activity, "prospectId": key[1]}
+    return records
+
+
+class HeldInserts:
+    """Holds back one in twenty inserts of events (MongoDB's EventWriter) by HOLD seconds."""
+
+    def __init__(self, store, rng: random.Random, counts: dict) -> None:
+        self.writer, self.rng, self.counts = store.event_writer, rng, counts
+        self.col = self.writer.col
+        self.writer.col = self
+
+    async def insert_many(self, *args, **kwargs):
+        if self.rng.random() < 0.05:
+            self.counts["held_events"] += 1
+            await asyncio.sleep(HOLD)
+        return await self.col.insert_many(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.col, name)
+
+    def restore(self) -> None:
+        self.writer.col = self.col
+
+
+def check(reader: Reader, records: dict[tuple[str, str], dict]) -> None:
+    missing = [key for key in records if key not in reader.last]
+    stale = [key for key in records if key in reader.last and reader.last[key] != records[key]]
+    uncreated = [key for key in records if key not in reader.created]
+    assert (len(missing), len(stale), len(uncreated)) == (0, 0, 0), (
+        missing[:3],
+        [(key, reader.last[key], records[key]) for key in stale[:2]],
+        uncreated[:3],
+    )
+    assert set(reader.last) == set(records)  # and nothing the workspace does not have
+    assert reader.positions == sorted(reader.positions)
+    assert len(set(reader.positions)) == len(reader.positions)  # no event twice
+
+
+async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_speed(
+    api, store, auth, origin, ws_a, new_list
+):
+    rng = random.Random(25)
+    stop = asyncio.Event()
+    lists = [await new_list(f"Proof {i}") for i in range(3)]
+    seed = [{"email": f"seed{i}@example.com", "phoneNumber": f"+1212555{i:04d}"} for i in range(30)]
+    assert (await api.post(f"/v1/lists/{lists[0]['id']}/contacts", {"contacts": seed})).code == 200
+    prospects = (await api.get("/v1/prospects?pageSize=100")).json()["prospects"]
+    _, ingest = await auth.create(ws_a.id, "dialer", frozenset({"read", "ingest"}))
+    dialer = Client(origin, ingest)
+    # The demo's live writer: a dialer over HTTP (POST /v1/calls and /v1/calls/batch, meetings
+    # by POST /v1/prospect-activities, recordings and notes by PATCH /v1/calls/{id}).
+    recorder = ApiRecorder(f"{origin}/v1", {ws_a.id: ingest}, random.Random(8), (0.1, 1.0))
+    live = LiveWriter(store, [ws_a.id], 12_000, recorder, rng=random.Random(7))
+    counts = {"uploads": 0, "lists": 0, "notes": 0, "held": 0, "held_events": 0, "dialed": 0}
+
+    async def upload() -> None:  # creates, fills and lists prospects; moves the lists
+        n = 0
+        while not stop.is_set():
+            n += 1
+            contacts = [
+                {
+                    "email": f"c{rng.randint(0, 80)}@example.com",
+                    rng.choice(["firstName", "jobTitle", "companyName"]): f"v{n}",
+                }
+                for _ in range(rng.randint(1, 10))
+            ]
+            target = rng.choice(lists)["id"]
+            response = await api.post(f"/v1/lists/{target}/contacts", {"contacts": contacts})
+            assert response.code == 200, response
+            counts["uploads"] += 1
+
+    async def create_lists() -> None:
+        while not stop.is_set():
+            lists.append(await new_list(f"More {counts['lists']}"))
+            counts["lists"] += 1
+            await asyncio.sleep(0.1)
+
+    async def change_notes() -> None:  # at full speed, on the live writer's newest calls
+        while not stop.is_set():
+            recent = live.recent.get(ws_a.id)
+            if recent:
+                await store.calls.change(ws_a.id, rng.choice(recent), {"notes": f"n{rng.random()}"})
+                counts["notes"] += 1
+            else:
+                await asyncio.sleep(0.01)
+
+    async def held_back() -> None:  # stamped now, lands HOLD later (a slow network, a stall)
+        while not stop.is_set():
+            prospect = rng.choice(prospects)
+            now = utcnow()
+            doc = call_document(
+                ws_a.id,
+                user_id=ws_a.users[0]["id"],
+                prospect_id=prospect["id"],
+                direction="inbound",
+                disposition="connected",
+                from_number=prospect["phoneNumber"],
+                to_number="+12125550100",
+                started_at=now - dt.timedelta(minutes=2),
+                answered_at=now - dt.timedelta(minutes=2),
+                ended_at=now,
+                updated_at=now,
+            )
+            await asyncio.sleep(HOLD)
+            await store.calls.insert_documents(ws_a.id, [doc])
+            counts["held"] += 1
+
+    async def live_calls() -> None:  # the demo's live writer (calls, meetings, notes), flat out
+        await live.prepare()
+        while not stop.is_set():
+            await live.write(5)
+            live.written += 5
+            await recorder.later()
+        await asyncio.sleep(1.0)
+        await recorder.later()  # the last recordings
+
+    async def dial_contacts() -> None:  # calls by contact: prospects created and filled
+        n = 0
+        while not stop.is_set():
+            n += 1
+            minute = n % 60
+            body = {
+                "userId": ws_a.users[0]["id"],
+                "prospect": {
+                    "email": f"c{rng.randint(0, 80)}@example.com",
+                    rng.choice(["lastName", "companyDomain"]): f"d{n}",
+                },
+                "direction": "outbound",
+                "disposition": rng.choice(["connected", "no_answer"]),
+                "fromNumber": "+12125550100",
+                "toNumber": "+14155550100",
+                "startedAt": f"2026-01-05T10:{minute:02d}:00Z",
+                "endedAt": f"2026-01-05T10:{minute:02d}:30Z",
+            }
+            response = await dialer.post("/v1/calls", body)
+            assert response.code == 201, response
+            counts["dialed"] += 1
+            changed = await dialer.patch(
+                f"/v1/calls/{response.json()['call']['id']}", {"disposition": "voicemail"}
+            )
+            assert changed.code == 200, changed
+
+    tasks = [upload, create_lists, change_notes, held_back, held_back, live_calls, dial_contacts]
+    # MongoDB: some events held back between the instant they were stamped with and their
+    # insert (a stalled process, a slow network), after their change landed.
+    held_events = HeldInserts(store, rng, counts) if store.backend == "mongodb" else None
+    reader = Reader(api)
+    try:
+        running = [asyncio.ensure_future(task()) for task in tasks]
+        following = asyncio.ensure_future(reader.follow(asyncio.Event()))
+        await asyncio.sleep(6)
+        stop.set()
+        await asyncio.gather(*running)  # every write ends as it would: none is cut short
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
+    finally:
+        if held_events is not None:
+            held_events.restore()
+    assert counts["uploads"] > 5 and counts["notes"] > 5 and counts["held"] >= 2, counts
+    assert live.written > 10 and counts["dialed"] >= 1, counts
+    await asyncio.sleep(SETTLE + 0.2)  # one settle period without writes
+    deadline = time.monotonic() + 60
+    while not await reader.poll():
+        assert time.monotonic() < deadline, "the reader never caught up"
+    records = await truth(api)
+    kinds = {resource for resource, _ in records}
+    assert kinds == {"call", "prospect", "list", "activity"}
+    updated = [key for key in records if key[0] == "call" and records[key]["notes"] is not None]
+    assert updated, "no call was changed"
+    recorded = [key for key in records if key[0] == "call" and records[key]["hasRecording"]]
+    assert recorded, "no recording was attached"
+    check(reader, records)
