@@ -548,6 +548,12 @@ class Store(Protocol):
         `defer_indexes` a backend may defer index work to its end."""
         ...
 
+    def heavy_writes(self) -> AbstractAsyncContextManager[None]:
+        """`async with store.heavy_writes():` around a long run of large write batches into a
+        store in use (the import): the writes are ordinary ones (events included); a backend
+        may give its writer more memory meanwhile."""
+        ...
+
     async def sweep_expired(
         self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
     ) -> int:

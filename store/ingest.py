@@ -51,11 +51,16 @@ class NewCall:
     # An id the caller derives from the call's content (the import, for calls without a SID):
     # like a SID's, it makes recording the call again `existing`.
     call_id: str | None = None
+    # The last content hash made, with the prospect it was made for (a call's hash is asked for
+    # when it is compared and again when it is stored).
+    _hashed: tuple[str, str] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def content_hash(self, prospect_id: str) -> str:
         """What makes two posts of one SID the same call: every field of the body, with the
         prospect as resolved. (Stored with the call and compared with later posts: its form
         must never change.)"""
+        if self._hashed is not None and self._hashed[0] == prospect_id:
+            return self._hashed[1]
         values = (
             self.user_id,
             self.direction,
@@ -74,7 +79,9 @@ class NewCall:
             self.recording_duration_seconds,
         )
         text = "\x1f".join(map(repr, values))
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+        digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+        self._hashed = (prospect_id, digest)
+        return digest
 
     def document(self, workspace_id: str, call_id: str, prospect_id: str, now: dt.datetime) -> dict:
         """The stored call: its `updatedAt` is `now` (or its endedAt, up to a minute ahead)."""

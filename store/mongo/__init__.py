@@ -92,6 +92,11 @@ class MongoStore:
         finally:
             self.event_writer.enabled = True
 
+    @contextlib.asynccontextmanager
+    async def heavy_writes(self) -> AsyncIterator[None]:
+        """Around a long run of large write batches: nothing to change on MongoDB."""
+        yield
+
     async def ping(self, timeout: float = 2.0) -> bool:
         try:
             await asyncio.wait_for(self.db.command("ping"), timeout)

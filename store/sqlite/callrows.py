@@ -6,6 +6,7 @@ events)."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import sqlite3
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from store.activities import call_activity
 from store.calls import RECORD_FIELDS
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.paging import bump
-from store.sqlite.schema import Rows, insert_rows, json_record, rows_of
+from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_row
 
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
@@ -51,6 +52,58 @@ def prepare(documents: list[dict]) -> NewCalls:
         quarter_sums(documents),
         [("call.created", doc["_id"]) for doc in documents]
         + [("activity.created", entry["_id"]) for entry in entries],
+    )
+
+
+@dataclasses.dataclass
+class Ahead:
+    """A new call's rows, made before its write unit and off the writer's thread (a batch of
+    the import, while the writer writes the batch before it); the unit sets the instants that
+    must be taken under the write lock (the call's updatedAt, its entry's storedAt)."""
+
+    doc: dict
+    columns: tuple
+    values: list
+    entry_id: str
+    entry_columns: tuple
+    entry_values: list
+
+
+def ahead(doc: dict) -> Ahead:
+    entry = call_activity(doc)
+    row, entry_row = to_row(doc), to_row(entry)
+    return Ahead(
+        doc,
+        tuple(row),
+        list(row.values()),
+        entry["_id"],
+        tuple(entry_row),
+        list(entry_row.values()),
+    )
+
+
+def from_ahead(items: list[Ahead], now: dt.datetime) -> NewCalls:
+    """The NewCalls of calls made ahead, written at `now`: each call's updatedAt is `now` (or
+    its endedAt, up to a minute ahead: as NewCall.document makes it), its entry's storedAt
+    `now`."""
+    calls: Rows = {}
+    entries: Rows = {}
+    stored = ms(now)
+    for item in items:
+        doc = item.doc
+        doc["updatedAt"] = updated = max(now, doc["endedAt"])
+        item.values[item.columns.index("updatedAt")] = ms(updated)
+        item.entry_values[item.entry_columns.index("storedAt")] = stored
+        calls.setdefault(item.columns, []).append(tuple(item.values))
+        entries.setdefault(item.entry_columns, []).append(tuple(item.entry_values))
+    docs = [item.doc for item in items]
+    return NewCalls(
+        len(items),
+        calls,
+        entries,
+        quarter_sums(docs),
+        [("call.created", doc["_id"]) for doc in docs]
+        + [("activity.created", item.entry_id) for item in items],
     )
 
 

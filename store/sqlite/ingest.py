@@ -42,7 +42,7 @@ from store.ingest import (
 )
 from store.prospects import Candidate, Contact, outcomes, recognise_created
 from store.sqlite.callrows import JSON as CALL_JSON
-from store.sqlite.callrows import SELECT, prepare, write_calls
+from store.sqlite.callrows import SELECT, Ahead, ahead, from_ahead, write_calls
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.prospects import create_and_fill, resolve_contacts
 from store.sqlite.schema import insert, ms, to_doc
@@ -89,11 +89,14 @@ def record_calls(
     once: Once | None,
     partial: bool,
     events: EventWriter,
+    made: dict[int, Ahead] | None = None,
 ) -> list[Recorded]:
     """The write unit of Calls.record: see the module's docstring. `contacts` are the parsed
-    contacts of the calls given by contact (None for the others). Its events: `call.created`
-    and the `activity.created` of its timeline entry for each call it creates, and
-    `prospect.created` or `prospect.updated` for each prospect a contact created or filled."""
+    contacts of the calls given by contact (None for the others); `made` the rows of calls
+    made ahead (`make_ahead`), by index, used where they are what the unit would make. Its
+    events: `call.created` and the `activity.created` of its timeline entry for each call it
+    creates, and `prospect.created` or `prospect.updated` for each prospect a contact created
+    or filled."""
     now = utcnow()  # taken under the write lock: never behind a commit before it
     batch = len(calls) > 1 or partial
     results: list[Recorded | None] = [None] * len(calls)
@@ -156,15 +159,20 @@ def record_calls(
     )
     recognise_created(targets, once)
     docs: dict[str, dict] = {}
+    items: list[Ahead] = []
     for index in written:
         call, call_id = calls[index], ids[index]
         if call_id in pending and call_id not in docs:
             target = landed.get(index)
             prospect_id = call.prospect_id or (target.id if target else None)
             assert prospect_id is not None  # created above
-            docs[call_id] = call.document(workspace_id, call_id, prospect_id, now)
-    if docs:
-        write_calls(conn, workspace_id, prepare(list(docs.values())), events, changed)
+            item = made.get(index) if made else None
+            if item is None or (item.doc["_id"], item.doc["prospectId"]) != (call_id, prospect_id):
+                item = ahead(call.document(workspace_id, call_id, prospect_id, now))
+            docs[call_id] = item.doc
+            items.append(item)
+    if items:
+        write_calls(conn, workspace_id, from_ahead(items, now), events, changed)
     else:
         events.record(conn, workspace_id, changed)
     matched = [i for i in written if i in landed]
@@ -176,6 +184,20 @@ def record_calls(
         doc = docs[call_id] if call_id in docs else to_doc(found[call_id])
         result.call, result.match = call_record(doc), matches.get(index)
     return [r for r in results if r is not None]
+
+
+def make_ahead(workspace_id: str, calls: list[NewCall], once: Once | None) -> dict[int, Ahead]:
+    """The rows of the calls of a batch whose id and prospect are known before its write unit
+    (pure Python: made on another thread while the writer writes; record_calls checks and
+    completes them)."""
+    marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
+    ids = call_ids(workspace_id, calls, marks)
+    placeholder = utcnow()  # record_calls sets the instants of the write
+    return {
+        index: ahead(call.document(workspace_id, ids[index], call.prospect_id, placeholder))
+        for index in converging(calls, marks)
+        if (call := calls[index]).prospect_id is not None
+    }
 
 
 def _matches(chosen: list[Candidate]) -> list[dict]:

@@ -570,3 +570,29 @@ async def test_an_idempotency_key_replays_the_first_answer(dialer, store, ws_a, 
     again = await dialer.post("/v1/calls", unknown_user, headers={"Idempotency-Key": "k2"})
     assert bad.code == again.code == 422 and again.headers["Idempotent-Replayed"] == "true"
     assert json.loads(bad.body)["detail"] == json.loads(again.body)["detail"]
+
+
+async def test_a_full_batch_records_what_single_posts_would(dialer, store, ws_a, body, prospect):
+    """100 calls (on SQLite their rows are made before the write, off the writer's thread):
+    SIDs, calls without one (their ids from the Idempotency-Key), a SID twice and a contact."""
+    calls = [body(providerCallSid=sid(i), notes=f"n{i}") for i in range(60)]
+    calls += [body(notes=f"plain {i}") for i in range(38)]
+    calls.append(body(providerCallSid=sid(3), notes="n3"))  # the same call again
+    calls.append(body(prospectId=DROP, prospect={"email": "full@a.example"}))
+    before = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    headers = {"Idempotency-Key": "full-batch"}
+    response = await dialer.post("/v1/calls/batch", {"calls": calls}, headers=headers)
+    assert response.code == 200, response
+    results = response.json()["results"]
+    assert [r["outcome"] for r in results] == ["created"] * 98 + ["existing", "created"]
+    assert results[98]["callId"] == results[3]["callId"]
+    for index, result in enumerate(results[:98]):
+        call = (await dialer.get(f"/v1/calls/{result['callId']}")).json()["call"]
+        assert call["notes"] == calls[index]["notes"] and call["prospectId"] == prospect["id"]
+        updated = dt.datetime.fromisoformat(call["updatedAt"][:-1])
+        assert updated >= before - dt.timedelta(milliseconds=1)  # the write's, not earlier
+    assert (await dialer.get("/v1/calls")).json()["total"] == 99
+    entries = [a for a in await timeline(dialer, prospect["id"]) if a["type"] == "call"]
+    assert {a["callId"] for a in entries} == {r["callId"] for r in results[:98]}
+    replay = await dialer.post("/v1/calls/batch", {"calls": calls}, headers=headers)
+    assert replay.body == response.body and replay.headers["Idempotent-Replayed"] == "true"
