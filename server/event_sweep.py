@@ -17,12 +17,12 @@ a second retention sweep finds less to delete, nothing more.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import random
 import time
 
+from server.background import Background
 from server.config import Config
 from store.clock import utcnow
 from store.contract import Store
@@ -34,7 +34,7 @@ log = logging.getLogger("workspace_api")
 WRITE_STEPS = 4  # database operations of a write path on MongoDB: the change, read, insert, pull
 
 
-class EventSweeper:
+class EventSweeper(Background):
     def __init__(
         self,
         store: Store,
@@ -48,7 +48,6 @@ class EventSweeper:
         self.grace = grace
         self.interval = interval
         self.retention_interval = retention_interval
-        self._task: asyncio.Task | None = None
 
     @classmethod
     def from_config(cls, store: Store, config: Config) -> EventSweeper:
@@ -59,18 +58,6 @@ class EventSweeper:
             interval=config.db_timeout_seconds,
             retention_interval=config.expiry_sweep_seconds,
         )
-
-    def start(self) -> EventSweeper:
-        self._task = asyncio.ensure_future(self._run())
-        return self
-
-    async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
 
     async def recover(self) -> int:
         """Record the events of changes left without them; how many."""

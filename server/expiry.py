@@ -12,10 +12,10 @@ several processes or hosts each one sweeps: a second sweep finds less to delete,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 
+from server.background import Background
 from store.clock import utcnow
 from store.contract import Store
 from store.errors import StoreError
@@ -23,24 +23,11 @@ from store.errors import StoreError
 log = logging.getLogger("workspace_api")
 
 
-class ExpirySweeper:
+class ExpirySweeper(Background):
     def __init__(self, store: Store, interval: float, batch: int = 1000) -> None:
         self.store = store
         self.interval = interval
         self.batch = batch
-        self._task: asyncio.Task | None = None
-
-    def start(self) -> ExpirySweeper:
-        self._task = asyncio.ensure_future(self._run())
-        return self
-
-    async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
 
     async def sweep(self) -> int:
         """One sweep now; how many records it deleted."""
