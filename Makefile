@@ -39,7 +39,7 @@ test-wire: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
-# The API on the embedded SQLite store with 1,000,000 calls (bench/scale.py, rows L1..L16):
+# The API on the embedded SQLite store with 1,000,000 calls (bench/scale.py, rows L1..L18):
 # pages, deep cursors, metrics, uploads and memory at that size. The data is seeded once and
 # cached in bench/.data/. `make bench` runs it too; `make bench-scale CALLS=100000` for a quick
 # look.

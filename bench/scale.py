@@ -25,6 +25,10 @@ matter), and printed as one table with its target and PASS/MISS:
   same file and writing the same bytes to a socket), interleaved: ratio >= 0.5; L14 its
   duration < 30 s; L15 the API's memory growth during it < 64 MB; L16 GET /v1/users p99 while
   it runs < 50 ms.
+- L17 `workspace-api import calls` of as many calls (an NDJSON file of dialer bodies, each with
+  a providerCallSid) into an empty workspace of a fresh file, while `serve` runs on it, against
+  `demo --calls N` seeding a fresh file in the same run (calls per second of each): >= 0.5;
+  L18 the API's GET /v1/users during the import: p99 < 100 ms.
 
 The data files are seeded once (a few minutes for 1M calls) and cached in bench/.data/
 (bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look).
@@ -79,6 +83,8 @@ ROW_IDS = (
     "L7",
     "L8",
     "L9",
+    "L17",
+    "L18",
     "L10",
 )
 COLUMNS = (
@@ -459,6 +465,161 @@ async def bench_deep(args, big: Api) -> list[Row]:
     ]
 
 
+def write_call_lines(
+    path: Path, target: Path, workspace_id: str, count: int, seed: int = 7
+) -> None:
+    """`count` call bodies of the workspace in `target` (its users and prospects), one per line,
+    as a dialer's history: 90 days back, each with its own providerCallSid."""
+    import sqlite3
+
+    with sqlite3.connect(f"file:{target}?mode=ro", uri=True) as conn:
+        users = [
+            r[0]
+            for r in conn.execute(
+                "SELECT _id FROM users WHERE workspaceId = ? AND deletedAt IS NULL", (workspace_id,)
+            )
+        ]
+        prospects = [
+            r[0]
+            for r in conn.execute(
+                "SELECT _id FROM prospects WHERE workspaceId = ?", (workspace_id,)
+            )
+        ]
+        lists = [
+            r[0]
+            for r in conn.execute("SELECT _id FROM lists WHERE workspaceId = ?", (workspace_id,))
+        ]
+    rng = random.Random(seed)
+    end = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0) - dt.timedelta(hours=1)
+    dispositions = ["connected"] * 3 + ["no_answer"] * 4 + ["voicemail"] * 2 + ["busy", "failed"]
+    with open(path, "w") as out:
+        for n in range(count):
+            started = end - dt.timedelta(seconds=rng.randint(0, 90 * 86400))
+            disposition = rng.choice(dispositions)
+            talk = rng.randint(20, 600) if disposition in ("connected", "voicemail") else 0
+            body = {
+                "userId": rng.choice(users),
+                "prospectId": rng.choice(prospects),
+                "listId": rng.choice(lists) if rng.random() < 0.8 else None,
+                "direction": "outbound" if rng.random() < 0.92 else "inbound",
+                "disposition": disposition,
+                "fromNumber": f"+1212555{100 + rng.randint(0, 9):04d}",
+                "toNumber": f"+1415555{rng.randint(0, 9999):04d}",
+                "startedAt": started.isoformat() + "Z",
+                "answeredAt": (started + dt.timedelta(seconds=9)).isoformat() + "Z"
+                if talk
+                else None,
+                "endedAt": (started + dt.timedelta(seconds=9 + talk)).isoformat() + "Z",
+                "meetingBooked": disposition == "connected" and rng.random() < 0.1,
+                "notes": "Interested; call back next week" if talk and rng.random() < 0.3 else None,
+                "providerCallSid": f"CA{n:032x}",
+            }
+            if talk and rng.random() < 0.8:
+                body["recordingSid"] = f"RE{rng.getrandbits(128):032x}"
+                body["recordingDurationSeconds"] = talk
+            out.write(json.dumps(body) + "\n")
+
+
+async def bench_import(args, workdir: Path) -> list[Row]:
+    """L17/L18: see the module's docstring."""
+    from bench.scale_data import read_marker
+
+    seeded, target = workdir / "seeded.sqlite", workdir / "import.sqlite"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "BENCH_SCALE_DATA": str(workdir)}
+    env.pop("MONGODB_URI", None)
+    # The baseline: demo seeding of N calls (and a tenth more in the second workspace).
+    await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "bench.scale_data", str(seeded), str(args.calls), "500"],
+        env=env,
+        cwd=REPO,
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    seeding = read_marker(seeded)
+    assert seeding is not None
+    with __import__("sqlite3").connect(seeded) as conn:
+        seeded_calls = conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+    seed_rate = seeded_calls / seeding["seedSeconds"]
+    for suffix in ("", "-wal", "-shm", ".json"):
+        Path(f"{seeded}{suffix}").unlink(missing_ok=True)
+    # The import's workspace: users, lists and prospects, no calls.
+    await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "bench.scale_data", str(target), "0", "500"],
+        env=env,
+        cwd=REPO,
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    marker = read_marker(target)
+    assert marker is not None
+    workspace = marker["workspaces"][0]["id"]
+    lines = workdir / "calls.ndjson"
+    write_call_lines(lines, target, workspace, args.calls)
+    api = Api(target, marker, workdir / "api-import.log")
+    try:
+        await api.ready()
+        env_import = {**env, "WSAPI_SQLITE_PATH": str(target), "WSAPI_LOG_LEVEL": "warning"}
+        started = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "server.cli",
+            "import",
+            "calls",
+            "--workspace",
+            workspace,
+            str(lines),
+            env=env_import,
+            cwd=REPO,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        probes: list[float] = []
+        errors = 0
+        waiting = asyncio.ensure_future(proc.communicate())
+        while not waiting.done():
+            answer = await api.get("/v1/users")
+            if answer.status != 200:
+                errors += 1
+            if not waiting.done():
+                probes.append(answer.total)
+            await asyncio.sleep(0.05)
+        out, _ = waiting.result()
+        seconds = time.monotonic() - started
+        summary = json.loads(out) if out else {}
+    finally:
+        api.stop()
+        for suffix in ("", "-wal", "-shm", ".json"):
+            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        lines.unlink(missing_ok=True)
+    imported = summary.get("created", 0)
+    rate = imported / seconds
+    ratio = rate / seed_rate
+    p99 = percentile(probes, 0.99)
+    failed = proc.returncode != 0 or imported != args.calls or errors
+    return [
+        Row(
+            "L17",
+            f"import {args.calls:,} calls / demo seeding (calls per second, same run)",
+            f"{rate:,.0f}/s ({seconds:.0f} s) vs {seed_rate:,.0f}/s "
+            f"({seeded_calls:,} calls in {seeding['seedSeconds']:.0f} s): {ratio:.2f}",
+            ">= 0.5",
+            f"ERRORS (exit {proc.returncode}, {imported:,} imported)"
+            if failed
+            else verdict(ratio >= 0.5),
+        ),
+        Row(
+            "L18",
+            "GET /v1/users while the import runs",
+            f"p50 {ms(percentile(probes, 0.5))}, p99 {ms(p99)} ({len(probes)} probes)",
+            "p99 < 100 ms",
+            f"ERRORS ({errors})" if errors else verdict(p99 < 0.1),
+        ),
+    ]
+
+
 class _Drain(asyncio.BufferedProtocol):
     """The bare export's client: reads into one buffer as fast as it can until the peer closes,
     counting bytes (as bench.httpload's download does for the API)."""
@@ -597,7 +758,21 @@ def load_note() -> str:
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
 
 
+def report(row: Row) -> None:
+    print(
+        f"    {row.id} {row.what.strip()}: {row.measured} (target {row.target}: {row.result})",
+        file=sys.stderr,
+    )
+
+
 async def run(args) -> list[Row]:
+    if args.only and set(args.only) == {"import"}:  # seeds files of its own: no cached data
+        print(f"... import ({load_note()})", file=sys.stderr)
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+            rows = await bench_import(args, Path(tmp))
+        for row in rows:
+            report(row)
+        return rows
     started = time.monotonic()
     big_path, big_child = start_seeding(args.calls, 500)
     small_path, small_child = start_seeding(SMALL_CALLS, args.prospects)
@@ -625,17 +800,14 @@ async def run(args) -> list[Row]:
                 ("metrics", lambda: bench_metrics(args, big)),
                 ("recording", lambda: bench_recording(args, big_path, big_marker)),
                 ("uploads", lambda: bench_uploads(args, small)),
+                ("import", lambda: bench_import(args, workdir)),
             ]
             for name, step in steps:
                 if args.only and name.split()[0] not in args.only:
                     continue
                 print(f"... {name} ({load_note()})", file=sys.stderr)
                 for row in await step():
-                    print(
-                        f"    {row.id} {row.what.strip()}: {row.measured} "
-                        f"(target {row.target}: {row.result})",
-                        file=sys.stderr,
-                    )
+                    report(row)
                     rows.append(row)
             rss = big.rss()
             rows.append(
@@ -699,7 +871,7 @@ def parse_args(argv=None):
         "--only",
         nargs="*",
         default=None,
-        help="steps to run: throughput page deep export metrics recording uploads",
+        help="steps to run: throughput page deep export metrics recording uploads import",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     return parser.parse_args(argv)

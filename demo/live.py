@@ -1,19 +1,28 @@
 """Live demo writes (`demo --live-calls-per-minute N`): calls that have just ended keep
-arriving in every demo workspace while the demo runs, and now and then a call's notes change.
+arriving in every demo workspace while the demo runs, their recordings follow a few seconds
+later, and now and then a call's notes change.
 
 The writer reads the workspaces' users, prospects and newest calls from the store, and makes
-the calls with demo.data.live_call; everything it writes goes through one `CallRecorder`,
-which `live_writer` chooses. The recorder here writes to the store the demo serves from.
+the calls with demo.data.live_call; everything it writes goes through one `CallRecorder`. The
+demo's recorder (`ApiRecorder`) is a dialer: it records over HTTP, with each workspace's
+`ingest` key, through POST /v1/calls (or /v1/calls/batch), POST /v1/prospect-activities and
+PATCH /v1/calls/{id}, so the live data takes the same path and rules as any dialer's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import datetime as dt
+import json
 import logging
 import random
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from tornado.httpclient import AsyncHTTPClient
 
 from demo.data import LIVE_NOTES, LIVE_NOTES_SHARE, live_call, meeting_activity
 from store.clock import utcnow
@@ -22,9 +31,13 @@ from store.paging import Window
 
 log = logging.getLogger("workspace_api")
 
+# Seconds after a call is recorded until the provider has finished its recording (the demo's
+# recorder attaches it then, with PATCH).
+RECORDING_DELAY = (2.0, 10.0)
+
 
 class CallRecorder(Protocol):
-    """Where the live writer's calls go: every write of the writer is one of these two."""
+    """Where the live writer's calls go: every write of the writer is one of these."""
 
     async def record(self, workspace_id: str, calls: list[dict]) -> list[str]:
         """Record calls that have just ended (demo.data.live_call's documents) with what they
@@ -36,35 +49,163 @@ class CallRecorder(Protocol):
         """Change a recorded call's notes (which moves its updatedAt)."""
         ...
 
+    async def later(self) -> None:
+        """The writes that come some time after a call: the recordings the provider has
+        finished since (the writer calls this on every tick)."""
+        ...
 
-class StoreRecorder:
-    """Records calls in the store itself: the calls with their `call` activities (the store
-    writes those), and the meetings they booked."""
 
-    def __init__(self, store: Any, rng: random.Random) -> None:
-        self.store, self.rng = store, rng
+class LiveWriteFailed(Exception):
+    """The API refused or failed a live write (its status and problem code, never a key)."""
+
+
+def instant(value: dt.datetime) -> str:
+    """A naive UTC instant as the API's request bodies take it."""
+    return value.isoformat(timespec="milliseconds") + "Z"
+
+
+def call_body(call: dict, sid: str) -> dict:
+    """The POST /v1/calls body of a live call document, as the dialer that made it would send
+    it (its recording comes later)."""
+    return {
+        "userId": call["userId"],
+        "prospectId": call["prospectId"],
+        "listId": call["listId"],
+        "direction": call["direction"],
+        "disposition": call["disposition"],
+        "fromNumber": call["fromNumber"],
+        "toNumber": call["toNumber"],
+        "startedAt": instant(call["startedAt"]),
+        "answeredAt": instant(call["answeredAt"]) if call["answeredAt"] else None,
+        "endedAt": instant(call["endedAt"]),
+        "meetingBooked": call["meetingBooked"],
+        "notes": call["notes"],
+        "providerCallSid": sid,
+    }
+
+
+def meeting_body(meeting: dict, call_id: str) -> dict:
+    """The POST /v1/prospect-activities body of a `meeting_booked` activity document."""
+    return {
+        "prospectId": meeting["prospectId"],
+        "type": "meeting_booked",
+        "occurredAt": instant(meeting["occurredAt"]),
+        "userId": meeting["userId"],
+        "summary": meeting["summary"],
+        "details": {"scheduledFor": instant(meeting["details"]["scheduledFor"])},
+        "callId": call_id,
+    }
+
+
+@dataclasses.dataclass
+class PendingRecording:
+    due: float  # on the recorder's clock
+    workspace_id: str
+    call_id: str
+    ref: str
+    seconds: int
+
+
+class ApiRecorder:
+    """Records calls as a dialer does, over HTTP at `base_url` (`.../v1`) with each
+    workspace's ingest key (`keys`: workspace id -> key): a call (or up to BATCH of them in
+    one POST /v1/calls/batch) with its provider SID, so that a retry records it once; the
+    meeting it booked with POST /v1/prospect-activities; its recording `recording_delay`
+    seconds later with PATCH /v1/calls/{id}; a notes change with PATCH."""
+
+    BATCH = 100  # calls per POST /v1/calls/batch, its limit
+
+    def __init__(
+        self,
+        base_url: str,
+        keys: dict[str, str],
+        rng: random.Random,
+        recording_delay: tuple[float, float] = RECORDING_DELAY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.base_url, self.keys, self.rng = base_url.rstrip("/"), keys, rng
+        self.recording_delay, self.clock = recording_delay, clock
+        self.pending: list[PendingRecording] = []
+        self.client = AsyncHTTPClient()
+
+    async def send(self, method: str, path: str, workspace_id: str, body: dict) -> dict:
+        """One request with the workspace's ingest key; its JSON answer, or LiveWriteFailed."""
+        response = await self.client.fetch(
+            self.base_url + path,
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self.keys[workspace_id]}",
+                "Content-Type": "application/json",
+            },
+            body=json.dumps(body),
+            request_timeout=60,
+            raise_error=False,
+        )
+        if response.code not in (200, 201):
+            code = ""
+            if response.body:
+                with contextlib.suppress(ValueError):
+                    code = json.loads(response.body).get("code", "")
+            raise LiveWriteFailed(f"{method} {path.split('/')[1]}: {response.code} {code}")
+        return json.loads(response.body)
 
     async def record(self, workspace_id: str, calls: list[dict]) -> list[str]:
-        await self.store.calls.insert_documents(workspace_id, calls)
-        meetings = [
-            meeting_activity(self.rng, workspace_id, call)
-            for call in calls
-            if call["meetingBooked"]
-        ]
-        if meetings:
-            await self.store.activities.insert_documents(workspace_id, meetings)
-        return [call["_id"] for call in calls]
+        ids: list[str] = []
+        for start in range(0, len(calls), self.BATCH):
+            chunk = calls[start : start + self.BATCH]
+            bodies = [call_body(call, f"CA{self.rng.getrandbits(128):032x}") for call in chunk]
+            if len(bodies) == 1:
+                answer = await self.send("POST", "/calls", workspace_id, bodies[0])
+                recorded = [answer["call"]["id"]]
+            else:
+                answer = await self.send("POST", "/calls/batch", workspace_id, {"calls": bodies})
+                recorded = [result["callId"] for result in answer["results"]]
+            ids += recorded
+            for call, call_id in zip(chunk, recorded, strict=True):
+                if call["meetingBooked"]:
+                    meeting = meeting_activity(self.rng, workspace_id, call)
+                    body = meeting_body(meeting, call_id)
+                    await self.send("POST", "/prospect-activities", workspace_id, body)
+                if call["recordingRef"]:
+                    due = self.clock() + self.rng.uniform(*self.recording_delay)
+                    self.pending.append(
+                        PendingRecording(
+                            due,
+                            workspace_id,
+                            call_id,
+                            call["recordingRef"],
+                            call["recordingDurationSeconds"],
+                        )
+                    )
+        return ids
 
     async def change_notes(self, workspace_id: str, call_id: str, notes: str) -> None:
-        await self.store.calls.update_notes(workspace_id, call_id, notes)
+        await self.send("PATCH", f"/calls/{call_id}", workspace_id, {"notes": notes})
+
+    async def later(self) -> None:
+        """Attach every recording whose time has come; one that fails is logged and dropped
+        (its call stays without a recording)."""
+        now = self.clock()
+        due = [p for p in self.pending if p.due <= now]
+        if not due:
+            return
+        self.pending = [p for p in self.pending if p.due > now]
+        for recording in due:
+            body = {"recordingSid": recording.ref, "recordingDurationSeconds": recording.seconds}
+            try:
+                await self.send(
+                    "PATCH", f"/calls/{recording.call_id}", recording.workspace_id, body
+                )
+            except Exception as exc:  # the demo goes on; the reference never reaches a log
+                log.warning("live demo writes: a recording was not attached (%s)", exc)
 
 
 class LiveWriter:
-    """Live demo writes: `per_minute` new calls a minute to each workspace, each with its
-    `call` activity and, when it booked a meeting, its `meeting_booked` activity; after about
-    one call in ten (LIVE_NOTES_SHARE), a recent call's notes change (which moves its
-    updatedAt). Calls are written in batches when the rate is above what one write per tick
-    can keep up with; the rate is kept on average, without drift."""
+    """Live demo writes: `per_minute` new calls a minute to each workspace, each with, when it
+    booked a meeting, its `meeting_booked` activity, and its recording later; after about one
+    call in ten (LIVE_NOTES_SHARE), a recent call's notes change (which moves its updatedAt).
+    Calls are written in batches when the rate is above what one write per tick can keep up
+    with; the rate is kept on average, without drift. Every write goes through `recorder`."""
 
     TICK = 0.05  # shortest pause between writes, in seconds
     SAMPLE = 2000  # prospects (newest first) a workspace's live calls are made to
@@ -76,15 +217,15 @@ class LiveWriter:
         store: Any,
         workspace_ids: list[str],
         per_minute: int,
+        recorder: CallRecorder,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
         region: str = "US",
-        recorder: CallRecorder | None = None,
     ) -> None:
         self.store, self.workspace_ids, self.per_minute = store, workspace_ids, per_minute
         self.region = region  # of phone numbers uploaded without +country
         self.rng = rng or random.Random()  # not the seed's stream: a kept file gets new ids
-        self.recorder = recorder or StoreRecorder(store, self.rng)
+        self.recorder = recorder
         self.clock = clock
         self.people: dict[str, tuple[list[dict], list[dict]]] = {}
         self.recent: dict[str, list[str]] = {}
@@ -145,6 +286,10 @@ class LiveWriter:
                     await self.prepare()
                 except Exception:
                     log.exception("live demo writes: reading the workspaces failed")
+            try:
+                await self.recorder.later()
+            except Exception:  # a live write must never end the demo
+                log.exception("live demo writes: later writes failed")
             due = int((self.clock() - started) / interval) + 1 - self.written
             if due > 0:
                 due = min(due, 1000)  # far behind (a stalled disk): catch up in steps
@@ -160,15 +305,16 @@ class LiveWriter:
 
 def live_writer(
     store: Any,
-    auth: Any,
     base_url: str,
-    workspace_ids: list[str],
+    workspaces: list[dict],
     per_minute: int,
     region: str = "US",
+    recording_delay: tuple[float, float] = RECORDING_DELAY,
 ) -> LiveWriter:
-    """The demo's live writer, made once the API serves at `base_url` (`.../v1`) with the keys
-    of `auth` (a server.auth.KeyService). The choice of recorder is made here and nowhere
-    else: a recorder that goes through the API would take its address and a key per
-    workspace from these; the store recorder needs neither."""
-    del auth, base_url  # the store recorder writes to `store` directly
-    return LiveWriter(store, workspace_ids, per_minute, region=region)
+    """The demo's live writer, made once the API serves at `base_url` (`.../v1`): it reads
+    from `store` and writes through the API as a dialer, with each workspace's
+    `ingestApiKey` (`workspaces`: the keys file's entries)."""
+    rng = random.Random()  # not the seed's stream: a kept file gets new ids
+    keys = {w["id"]: w["ingestApiKey"] for w in workspaces}
+    recorder = ApiRecorder(base_url, keys, rng, recording_delay)
+    return LiveWriter(store, list(keys), per_minute, recorder, rng=rng, region=region)

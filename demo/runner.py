@@ -1,9 +1,10 @@
 """The `workspace-api demo` process: the API on the embedded store, seeded with the demo data
 (or serving a kept data file), with the simulated telephony provider beside it.
 
-It writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey", "readOnlyApiKey"}]}
-once it serves, prints the banner, runs the admin console on its standard input and, with
-`--live-calls-per-minute N`, the live writer; Ctrl-C stops it all.
+It writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey", "readOnlyApiKey",
+"ingestApiKey"}]} once it serves, prints the banner, runs the admin console on its standard
+input and, with `--live-calls-per-minute N`, the live writer (a dialer writing through the API
+with the ingest keys); Ctrl-C stops it all.
 """
 
 from __future__ import annotations
@@ -110,14 +111,7 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
     writer = None
     if live:
         writer = asyncio.ensure_future(
-            live_writer(
-                store,
-                auth,
-                f"{origin}/v1",
-                [w["id"] for w in workspaces],
-                live,
-                region=config.default_region,
-            ).run()
+            live_writer(store, f"{origin}/v1", workspaces, live, region=config.default_region).run()
         )
     print(banner(origin, workspaces, args.keys_file, args.data, live), flush=True)
     try:
@@ -191,8 +185,13 @@ def banner(
         f"  Console  : {origin}/reference",
         f"  API key  : {key}  ({workspaces[0]['name']}; scopes read, write)",
         f"  Read-only: {workspaces[0]['readOnlyApiKey']}  (scope read: GETs only)",
+        f"  Ingest   : {workspaces[0]['ingestApiKey']}  (scope ingest: a dialer's writes)",
         f"  All keys : {keys_file}",
-        *([f"  Live     : {live} new calls a minute in each workspace"] if live else []),
+        *(
+            [f"  Live     : {live} new calls a minute in each workspace, recorded through the API"]
+            if live
+            else []
+        ),
         "",
         f"  curl -H 'Authorization: Bearer {key}' {origin}/v1/users",
         f"  curl -H 'Authorization: Bearer {key}' '{origin}/v1/calls?pageSize=100'",

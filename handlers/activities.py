@@ -1,4 +1,5 @@
-"""GET /v1/prospect-activities: one prospect with its whole activity timeline, streamed.
+"""GET /v1/prospect-activities: one prospect with its whole activity timeline, streamed; and
+POST /v1/prospect-activities: the dialer logs an activity on a prospect's timeline.
 
 The timeline is unbounded, so the body is written as it is read: the prospect, then the
 activities in batches of `batch_size` from one database cursor, encoded and flushed to the
@@ -22,17 +23,23 @@ from contextlib import aclosing
 from tornado.iostream import StreamClosedError
 
 from handlers import jsonio
-from handlers.base import APIError
+from handlers.base import APIError, invalid
+from handlers.idempotency import IdempotentHandler, Reply, idempotent
+from handlers.ingest import activity_input, refused
 from handlers.params import phone, problem, uuid_param
 from handlers.streams import StreamingHandler, stream_slots
+from store.clock import utcnow
+from store.ingest import Logged, Refused
 
 log = logging.getLogger("workspace_api")
 
 SELECTORS = ("prospectId", "email", "phoneNumber")
 
 
-class ProspectActivitiesHandler(StreamingHandler):
+class ProspectActivitiesHandler(StreamingHandler, IdempotentHandler):
+    scopes = {"GET": "read", "HEAD": "read", "POST": "ingest"}
     query_schemas = {"GET": "/schemas/queries/prospect-activities.json"}
+    body_schemas = {"POST": "/schemas/requests/activity-create.json"}
     batch_size = 200  # per database round trip
     slice_size = 50  # activities encoded and flushed at a time, between yields to the loop
 
@@ -82,6 +89,24 @@ class ProspectActivitiesHandler(StreamingHandler):
         except StreamClosedError:
             return
         self.finish()
+
+    @idempotent
+    async def post(self) -> None:
+        activity, problems = activity_input(self.body, utcnow())
+        if problems:
+            raise invalid(problems)
+        assert activity is not None
+        try:
+            logged = await self.store.activities.log(self.workspace_id, [activity], once=self.once)
+        except Refused as exc:
+            raise refused(exc.refusal) from None
+        self.answer(logged)
+
+    def reply(self, logged: list[Logged]) -> Reply:
+        activity = logged[0].activity
+        assert activity is not None
+        location = f"/v1/prospect-activities?prospectId={self.body['prospectId'].lower()}"
+        return Reply(201, {"activity": activity}, location)
 
     async def selected_prospect(self) -> dict:
         given = [name for name in SELECTORS if name in self.query]

@@ -315,8 +315,9 @@ class APIHandler(RequestHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
+        extra: dict = {}
         if isinstance(exc, APIError):
-            code, detail, errors = exc.code, exc.detail, exc.errors
+            code, detail, errors, extra = exc.code, exc.detail, exc.errors, exc.extra
             for name, value in exc.headers.items():
                 self.set_header(name, value)
         elif isinstance(exc, DB_DOWN):
@@ -331,13 +332,15 @@ class APIHandler(RequestHandler):
             if code == "method_not_allowed":
                 detail = f"{self.request.method} is not allowed here"
                 self.set_header("Allow", ", ".join(self.allowed_methods()))
-        problem = self.problem_of(code, detail, errors)
+        problem = self.problem_of(code, detail, errors, extra)
         self.set_status(problem["status"])
         self.set_header("Content-Type", "application/problem+json")
         self.finish(jsonio.dumps(problem))
 
-    def problem_of(self, code: str, detail: str, errors: list | None = None) -> dict:
-        """The problem details body (RFC 9457) of an error code."""
+    def problem_of(
+        self, code: str, detail: str, errors: list | None = None, extra: dict | None = None
+    ) -> dict:
+        """The problem details body (RFC 9457) of an error code, with members of its own."""
         status, title, _ = PROBLEMS[code]
         problem = {
             "type": problem_type(code),
@@ -348,6 +351,7 @@ class APIHandler(RequestHandler):
         }
         if errors:
             problem["errors"] = errors
+        problem.update(extra or {})
         problem["requestId"] = self.request_id
         return problem
 

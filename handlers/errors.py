@@ -13,13 +13,20 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 class APIError(Exception):
-    """An error response: a problem code, a detail, optional per-location errors and headers."""
+    """An error response: a problem code, a detail, optional per-location errors and headers,
+    and members of the problem body of its own (`extra`, e.g. `callId` of `call_exists`)."""
 
     def __init__(
-        self, code: str, detail: str, errors: list[dict] | None = None, headers: dict | None = None
+        self,
+        code: str,
+        detail: str,
+        errors: list[dict] | None = None,
+        headers: dict | None = None,
+        extra: dict | None = None,
     ):
         super().__init__(detail)
         self.code, self.detail, self.errors, self.headers = code, detail, errors, headers or {}
+        self.extra = extra or {}
         self.status = PROBLEMS[code][0]
 
 

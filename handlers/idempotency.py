@@ -144,7 +144,7 @@ def idempotent(method: Handler) -> Handler:
             if exc.status >= 500:
                 await _release(records, workspace, raw)
             elif not once.stored:  # a client error, before any write: stored as it is
-                body = jsonio.dumps(self.problem_of(exc.code, exc.detail, exc.errors))
+                body = jsonio.dumps(self.problem_of(exc.code, exc.detail, exc.errors, exc.extra))
                 await _complete(records, workspace, raw, exc.status, body, PROBLEM_TYPE, None)
             raise
         except BaseException:

@@ -7,6 +7,13 @@ One rule JSON Schema can only express with an `anyOf` that client generators tur
 per branch is a keyword of its own here, `x-atLeastOneNonBlank: true`: at least one property
 holds a string with a non-whitespace character. Generators ignore `x-` keywords; the validators
 below enforce it, so the rule still lives in the schema file (and its description).
+
+A `oneOf` with an OpenAPI `discriminator` (a choice of shapes by a `type` property) is checked
+as the discriminator says: the value of its property picks the one branch the instance is
+validated against, so that an error points into that branch (`#/details/text is required`)
+instead of saying that no branch matched. Branches of such a `oneOf` exclude each other by
+their `const` property, so the verdict is the same. `x-refusedValues` beside the
+discriminator names values that mean shapes the schema refuses, with the reason to give.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator, validators
+from jsonschema import _keywords as keywords
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -57,8 +65,53 @@ def _at_least_one_non_blank(validator, value, instance, schema):
         yield ValidationError(NON_BLANK_MESSAGE)
 
 
+INSTANT_MESSAGE = (
+    "must be an RFC 3339 date-time with a UTC offset, such as 2026-11-21T09:30:00Z or "
+    "2026-11-21T10:30:00.250+01:00"
+)
+# A pattern's error in words (the keyword beside `pattern`); the pattern itself otherwise.
+PATTERN_DETAIL = "x-patternDetail"
+# Values of a discriminator that name a shape this schema refuses, with the reason as the error.
+REFUSED = "x-refusedValues"
+
+
+def _one_of(validator, one_of, instance, schema):
+    discriminator = schema.get("discriminator")
+    if not discriminator or not validator.is_type(instance, "object"):
+        yield from keywords.oneOf(validator, one_of, instance, schema)  # type: ignore[func-returns-value,misc]
+        return
+    name, mapping = discriminator["propertyName"], discriminator["mapping"]
+    if name not in instance:
+        yield ValidationError(
+            f"{name!r} is a required property",
+            validator="required",
+            validator_value=[name],
+            instance=instance,
+            schema=schema,
+        )
+        return
+    value = instance[name]
+    target = mapping.get(value) if isinstance(value, str) else None
+    if target is None and value in schema.get(REFUSED, {}):
+        yield ValidationError(
+            schema[REFUSED][value], validator=REFUSED, instance=value, schema=schema, path=[name]
+        )
+        return
+    if target is None:
+        yield ValidationError(
+            f"{value!r} is not one of {sorted(mapping)}",
+            validator="enum",
+            validator_value=list(mapping),
+            instance=value,
+            schema=schema,
+            path=[name],
+        )
+        return
+    yield from validator.descend(instance, {"$ref": target})
+
+
 Validator = validators.extend(
-    Draft202012Validator, {AT_LEAST_ONE_NON_BLANK: _at_least_one_non_blank}
+    Draft202012Validator, {AT_LEAST_ONE_NON_BLANK: _at_least_one_non_blank, "oneOf": _one_of}
 )
 
 
@@ -82,6 +135,8 @@ def _message(error: ValidationError) -> tuple[list, str]:
         return [*path, extra[0]], "is not a supported field"
     if kind == AT_LEAST_ONE_NON_BLANK:
         return path, NON_BLANK_MESSAGE
+    if kind == REFUSED:
+        return path, error.message
     if kind == "type":
         return path, f"must be of type {value}"
     if kind == "enum":
@@ -100,6 +155,10 @@ def _message(error: ValidationError) -> tuple[list, str]:
         return path, "must not be blank"
     if kind == "pattern" and schema.get("format") == "uuid":
         return path, "must be a UUID"
+    if kind == "pattern" and schema.get("format") == "date-time":
+        return path, INSTANT_MESSAGE
+    if kind == "pattern" and PATTERN_DETAIL in schema:
+        return path, schema[PATTERN_DETAIL]
     return path, error.message
 
 

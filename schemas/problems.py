@@ -74,8 +74,9 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         422,
         "Invalid reference",
         "A body field or query parameter is well-formed but refers to "
-        "something that cannot be used: an ownerUserId that is unknown, "
-        "deleted, or of another workspace, or an email or phoneNumber "
+        "something that cannot be used: an ownerUserId or userId that is "
+        "unknown, deleted, or of another workspace, a prospectId, listId or "
+        "callId that is not a record of your workspace, or an email or phoneNumber "
         "selector that matches several prospects (select by prospectId "
         "instead). `errors` points at the offending field or parameter.",
     ),
@@ -86,6 +87,13 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "host resolves only to public addresses (loopback, private, link-local, shared and "
         "reserved ranges are refused, unless the operator allowed them with "
         "`webhook_allowed_networks`, where `http` is accepted too). The detail names the rule.",
+    ),
+    "call_exists": (
+        409,
+        "Call exists",
+        "A call with this providerCallSid is recorded in your workspace already, with other "
+        "content. `callId` is that call's id: change it with PATCH /calls/{id}. Posting the "
+        "same content again is not an error (200 with the call).",
     ),
     "idempotency_key_in_use": (
         409,

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from server.admin import add_admin_commands
 from server.config import ConfigError, load_config
+from server.importer import add_import_command
 from server.tail import add_events_commands
 from store.database import is_mongodb
 from store.errors import StoreError, StoreUnavailable, StoreUnusable
@@ -212,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_admin_commands(sub)
+    add_import_command(sub)
     add_events_commands(sub)
     return parser
 
@@ -250,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
             args.host = config.host if args.host is None else args.host
             args.port = config.port if args.port is None else args.port
             return run_demo(config, args)
+        if args.command == "import":
+            from server.importer import run_import
+
+            return asyncio.run(run_import(config, args))
         from server.admin import run_admin
 
         return asyncio.run(run_admin(config, args))

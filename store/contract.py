@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 from store.events import EventPage, StoredEvent
 from store.exports import Batch
 from store.idempotency import KeyState, Once
+from store.ingest import Logged, NewActivity, NewCall, Recorded
 from store.keys import DEFAULT_SCOPES, ActiveKey
 from store.paging import Page, Position, Window
 from store.prospects import Contact, Upload
@@ -185,6 +186,17 @@ class Prospects(Protocol):
         (store/idempotency.py) and stores its response."""
         ...
 
+    async def match(
+        self,
+        workspace_id: str,
+        raw_contacts: list[dict],
+        owner_user_id: str | None = None,
+        once: Once | None = None,
+    ) -> list[dict]:
+        """Match or create a prospect for each contact with the upload's rules, adding none to
+        a list (the prospects import); each contact's outcome (store.prospects.outcomes)."""
+        ...
+
     async def count_in_list(self, workspace_id: str, list_id: str) -> int: ...
 
     async def create(
@@ -245,7 +257,35 @@ class Prospects(Protocol):
 
 
 class Calls(Protocol):
-    """Finished calls (store/calls.py) and the recording reference of a call."""
+    """Finished calls (store/calls.py), the dialer's writes of them (store/ingest.py) and the
+    recording reference of a call."""
+
+    async def get(self, workspace_id: str, call_id: str) -> dict | None:
+        """The call's record, or None."""
+        ...
+
+    async def record(
+        self,
+        workspace_id: str,
+        calls: list[NewCall],
+        once: Once | None = None,
+        partial: bool = False,
+    ) -> list[Recorded]:
+        """Record finished calls (validated, normalised input) with everything they imply:
+        references checked, contacts matched or created (the upload's rules), calls of a
+        provider SID recorded once (`existing` for the same content; `call_exists` for other
+        content), timeline entries, the call total and the dialer metrics. All or nothing (one
+        transaction on SQLite; an idempotent sequence on MongoDB): the first refusal raises
+        store.ingest.Refused and nothing is written. With `partial` (the import) refused calls
+        are left out, each with its refusal, and the others recorded. With an Idempotency-Key
+        (`once`) the write is idempotent on it and stores its response."""
+        ...
+
+    async def change(self, workspace_id: str, call_id: str, changes: dict) -> dict | None:
+        """Change a call's store.ingest.CHANGEABLE fields: updatedAt moves (never backwards),
+        the timeline entry and the dialer metrics follow; a change that changes nothing writes
+        nothing. The call's record, or None when the workspace has no such call."""
+        ...
 
     async def create(self, workspace_id: str, **fields: Any) -> dict:
         """Record one finished call (store.calls.call_document's arguments); its record."""
@@ -292,10 +332,6 @@ class Calls(Protocol):
         `settled_before`, in the sync order, in batches (see Lists.export)."""
         ...
 
-    async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
-        """Change a call's notes (which moves its updatedAt); its record, or None."""
-        ...
-
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording, or None (no such call in this
         workspace, or no recording). Never part of a record."""
@@ -303,8 +339,21 @@ class Calls(Protocol):
 
 
 class Activities(Protocol):
-    """Prospect activities: bulk inserts, the timeline (newest first) and the export (in the
-    order they were stored)."""
+    """Prospect activities: bulk inserts, logging, and the timeline, newest first."""
+
+    async def log(
+        self,
+        workspace_id: str,
+        activities: list[NewActivity],
+        ids: list[str] | None = None,
+        once: Once | None = None,
+        partial: bool = False,
+    ) -> list[Logged]:
+        """Log activities (validated input) on their prospects' timelines, with the ids
+        `ids` (else ids derived from `once`, else new ones); an id written before is
+        `existing`. References are checked (store.ingest.activity_refusal); all or nothing
+        unless `partial`, as Calls.record."""
+        ...
 
     async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
         """Write prebuilt activity documents (store.activities.activity_document), with their
@@ -639,6 +688,12 @@ class Store(Protocol):
         """`async with store.bulk_load():` around a first load of history that nothing reads
         meanwhile (the demo's seeding): the writes inside it record no events, and with
         `defer_indexes` a backend may defer index work to its end."""
+        ...
+
+    def heavy_writes(self) -> AbstractAsyncContextManager[None]:
+        """`async with store.heavy_writes():` around a long run of large write batches into a
+        store in use (the import): the writes are ordinary ones (events included); a backend
+        may give its writer more memory meanwhile."""
         ...
 
     async def sweep_expired(

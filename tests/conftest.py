@@ -219,3 +219,17 @@ def new_list(api, ws_a):
         return response.json()["list"]
 
     return create
+
+
+@pytest.fixture
+def dialer(io_loop, origin, auth, ws_a):
+    """Client of workspace A with the scopes a dialer holds (read, ingest)."""
+    _, key = io_loop.run_sync(lambda: auth.create(ws_a.id, "dialer", frozenset({"read", "ingest"})))
+    return Client(origin, key)
+
+
+@pytest.fixture
+def dialer_b(io_loop, origin, auth, ws_b):
+    """Client of workspace B with the scopes a dialer holds (read, ingest)."""
+    _, key = io_loop.run_sync(lambda: auth.create(ws_b.id, "dialer", frozenset({"read", "ingest"})))
+    return Client(origin, key)

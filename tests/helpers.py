@@ -169,6 +169,9 @@ class Client:
     async def post(self, path: str, json_body=DEFAULT, **kwargs) -> Response:
         return await self.fetch(path, "POST", json_body=json_body, **kwargs)
 
+    async def patch(self, path: str, json_body=DEFAULT, **kwargs) -> Response:
+        return await self.fetch(path, "PATCH", json_body=json_body, **kwargs)
+
 
 def check_invariants(response: Response, method: str) -> None:
     assert response.code != 599, f"connection failed: {response.raw.error}"

@@ -32,6 +32,27 @@ from webhooks.signing import new_secret
 TODAY = anchor().date()  # the day the demo seeder anchors its data at
 METRICS = f"from={TODAY - dt.timedelta(days=120)}&to={TODAY}"
 
+# A call and a note of workspace A ({a_user}, {a_prospect}: A's own records, not placeholders
+# to compare), into which the cases put B's values.
+CALL = {
+    "userId": "{a_user}",
+    "prospectId": "{a_prospect}",
+    "direction": "outbound",
+    "disposition": "connected",
+    "fromNumber": "+12125550142",
+    "toNumber": "+14155550111",
+    "startedAt": "2026-01-05T10:00:00Z",
+    "answeredAt": "2026-01-05T10:00:09Z",
+    "endedAt": "2026-01-05T10:03:09Z",
+}
+NOTE = {
+    "prospectId": "{a_prospect}",
+    "type": "note",
+    "occurredAt": "2026-01-05T10:00:00Z",
+    "details": {"text": "hello"},
+}
+OWN = {"a_list", "a_user", "a_prospect"}  # placeholders for A's own records
+
 # route pattern -> (method, path with {placeholders}, JSON body or None). A placeholder is
 # filled once with B's value and once with a fresh value of the same shape; both answers must be
 # identical. Cases without placeholders are only scanned for B's data.
@@ -55,11 +76,34 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
         ),
     ],
     r"/v1/calls": [
+        ("POST", "/v1/calls", {**CALL, "userId": "{user}"}),
+        ("POST", "/v1/calls", {**CALL, "userId": "{deleted_user}"}),
+        ("POST", "/v1/calls", {**CALL, "prospectId": "{prospect}"}),
+        ("POST", "/v1/calls", {**CALL, "listId": "{list}"}),
+        # B's prospect's email and phone as the call's contact: a new prospect of A.
+        (
+            "POST",
+            "/v1/calls",
+            {
+                **{k: v for k, v in CALL.items() if k != "prospectId"},
+                "prospect": {"email": "{email}", "phoneNumber": "{phone}"},
+            },
+        ),
         ("GET", "/v1/calls?pageSize=100", None),
         ("GET", "/v1/calls?userId={user}", None),
         ("GET", "/v1/calls?userId={deleted_user}", None),
         ("GET", "/v1/calls?prospectId={prospect}", None),
         ("GET", "/v1/calls?listId={list}", None),
+    ],
+    r"/v1/calls/batch": [
+        ("POST", "/v1/calls/batch", {"calls": [CALL, {**CALL, "prospectId": "{prospect}"}]}),
+        ("POST", "/v1/calls/batch", {"calls": [{**CALL, "userId": "{user}"}]}),
+    ],
+    r"/v1/calls/([^/]+)": [
+        ("GET", "/v1/calls/{call}", None),
+        ("HEAD", "/v1/calls/{call}", None),
+        ("PATCH", "/v1/calls/{call}", {"notes": "mine now"}),
+        ("PATCH", "/v1/calls/{call}", {"disposition": "failed", "meetingBooked": True}),
     ],
     r"/v1/calls/([^/]+)/recording": [
         ("GET", "/v1/calls/{call}/recording", None),
@@ -75,6 +119,19 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
         ("GET", "/v1/prospect-activities?prospectId={prospect}", None),
         ("GET", "/v1/prospect-activities?email={email}", None),
         ("GET", "/v1/prospect-activities?phoneNumber={phone}", None),
+        ("POST", "/v1/prospect-activities", {**NOTE, "prospectId": "{prospect}"}),
+        ("POST", "/v1/prospect-activities", {**NOTE, "userId": "{user}"}),
+        ("POST", "/v1/prospect-activities", {**NOTE, "userId": "{deleted_user}"}),
+        (
+            "POST",
+            "/v1/prospect-activities",
+            {
+                **NOTE,
+                "type": "meeting_booked",
+                "details": {"scheduledFor": None},
+                "callId": "{call}",
+            },
+        ),
     ],
     r"/v1/exports/calls": [
         ("GET", "/v1/exports/calls", None),
@@ -191,7 +248,7 @@ def demo(io_loop, store, auth) -> Demo:
             )
             await store.lists.set_count(wid, listing["id"], 1)
             call = (await store.calls.page(wid, Window(1, None))).items[0]
-            await store.calls.update_notes(wid, call["id"], f"Live notes {workspace['name']}")
+            await store.calls.change(wid, call["id"], {"notes": f"Live notes {workspace['name']}"})
             await store.webhook_endpoints.create(
                 wid,
                 f"https://93.184.215.14/hooks/{wid}",
@@ -275,7 +332,12 @@ def normalised(response, values: dict[str, str]) -> tuple:
     for name, value in values.items():
         for form in (value, quote(value, safe="@"), quote(value, safe="")):
             text, link = text.replace(form, f"<{name}>"), link.replace(form, f"<{name}>")
-    return response.code, response.headers.get("Content-Type"), link, text
+    # What a write creates has a new random id each time (an upload's prospects, a recorded
+    # call and its prospect), and the moment it was written.
+    text = re.sub(r'"(id|prospectId|callId|Location)":"[0-9a-f-]{36}"', r'"\1":"<new>"', text)
+    text = re.sub(r'"updatedAt":"[^"]*"', '"updatedAt":"<now>"', text)
+    location = re.sub(r"[0-9a-f-]{36}", "<new>", response.headers.get("Location", ""))
+    return response.code, response.headers.get("Content-Type"), link, location, text
 
 
 def identifying(value: str) -> bool:
@@ -301,10 +363,11 @@ CASE_LIST = [
 
 @pytest.mark.parametrize("pattern,method,path,body", CASE_LIST)
 async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
-    demo, store, origin, pattern, method, path, body
+    demo, store, auth, origin, pattern, method, path, body
 ):
-    client = Client(origin, demo.a["apiKey"])
-    names = placeholders(path, body) - {"a_list"}
+    _, key = await auth.create(demo.a["id"], "every scope", frozenset({"read", "write", "ingest"}))
+    client = Client(origin, key)
+    names = placeholders(path, body) - OWN
     values_b = b_values(demo)
     if "events_cursor" in names:  # B's own cursor of its events feed, made for B's key
         b_events = await Client(origin, demo.b["apiKey"]).get("/v1/events")
@@ -316,12 +379,13 @@ async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
 
     answers = []
     for values in (given_b, given_random):
+        owner = next(u["_id"] for u in demo.of("a", "users") if not u.get("deletedAt"))
         if "a_list" in placeholders(path, body):
-            owner = demo.of("a", "users")[0]["_id"]
             values = {
                 **values,
                 "a_list": (await store.lists.create(demo.a["id"], "fresh", owner))["id"],
             }
+        values = {**values, "a_user": owner, "a_prospect": demo.of("a", "prospects")[0]["_id"]}
         kwargs = {"json_body": fill(body, values)} if body is not None else {}
         response = await client.fetch(fill(path, values), method, **kwargs)
         assert response.code < 500, response

@@ -26,7 +26,18 @@ TODAY = dt.date(2026, 11, 21)
 METRICS = f"from={TODAY - dt.timedelta(days=7)}&to={TODAY}"
 
 # route pattern -> method -> (the scope it needs, path, JSON body or None). {list} is a list of
-# the workspace, {user} one of its active users, {call} one of its calls, {random} a fresh UUID.
+# the workspace, {user} one of its active users, {call} one of its calls, {prospect} one of its
+# prospects, {random} a fresh UUID.
+CALL = {
+    "userId": "{user}",
+    "prospectId": "{prospect}",
+    "direction": "outbound",
+    "disposition": "busy",
+    "fromNumber": "+12125550142",
+    "toNumber": "+14155550111",
+    "startedAt": "2026-01-05T10:00:00Z",
+    "endedAt": "2026-01-05T10:00:09Z",
+}
 SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
     r"/v1/api-key": {
         "GET": (ANY_SCOPE, "/v1/api-key", None),
@@ -51,6 +62,15 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
     r"/v1/calls": {
         "GET": ("read", "/v1/calls", None),
         "HEAD": ("read", "/v1/calls", None),
+        "POST": ("ingest", "/v1/calls", CALL),
+    },
+    r"/v1/calls/batch": {
+        "POST": ("ingest", "/v1/calls/batch", {"calls": [CALL]}),
+    },
+    r"/v1/calls/([^/]+)": {
+        "GET": ("read", "/v1/calls/{call}", None),
+        "HEAD": ("read", "/v1/calls/{call}", None),
+        "PATCH": ("ingest", "/v1/calls/{call}", {"notes": "scoped"}),
     },
     r"/v1/calls/([^/]+)/recording": {
         "GET": ("read", "/v1/calls/{call}/recording", None),
@@ -63,6 +83,16 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
     r"/v1/prospect-activities": {
         "GET": ("read", "/v1/prospect-activities?prospectId={random}", None),
         "HEAD": ("read", "/v1/prospect-activities?prospectId={random}", None),
+        "POST": (
+            "ingest",
+            "/v1/prospect-activities",
+            {
+                "prospectId": "{prospect}",
+                "type": "note",
+                "occurredAt": "2026-01-05T10:00:00Z",
+                "details": {"text": "scoped"},
+            },
+        ),
     },
     r"/v1/events": {
         "GET": ("read", "/v1/events", None),
@@ -179,6 +209,7 @@ async def test_each_scope_against_each_route(
         "list": listing["id"],
         "user": ws_a.users[0]["id"],
         "call": await add_call(store, ws_a, None),
+        "prospect": (await store.prospects.create(ws_a.id, {"email": "s@a.example"}))["id"],
         "random": str(uuid.uuid4()),
     }
     for name, value in values.items():

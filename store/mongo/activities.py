@@ -29,8 +29,20 @@ from store.activities import (
 )
 from store.activities import record as _record
 from store.exports import BATCH_SIZE
+from store.idempotency import Once
+from store.ingest import (
+    CREATED,
+    EXISTING,
+    Logged,
+    NewActivity,
+    Refused,
+    activity_ids,
+    activity_refusal,
+)
+from store.mongo.bulk import bulk, ids_in
 from store.mongo.errors import translate_errors
 from store.mongo.exports import export_batches
+from store.mongo.idempotency import store_response
 
 FILL_BATCH = 1000
 
@@ -95,9 +107,52 @@ async def record_list_added(
     return [doc for doc in docs if doc["_id"] in inserted]
 
 
+async def log_activities(
+    db: AsyncDatabase,
+    workspace_id: str,
+    activities: list[NewActivity],
+    ids: list[str],
+    partial: bool,
+    pending: Pending,
+) -> tuple[list[Logged], list[dict]]:
+    """Log activities: references checked first, then one upsert per activity on its id,
+    marked with `pending` (idempotent: an id written before is `existing`). The results, and
+    the activity documents it inserted (whose events the caller publishes)."""
+    prospects = await ids_in(db["prospects"], workspace_id, {a.prospect_id for a in activities})
+    users = await ids_in(
+        db["users"], workspace_id, {a.user_id for a in activities if a.user_id}, deletedAt=None
+    )
+    calls = await ids_in(db["calls"], workspace_id, {a.call_id for a in activities if a.call_id})
+    results: list[Logged] = []
+    writes, docs = [], []
+    for activity, activity_id in zip(activities, ids, strict=True):
+        refusal = activity_refusal(activity, prospects, users, calls)
+        if refusal is not None:
+            if not partial:
+                raise Refused(refusal)
+            results.append(Logged(None, None, refusal))
+            continue
+        doc = activity.document(workspace_id, activity_id)
+        docs.append(doc)
+        writes.append(
+            UpdateOne(
+                {"_id": doc["_id"], "workspaceId": workspace_id},
+                {"$setOnInsert": pending.new(doc)},
+                upsert=True,
+            )
+        )
+        results.append(Logged(_record(doc), EXISTING))
+    upserted = await bulk(db["activities"], writes)
+    for logged in results:
+        if logged.activity is not None and logged.activity["id"] in upserted:
+            logged.outcome = CREATED
+    return results, [doc for doc in docs if doc["_id"] in upserted]
+
+
 @translate_errors
 class Activities:
     def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
+        self.db = db
         self.col = db["activities"]
         self.events = events
 
@@ -110,6 +165,27 @@ class Activities:
             pending = self.events.begin()
             await self.col.insert_many([pending.new(doc) for doc in batch], ordered=False)
             await self.events.publish(workspace_id, pending, inserted=batch)
+
+    async def log(
+        self,
+        workspace_id: str,
+        activities: list[NewActivity],
+        ids: list[str] | None = None,
+        once: Once | None = None,
+        partial: bool = False,
+    ) -> list[Logged]:
+        """Log activities on their prospects' timelines with their events; with an
+        Idempotency-Key their ids derive from it, and the response is stored at the end."""
+        if ids is None and once is not None:
+            ids = [once.record_id("activity", str(i)) for i in range(len(activities))]
+        pending = self.events.begin()
+        logged, inserted = await log_activities(
+            self.db, workspace_id, activities, activity_ids(len(activities), ids), partial, pending
+        )
+        await self.events.publish(workspace_id, pending, inserted=inserted)
+        if once is not None:
+            await store_response(self.db["idempotency"], once, logged)
+        return logged
 
     async def export(
         self,

@@ -1,4 +1,5 @@
-"""Calls on MongoDB: the paginated, filtered call log and the recording reference of a call.
+"""Calls on MongoDB: the paginated, filtered call log, one call, the recording reference of a
+call, and the dialer's writes (recording calls, changing one: store/mongo/ingest.py).
 
 Every call is stored with its contribution to the dialer metrics (`quarter`, `m`:
 store/mongo/metrics.py), which its record never shows."""
@@ -9,20 +10,24 @@ import datetime as dt
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.activities import call_activity
 from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
 from store.calls import record as _record
-from store.clock import utcnow
 from store.exports import BATCH_SIZE
+from store.idempotency import Once
+from store.ingest import NewCall, Recorded
 from store.mongo.activities import Activities
 from store.mongo.errors import translate_errors
 from store.mongo.exports import export_batches
+from store.mongo.idempotency import store_response
+from store.mongo.ingest import CallRecorder
 from store.mongo.metrics import metric_fields
 from store.mongo.paging import page_query
+from store.mongo.prospects import Prospects
 from store.paging import Page, Window
+from store.prospects import Contact
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter
@@ -65,10 +70,39 @@ def call_filters(
 
 @translate_errors
 class Calls:
-    def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter, default_region: str = "US") -> None:
         self.col = db["calls"]
         self.activities = Activities(db, events)
         self.events = events
+        self.idempotency = db["idempotency"]
+        self.default_region = default_region
+        self.recorder = CallRecorder(db, Prospects(db, events, default_region), events)
+
+    async def get(self, workspace_id: str, call_id: str) -> dict | None:
+        """The call's record, or None."""
+        doc = await self.col.find_one({"_id": call_id, "workspaceId": workspace_id}, CALL_FIELDS)
+        return doc and _record(doc)
+
+    async def record(
+        self,
+        workspace_id: str,
+        calls: list[NewCall],
+        once: Once | None = None,
+        partial: bool = False,
+    ) -> list[Recorded]:
+        """Record finished calls as an idempotent sequence (store/mongo/ingest.py)."""
+        contacts = [
+            Contact.parse(call.contact, self.default_region) if call.contact else None
+            for call in calls
+        ]
+        recorded = await self.recorder.record(workspace_id, calls, contacts, once, partial)
+        if once is not None:
+            await store_response(self.idempotency, once, recorded)
+        return recorded
+
+    async def change(self, workspace_id: str, call_id: str, changes: dict) -> dict | None:
+        """Change a call (store/mongo/ingest.py); its record, or None."""
+        return await self.recorder.change(workspace_id, call_id, changes)
 
     async def create(self, workspace_id: str, **fields: Any) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
@@ -124,21 +158,6 @@ class Calls:
             batch_size,
         ):
             yield batch
-
-    async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
-        """Change a call's notes (which moves its updatedAt); its record, or None."""
-        pending = self.events.begin()
-        doc = await self.col.find_one_and_update(
-            {"_id": call_id, "workspaceId": workspace_id},
-            pending.update({"$set": {"notes": notes, "updatedAt": utcnow()}}),
-            # No projection (FerretDB 1.24 does not implement findAndModify's `fields`): the
-            # record takes its fields from the document, which holds nothing large.
-            return_document=ReturnDocument.AFTER,
-        )
-        if doc is None:
-            return None
-        await self.events.publish(workspace_id, pending, {"calls": [call_id]})
-        return _record(doc)
 
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this

@@ -14,7 +14,7 @@ that its prospectsCount is exact after a crash at any point.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING
 
 from pymongo import UpdateOne
@@ -108,6 +108,30 @@ class Prospects:
             await store_response(self.idempotency, once, upload)
         return upload
 
+    async def match(
+        self,
+        workspace_id: str,
+        raw_contacts: list[dict],
+        owner_user_id: str | None = None,
+        once: Once | None = None,
+    ) -> list[dict]:
+        """Match or create a prospect for each contact with the upload's rules, adding none
+        to a list; each contact's outcome (store.prospects.outcomes), with the events of the
+        prospects it created or filled. Idempotent; with an Idempotency-Key the prospects it
+        creates take ids derived from it."""
+        contacts = [self.parse_contact(raw) for raw in raw_contacts]
+        pending = self.events.begin()
+        async with self.leases.held(workspace_id, UPLOAD_LEASE):
+            _, chosen = await self._resolve(
+                workspace_id, contacts, owner_user_id, utcnow(), once, pending
+            )
+            touched = [target.id for target in chosen if target.id]
+            await self.events.publish(workspace_id, pending, {"prospects": touched})
+        results = outcomes(chosen)
+        if once is not None:
+            await store_response(self.idempotency, once, results)
+        return results
+
     async def count_in_list(self, workspace_id: str, list_id: str) -> int:
         """How many prospects the list has (index workspaceId+listIds+createdAt+_id)."""
         return await self.col.count_documents({"workspaceId": workspace_id, "listIds": list_id})
@@ -122,9 +146,49 @@ class Prospects:
     ) -> tuple[list[Candidate], list[dict]]:
         """One attempt at the upload, its writes marked with `pending`: the prospect each
         contact landed on, and the `list_added` activities it inserted."""
-        list_id, owner_user_id = listing["id"], listing["ownerUserId"]
-        now = utcnow()
+        list_id, now = listing["id"], utcnow()
+        targets, chosen = await self._resolve(
+            workspace_id, contacts, listing["ownerUserId"], now, once, pending
+        )
+        members = [t.id for t in targets if t.id]
+        if not members:
+            return chosen, []
+        await self.col.bulk_write(
+            [
+                UpdateOne(
+                    {"_id": member, "workspaceId": workspace_id, "listIds": {"$ne": list_id}},
+                    pending.update({"$push": {"listIds": list_id}, "$set": {"updatedAt": now}}),
+                )
+                for member in members
+            ],
+            ordered=False,
+        )
+        added = await record_list_added(
+            self.activities.col, workspace_id, list_id, listing["name"], members, now, pending
+        )
+        return chosen, added
+
+    async def _resolve(
+        self,
+        workspace_id: str,
+        contacts: list[Contact],
+        owner_user_id: str | None,
+        now: dt.datetime,
+        once: Once | None,
+        pending: Pending,
+        needed: list[bool] | None = None,
+        owners: Mapping[str, str | None] | None = None,
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """Match the contacts, create the prospects that no existing one matches (owned by
+        `owner_user_id`, or by dedupe key in `owners`) and fill the blanks of the matched
+        ones: the distinct prospects and the one per contact. With `needed`, only the prospects
+        of the contacts it marks are created or filled (the others keep no id when they would
+        be new). Its writes are marked with `pending` (the caller publishes). Idempotent; run it
+        holding the workspace's upload lease."""
         targets, chosen = match_all(contacts, await self._candidates(workspace_id, contacts))
+        if needed is not None:
+            used = {id(t) for t, wanted in zip(chosen, needed, strict=True) if wanted}
+            targets = [t for t in targets if id(t) in used]
         # First bulk write: an upsert per new prospect (on its unique dedupeKey) and the blank
         # fields of prospects that existed before; a prospect just upserted has no blanks.
         writes, upserts = [], {}
@@ -136,7 +200,7 @@ class Prospects:
                     workspace_id,
                     created,
                     target.key,
-                    owner_user_id,
+                    (owners or {}).get(target.key, owner_user_id),
                     now,
                     prospect_id=new_prospect_id(once, target.key),
                 )
@@ -168,23 +232,7 @@ class Prospects:
             if fills:
                 await self.col.bulk_write(fills, ordered=False)
         recognise_created(targets, once)
-        members = [t.id for t in targets if t.id]
-        if not members:
-            return chosen, []
-        await self.col.bulk_write(
-            [
-                UpdateOne(
-                    {"_id": member, "workspaceId": workspace_id, "listIds": {"$ne": list_id}},
-                    pending.update({"$push": {"listIds": list_id}, "$set": {"updatedAt": now}}),
-                )
-                for member in members
-            ],
-            ordered=False,
-        )
-        added = await record_list_added(
-            self.activities.col, workspace_id, list_id, listing["name"], members, now, pending
-        )
-        return chosen, added
+        return targets, chosen
 
     @staticmethod
     def _fills(

@@ -1,6 +1,6 @@
-"""Prospect activities on SQLite: bulk inserts, the timeline, read newest first in bounded
-batches by keyset (each batch its own short read, so no cursor stays open between them), and
-the export of every activity in the order they were stored."""
+"""Prospect activities on SQLite: bulk inserts, logging (store/sqlite/ingest.py), the timeline,
+read newest first in bounded batches by keyset (each batch its own short read, so no cursor
+stays open between them), and the export of every activity in the order they were stored."""
 
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ from typing import TYPE_CHECKING
 
 from store.activities import INSERT_BATCH, check_scope, record
 from store.exports import BATCH_SIZE, Lines
+from store.idempotency import Once
+from store.ingest import Logged, NewActivity, activity_ids
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
+from store.sqlite.idempotency import write_once
+from store.sqlite.ingest import log_activities
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
 if TYPE_CHECKING:
@@ -78,6 +82,30 @@ class Activities:
                 self.events,
                 timeout=600,
             )
+
+    async def log(
+        self,
+        workspace_id: str,
+        activities: list[NewActivity],
+        ids: list[str] | None = None,
+        once: Once | None = None,
+        partial: bool = False,
+    ) -> list[Logged]:
+        """Log activities on their prospects' timelines in one transaction
+        (store/sqlite/ingest.py)."""
+        if ids is None and once is not None:
+            ids = [once.record_id("activity", str(i)) for i in range(len(activities))]
+        return await write_once(
+            self.engine,
+            once,
+            log_activities,
+            workspace_id,
+            activities,
+            activity_ids(len(activities), ids),
+            partial,
+            self.events,
+            timeout=600 if partial else None,
+        )
 
     async def timeline(
         self, workspace_id: str, prospect_id: str, batch_size: int = 500

@@ -1,37 +1,35 @@
-"""Calls on SQLite: the paginated, filtered call log and the recording reference of a call."""
+"""Calls on SQLite: the paginated, filtered call log, one call, the recording reference of a
+call, and the dialer's writes (recording calls, changing one: store/sqlite/ingest.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime as dt
 import sqlite3
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from store.activities import call_activity, check_scope
-from store.calls import INSERT_BATCH, RECORD_FIELDS, call_document
+from store.activities import check_scope
+from store.calls import INSERT_BATCH, call_document
 from store.calls import record as call_record
-from store.clock import utcnow
 from store.exports import BATCH_SIZE, Lines
+from store.idempotency import Once
+from store.ingest import NewCall, Recorded
 from store.paging import Page, Window
+from store.prospects import Contact
+from store.sqlite.callrows import ENCODED, FIELDS, SELECT, prepare, write_calls
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
-from store.sqlite.metrics import add_to_quarters, quarter_sums
-from store.sqlite.paging import bump, page_query, quick
-from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_doc
+from store.sqlite.idempotency import write_once
+from store.sqlite.ingest import change_call, make_ahead, record_calls
+from store.sqlite.paging import page_query, quick
+from store.sqlite.schema import ms, to_doc
 
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
 
-FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS))
-SELECT = f"SELECT {FIELDS} FROM calls"
-SHOWN = {"id": "_id", **{name: name for name in RECORD_FIELDS}}  # record key: column
-JSON = json_record(SHOWN)  # a call's record built from its columns
-# A page reads each call's record as stored by its insert (or, in a row written before the
-# `record` column existed, builds it there and then).
-ENCODED = f"coalesce(record, {JSON})"
-EVENT_SOURCE = ("calls", "", ENCODED)  # a call's event data: its stored record
+EVENT_SOURCE = ("calls", "", ENCODED)  # a call's event data: its stored record (events.py)
+
 EQUALITY = {
     "user_id": "userId",
     "prospect_id": "prospectId",
@@ -39,46 +37,6 @@ EQUALITY = {
     "direction": "direction",
     "disposition": "disposition",
 }
-
-
-@dataclasses.dataclass
-class NewCalls:
-    """What inserting a batch of calls writes, made before the write unit (`prepare`)."""
-
-    count: int
-    calls: Rows
-    activities: Rows
-    quarters: dict[tuple, list[int]]
-    events: list[tuple[str, str]]  # (event type, record id)
-
-
-def prepare(documents: list[dict]) -> NewCalls:
-    """The rows of new call documents, their `call` timeline entries, their quarter-hour counts
-    and their events: pure Python, made on a worker thread while the writer writes the previous
-    batch."""
-    entries = [call_activity(doc) for doc in documents]
-    return NewCalls(
-        len(documents),
-        rows_of(documents),
-        rows_of(entries),
-        quarter_sums(documents),
-        [("call.created", doc["_id"]) for doc in documents]
-        + [("activity.created", entry["_id"]) for entry in entries],
-    )
-
-
-def write_calls(
-    conn: sqlite3.Connection, workspace_id: str, new: NewCalls, events: EventWriter
-) -> None:
-    """Insert calls with their `call` timeline entries, count them and record their events,
-    in the caller's transaction."""
-    insert_rows(
-        conn, "calls", new.calls, computed={"record": lambda value: json_record(SHOWN, value)}
-    )
-    insert_rows(conn, "activities", new.activities, "INSERT OR IGNORE")
-    bump(conn, workspace_id, "calls", new.count)
-    add_to_quarters(conn, workspace_id, new.quarters)
-    events.record(conn, workspace_id, new.events)
 
 
 def call_where(
@@ -107,10 +65,62 @@ def call_where(
     return where, params
 
 
+RECORD_TIMEOUT = 10.0  # the longest wait for a recording's turn at the write lock
+AHEAD_FROM = 100  # calls from which a batch's rows are made on a worker thread first
+
+
 class Calls:
-    def __init__(self, engine: Engine, events: EventWriter) -> None:
+    def __init__(self, engine: Engine, events: EventWriter, default_region: str = "US") -> None:
         self.engine = engine
         self.events = events
+        self.default_region = default_region
+
+    async def get(self, workspace_id: str, call_id: str) -> dict | None:
+        """The call's record, or None."""
+
+        def get(conn: sqlite3.Connection) -> dict | None:
+            row = conn.execute(
+                f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (call_id, workspace_id)
+            ).fetchone()
+            return row and call_record(to_doc(row))
+
+        return await self.engine.read(get, quick=True)
+
+    async def record(
+        self,
+        workspace_id: str,
+        calls: list[NewCall],
+        once: Once | None = None,
+        partial: bool = False,
+    ) -> list[Recorded]:
+        """Record finished calls in one transaction (store/sqlite/ingest.py). A large batch
+        (the import's) has its rows made on a worker thread first, so that the write unit, which
+        every writer of the file waits for, holds little more than the statements."""
+        contacts = [
+            Contact.parse(call.contact, self.default_region) if call.contact else None
+            for call in calls
+        ]
+        made = None
+        if len(calls) >= AHEAD_FROM:
+            made = await asyncio.to_thread(make_ahead, workspace_id, calls, once)
+        return await write_once(
+            self.engine,
+            once,
+            record_calls,
+            workspace_id,
+            calls,
+            contacts,
+            once,
+            partial,
+            self.events,
+            made,
+            timeout=RECORD_TIMEOUT if not partial else 600,
+        )
+
+    async def change(self, workspace_id: str, call_id: str, changes: dict) -> dict | None:
+        """Change a call (store.ingest.CHANGEABLE fields) in one transaction; its record, or
+        None when the workspace has no such call."""
+        return await self.engine.write(change_call, workspace_id, call_id, changes, self.events)
 
     async def create(self, workspace_id: str, **fields: Any) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
@@ -186,27 +196,6 @@ class Calls:
             batch_size=batch_size,
         ):
             yield batch
-
-    async def update_notes(self, workspace_id: str, call_id: str, notes: str | None) -> dict | None:
-        """Change a call's notes (which moves its updatedAt); its record, or None."""
-
-        def update(conn: sqlite3.Connection) -> dict | None:
-            changed = conn.execute(
-                'UPDATE calls SET notes = ?, updatedAt = ? WHERE "_id" = ? AND workspaceId = ?',
-                (notes, ms(utcnow()), call_id, workspace_id),
-            ).rowcount
-            conn.execute(
-                f'UPDATE calls SET record = {JSON} WHERE "_id" = ? AND workspaceId = ?',
-                (call_id, workspace_id),
-            )
-            if changed:
-                self.events.record(conn, workspace_id, [("call.updated", call_id)])
-            row = conn.execute(
-                f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (call_id, workspace_id)
-            ).fetchone()
-            return row and call_record(to_doc(row))
-
-        return await self.engine.write(update)
 
     async def recording_ref(self, workspace_id: str, call_id: str) -> str | None:
         """The provider's reference of the call's recording; None when the call is not in this

@@ -117,6 +117,85 @@ def _fill(conn: sqlite3.Connection, workspace_id: str, target: Candidate, now: d
     )
 
 
+def resolve_contacts(
+    conn: sqlite3.Connection, workspace_id: str, contacts: list[Contact]
+) -> tuple[list[Candidate], list[Candidate], dict[str, Candidate]]:
+    """Match contacts (store.prospects) in the writer's transaction, writing nothing: the
+    distinct prospects they land on, the one per contact, and (by dedupe key) those still to
+    create; a prospect created earlier under a new one's identity (without an email or phone
+    match) is found by its dedupe key and stands in for it."""
+    targets, chosen = match_all(contacts, _candidates(conn, workspace_id, contacts))
+    new = {t.key: t for t in targets if t.id is None}
+    if new:
+        rows = conn.execute(
+            f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
+            f"AND dedupeKey IN ({_marks(new)})",
+            (workspace_id, *new),
+        )
+        for row in rows:
+            target = new.pop(row["dedupeKey"])
+            target.id = row["_id"]
+            target.fills = {f: v for f, v in target.fields.items() if row[f] is None}
+    return targets, chosen, new
+
+
+def create_and_fill(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    targets: list[Candidate],
+    new: dict[str, Candidate],
+    owners: dict[str, str | None],
+    now: dt.datetime,
+    once: Once | None = None,
+) -> list[tuple[str, str]]:
+    """Insert the prospects still to create among `targets` (owner by dedupe key in `owners`),
+    in no list, count them, and fill the blank fields of the ones that existed (caller's
+    transaction); the events of what it changed, for the unit to record."""
+    created = []
+    for target in targets:
+        if target.key not in new:
+            continue
+        contact = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
+        doc = prospect_document(
+            workspace_id,
+            contact,
+            target.key,
+            owners.get(target.key),
+            now,
+            prospect_id=new_prospect_id(once, target.key),
+        )
+        target.id, target.created = doc["_id"], True
+        created.append(doc)
+    changes: list[tuple[str, str]] = []
+    if created:
+        insert(conn, "prospects", created)
+        bump(conn, workspace_id, "prospects", len(created))
+        changes += [("prospect.created", doc["_id"]) for doc in created]
+    for target in targets:  # only prospects that existed before this write get fills
+        if target.key not in new and target.fills:
+            _fill(conn, workspace_id, target, now)
+            changes.append(("prospect.updated", str(target.id)))
+    return changes
+
+
+def match_unit(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    contacts: list[Contact],
+    owner_user_id: str | None,
+    events: EventWriter,
+    once: Once | None = None,
+) -> list[dict]:
+    """Match or create a prospect for each contact, in no list, with the events of what it
+    created or filled (the writer's transaction)."""
+    targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
+    owners: dict[str, str | None] = dict.fromkeys(new, owner_user_id)
+    changes = create_and_fill(conn, workspace_id, targets, new, owners, utcnow(), once)
+    recognise_created(targets, once)
+    events.record(conn, workspace_id, changes)
+    return outcomes(chosen)
+
+
 def upload(
     conn: sqlite3.Connection,
     workspace_id: str,
@@ -128,40 +207,9 @@ def upload(
     """The whole contact upload in the writer's transaction, with its events: the prospects it
     created, filled or added to the list, the `list_added` activities, and the list."""
     list_id, now = listing["id"], utcnow()
-    targets, chosen = match_all(contacts, _candidates(conn, workspace_id, contacts))
-    new = {t.key: t for t in targets if t.id is None}
-    if new:  # a prospect created earlier under the same identity (no email/phone match)
-        rows = conn.execute(
-            f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
-            f"AND dedupeKey IN ({_marks(new)})",
-            (workspace_id, *new),
-        )
-        for row in rows:
-            target = new.pop(row["dedupeKey"])
-            target.id = row["_id"]
-            target.fills = {f: v for f, v in target.fields.items() if row[f] is None}
-    created = []
-    for target in new.values():
-        contact = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
-        doc = prospect_document(
-            workspace_id,
-            contact,
-            target.key,
-            listing["ownerUserId"],
-            now,
-            prospect_id=new_prospect_id(once, target.key),
-        )
-        target.id, target.created = doc["_id"], True
-        created.append(doc)
-    changes: list[tuple[str, str]] = []
-    if created:
-        insert(conn, "prospects", created)
-        bump(conn, workspace_id, "prospects", len(created))
-        changes += [("prospect.created", doc["_id"]) for doc in created]
-    for target in targets:  # only prospects that existed before this upload get fills
-        if target.key not in new and target.fills:
-            _fill(conn, workspace_id, target, now)
-            changes.append(("prospect.updated", str(target.id)))
+    targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
+    owners: dict[str, str | None] = dict.fromkeys(new, listing["ownerUserId"])
+    changes = create_and_fill(conn, workspace_id, targets, new, owners, now, once)
     # Memberships: only the ones that are new move the prospect (listIds, updatedAt).
     ids = [t.id for t in targets if t.id is not None]  # each has one by now
     # By primary key: the unary + keeps SQLite from walking a workspaceId index instead.
@@ -236,6 +284,28 @@ class Prospects:
             workspace_id,
             listing,
             contacts,
+            self.events,
+            once,
+            timeout=UPLOAD_TIMEOUT,
+        )
+
+    async def match(
+        self,
+        workspace_id: str,
+        raw_contacts: list[dict],
+        owner_user_id: str | None = None,
+        once: Once | None = None,
+    ) -> list[dict]:
+        """Match or create a prospect for each contact with the upload's rules, adding none
+        to a list, in one transaction; each contact's outcome (store.prospects.outcomes)."""
+        contacts = [self.parse_contact(raw) for raw in raw_contacts]
+        return await write_once(
+            self.engine,
+            once,
+            match_unit,
+            workspace_id,
+            contacts,
+            owner_user_id,
             self.events,
             once,
             timeout=UPLOAD_TIMEOUT,

@@ -97,7 +97,9 @@ ADDED_COLUMNS = {
     # A call's API record as JSON text, built by the insert statement (store/sqlite/calls.py):
     # a page of calls reads it instead of building 100 records. NULL in a row written before
     # the column existed, whose record is then built when it is read.
-    "calls": {"record": "TEXT"},
+    # And what made a call recorded with a provider SID (store.ingest.NewCall.content_hash):
+    # posting the SID again with other content is refused. NULL for calls without a SID.
+    "calls": {"record": "TEXT", "contentHash": "TEXT"},
     # When an activity was stored (store/activities.py): the activities export's order.
     "activities": {"storedAt": "INTEGER"},
     # A key's scopes (JSON array), expiry and last use (store/keys.py): NULL in a key written

@@ -159,7 +159,7 @@ async def test_sync_order_settles_never_ends_and_shows_changes_again(api, store,
     caught_up = (await api.get(f"/v1/calls?cursor={body['nextCursor']}")).json()
     assert caught_up["calls"] == [] and caught_up["hasMore"] is False
     assert caught_up["nextCursor"] == body["nextCursor"]  # where to resume
-    changed = await store.calls.update_notes(ws_a.id, ids[0], "Changed")
+    changed = await store.calls.change(ws_a.id, ids[0], {"notes": "Changed"})
     await asyncio.sleep(SETTLE + 0.1)
     later = (await api.get(f"/v1/calls?cursor={caught_up['nextCursor']}")).json()
     assert [c["id"] for c in later["calls"]] == [fresh[0], ids[0]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import io
 import json
 import time
 import uuid
@@ -51,7 +52,7 @@ async def test_every_write_records_its_events_with_the_records_as_the_api_return
     )
     assert upload.code == 200
     call_id = await add_call(store, ws_a, None)
-    await store.calls.update_notes(ws_a.id, call_id, "Call back Tuesday")
+    await store.calls.change(ws_a.id, call_id, {"notes": "Call back Tuesday"})
     events, body = await settled_feed(api)
     assert set(body) == {"events", "pageSize", "hasMore", "nextCursor"}
     assert body["pageSize"] == 100 and body["hasMore"] is False
@@ -85,6 +86,180 @@ async def test_every_write_records_its_events_with_the_records_as_the_api_return
             jsonio.dumps(next(a for a in timeline if a["id"] == event["data"]["id"]))
         )
         assert event["data"] == {**entry, "prospectId": prospect_id}
+
+
+def dialer_call(ws, prospect_id: str | None, minute: int, **more) -> dict:
+    """A call body of the dialer's (POST /v1/calls), answered, started `minute` past 10:00."""
+    body = {
+        "userId": ws.users[0]["id"],
+        "prospectId": prospect_id,
+        "direction": "outbound",
+        "disposition": "connected",
+        "fromNumber": "+12125550142",
+        "toNumber": "+14155550111",
+        "startedAt": f"2026-01-05T10:{minute:02d}:00Z",
+        "answeredAt": f"2026-01-05T10:{minute:02d}:05Z",
+        "endedAt": f"2026-01-05T10:{minute:02d}:55Z",
+        **more,
+    }
+    return {k: v for k, v in body.items() if v is not None}
+
+
+async def events_since(api, cursor: str) -> dict[str, list[dict]]:
+    """The settled events after `cursor`, by type."""
+    events, _ = await settled_feed(api, f"/v1/events?cursor={cursor}")
+    by_type: dict[str, list[dict]] = {}
+    for event in events:
+        assert Schemas().errors("/schemas/records/event.json", event) == [], event
+        by_type.setdefault(event["type"], []).append(event)
+    return by_type
+
+
+async def check_activities(api, by_type: dict[str, list[dict]]) -> None:
+    """Every activity.created event carries the activity as its prospect's timeline shows it."""
+    for event in by_type.get("activity.created", []):
+        prospect_id = event["data"]["prospectId"]
+        body = (await api.get(f"/v1/prospect-activities?prospectId={prospect_id}")).json()
+        entry = next(a for a in body["activities"] if a["id"] == event["data"]["id"])
+        assert event["data"] == {**entry, "prospectId": prospect_id}
+
+
+async def test_the_dialers_writes_record_their_events(api, dialer, store, ws_a):
+    pat = await store.prospects.create(ws_a.id, {"email": "pat@a.example"})
+    _, before = await settled_feed(api)
+    sid = "CA" + "e1" * 16
+    first = await dialer.post("/v1/calls", dialer_call(ws_a, pat["id"], 1, providerCallSid=sid))
+    again = await dialer.post("/v1/calls", dialer_call(ws_a, pat["id"], 1, providerCallSid=sid))
+    assert (first.code, again.code) == (201, 200)  # the same call again records nothing
+    new = await dialer.post(
+        "/v1/calls", dialer_call(ws_a, None, 2, prospect={"email": "new@b.example"})
+    )
+    filled = await dialer.post(
+        "/v1/calls",
+        dialer_call(ws_a, None, 3, prospect={"email": "pat@a.example", "jobTitle": "CTO"}),
+    )
+    assert new.json()["prospectMatch"]["outcome"] == "created"
+    assert filled.json()["prospectMatch"] == {"prospectId": pat["id"], "outcome": "reused"}
+    batch = await dialer.post(
+        "/v1/calls/batch",
+        {"calls": [dialer_call(ws_a, pat["id"], 4), dialer_call(ws_a, pat["id"], 5)]},
+    )
+    assert batch.code == 200
+    call_id = first.json()["call"]["id"]
+    change = {
+        "notes": "Call back",
+        "recordingSid": "RE" + "7a" * 16,
+        "recordingDurationSeconds": 50,
+    }
+    for _ in range(2):  # the same change again changes nothing and records nothing
+        assert (await dialer.patch(f"/v1/calls/{call_id}", change)).code == 200
+    note = {
+        "prospectId": pat["id"],
+        "type": "note",
+        "occurredAt": "2026-01-05T11:00:00Z",
+        "details": {"text": "Asked for pricing"},
+    }
+    logged = await dialer.post("/v1/prospect-activities", note)
+    assert logged.code == 201
+    by_type = await events_since(api, before["nextCursor"])
+    assert {kind: len(events) for kind, events in by_type.items()} == {
+        "call.created": 5,
+        "call.updated": 1,
+        "prospect.created": 1,
+        "prospect.updated": 1,
+        "activity.created": 6,  # the five calls' timeline entries and the note
+    }
+    calls = {c["id"]: c for c in (await api.get("/v1/calls?pageSize=100")).json()["calls"]}
+    assert {e["data"]["id"] for e in by_type["call.created"]} == set(calls)
+    assert by_type["call.updated"][0]["data"] == calls[call_id]  # the call as it is now
+    assert calls[call_id]["hasRecording"] and "7a7a" not in json.dumps(by_type)
+    prospects = {p["id"]: p for p in (await api.get("/v1/prospects")).json()["prospects"]}
+    assert by_type["prospect.created"][0]["data"] == prospects[new.json()["call"]["prospectId"]]
+    assert by_type["prospect.updated"][0]["data"] == prospects[pat["id"]]
+    assert prospects[pat["id"]]["jobTitle"] == "CTO"
+    kinds = sorted(e["data"]["type"] for e in by_type["activity.created"])
+    assert kinds == ["call"] * 5 + ["note"]
+    await check_activities(api, by_type)
+
+
+async def test_a_refused_dialer_write_records_nothing(api, dialer, store, ws_a):
+    pat = await store.prospects.create(ws_a.id, {"email": "pat@a.example"})
+    _, before = await settled_feed(api)
+    sid = "CA" + "e2" * 16
+    assert (
+        await dialer.post("/v1/calls", dialer_call(ws_a, pat["id"], 1, providerCallSid=sid))
+    ).code == 201
+    _, after = await settled_feed(api, f"/v1/events?cursor={before['nextCursor']}")
+    refused = [
+        ("/v1/calls", dialer_call(ws_a, pat["id"], 1, providerCallSid=sid, notes="other")),
+        (
+            "/v1/calls",
+            dialer_call(ws_a, None, 2, prospect={"email": "x@b.example"}, listId=str(uuid.uuid4())),
+        ),
+        (
+            "/v1/calls/batch",
+            {
+                "calls": [
+                    dialer_call(ws_a, None, 3, prospect={"email": "y@b.example"}),
+                    dialer_call(ws_a, pat["id"], 4, userId=str(uuid.uuid4())),
+                ]
+            },
+        ),
+        (
+            "/v1/prospect-activities",
+            {
+                "prospectId": str(uuid.uuid4()),
+                "type": "note",
+                "occurredAt": "2026-01-05T11:00:00Z",
+                "details": {"text": "x"},
+            },
+        ),
+    ]
+    for path, body in refused:
+        response = await dialer.post(path, body)
+        assert response.code in (409, 422), response
+    unknown = await dialer.patch(f"/v1/calls/{uuid.uuid4()}", {"notes": "x"})
+    assert unknown.code == 404
+    assert await events_since(api, after["nextCursor"]) == {}
+
+
+async def test_an_import_records_the_events_the_api_writes_record(api, store, ws_a):
+    from server.importer import Summary, import_file
+
+    pat = await store.prospects.create(ws_a.id, {"email": "pat@a.example"})
+    _, before = await settled_feed(api)
+    lines = [
+        dialer_call(ws_a, pat["id"], 1, providerCallSid="CA" + "e3" * 16),
+        dialer_call(ws_a, None, 2, prospect={"email": "new@b.example"}),
+        dialer_call(ws_a, pat["id"], 3, userId=str(uuid.uuid4())),  # rejected
+    ]
+    text = "\n".join(json.dumps(line) for line in lines).encode()
+    for run in range(2):  # importing the file again creates nothing, and records nothing
+        summary = Summary("calls", ws_a.id, None)
+        await import_file(store, "calls", ws_a.id, io.BytesIO(text), None, summary)
+        assert (summary.created, summary.existing, summary.rejected) == (
+            (2, 0, 1) if run == 0 else (0, 2, 1)
+        )
+    activity = {
+        "prospectId": pat["id"],
+        "type": "email",
+        "occurredAt": "2026-01-05T11:00:00Z",
+        "details": {"direction": "outbound", "subject": "Pricing"},
+    }
+    summary = Summary("activities", ws_a.id, None)
+    await import_file(
+        store, "activities", ws_a.id, io.BytesIO(json.dumps(activity).encode()), None, summary
+    )
+    assert summary.created == 1
+    by_type = await events_since(api, before["nextCursor"])
+    assert {kind: len(events) for kind, events in by_type.items()} == {
+        "call.created": 2,
+        "prospect.created": 1,
+        "activity.created": 3,
+    }
+    calls = {c["id"]: c for c in (await api.get("/v1/calls")).json()["calls"]}
+    assert {e["data"]["id"]: e["data"] for e in by_type["call.created"]} == calls
+    await check_activities(api, by_type)
 
 
 async def test_the_feed_is_in_one_total_order_of_occurred_at_then_id(api, store, ws_a, new_list):
@@ -144,7 +319,7 @@ async def test_type_filters_and_the_cursor_carries_them(api, store, ws_a, new_li
     listing = await new_list("Typed")
     await api.post(f"/v1/lists/{listing['id']}/contacts", {"contacts": [{"email": "t@x.io"}]})
     call_id = await add_call(store, ws_a, None)
-    await store.calls.update_notes(ws_a.id, call_id, "Changed")
+    await store.calls.change(ws_a.id, call_id, {"notes": "Changed"})
     everything, _ = await settled_feed(api)
     wanted = {"call.updated", "list.created", "prospect.created"}
     typed, body = await follow_events(

@@ -1,10 +1,11 @@
 """The proof that the events feed misses nothing: writers create and change calls, prospects,
 lists and activities at full speed (contact uploads and list creations over HTTP, the demo's
-live writer, notes changes, calls stamped now that land seconds later, and on MongoDB events
+live writer recording through the dialer's API, calls by contact and their changes, notes
+changes, calls stamped now that land seconds later, and on MongoDB events
 held back after their change landed), while a reader follows GET /v1/events from the start.
 After the writes stop and one settle period passes, the reader has seen, for every record, an
 event carrying its final state as its last event, and a `*.created` event for every record:
-0 missing, 0 stale. (tests/e2e/test_events_crash.py proves the same across a SIGKILL.)"""
+0 missing, 0 stale. (tests/server/test_events_crash.py proves the same across a SIGKILL.)"""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-from demo.live import LiveWriter
+from demo.live import ApiRecorder, LiveWriter
 from server.config import load_config
 from store.calls import call_document
 from store.clock import utcnow
@@ -132,7 +133,7 @@ def check(reader: Reader, records: dict[tuple[str, str], dict]) -> None:
 
 
 async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_speed(
-    api, store, ws_a, new_list
+    api, store, auth, origin, ws_a, new_list
 ):
     rng = random.Random(25)
     stop = asyncio.Event()
@@ -140,8 +141,13 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     seed = [{"email": f"seed{i}@example.com", "phoneNumber": f"+1212555{i:04d}"} for i in range(30)]
     assert (await api.post(f"/v1/lists/{lists[0]['id']}/contacts", {"contacts": seed})).code == 200
     prospects = (await api.get("/v1/prospects?pageSize=100")).json()["prospects"]
-    live = LiveWriter(store, [ws_a.id], 12_000, rng=random.Random(7))
-    counts = {"uploads": 0, "lists": 0, "notes": 0, "held": 0, "held_events": 0}
+    _, ingest = await auth.create(ws_a.id, "dialer", frozenset({"read", "ingest"}))
+    dialer = Client(origin, ingest)
+    # The demo's live writer: a dialer over HTTP (POST /v1/calls and /v1/calls/batch, meetings
+    # by POST /v1/prospect-activities, recordings and notes by PATCH /v1/calls/{id}).
+    recorder = ApiRecorder(f"{origin}/v1", {ws_a.id: ingest}, random.Random(8), (0.1, 1.0))
+    live = LiveWriter(store, [ws_a.id], 12_000, recorder, rng=random.Random(7))
+    counts = {"uploads": 0, "lists": 0, "notes": 0, "held": 0, "held_events": 0, "dialed": 0}
 
     async def upload() -> None:  # creates, fills and lists prospects; moves the lists
         n = 0
@@ -169,7 +175,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
         while not stop.is_set():
             recent = live.recent.get(ws_a.id)
             if recent:
-                await store.calls.update_notes(ws_a.id, rng.choice(recent), f"n{rng.random()}")
+                await store.calls.change(ws_a.id, rng.choice(recent), {"notes": f"n{rng.random()}"})
                 counts["notes"] += 1
             else:
                 await asyncio.sleep(0.01)
@@ -200,8 +206,37 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
         while not stop.is_set():
             await live.write(5)
             live.written += 5
+            await recorder.later()
+        await asyncio.sleep(1.0)
+        await recorder.later()  # the last recordings
 
-    tasks = [upload, create_lists, change_notes, held_back, held_back, live_calls]
+    async def dial_contacts() -> None:  # calls by contact: prospects created and filled
+        n = 0
+        while not stop.is_set():
+            n += 1
+            minute = n % 60
+            body = {
+                "userId": ws_a.users[0]["id"],
+                "prospect": {
+                    "email": f"c{rng.randint(0, 80)}@example.com",
+                    rng.choice(["lastName", "companyDomain"]): f"d{n}",
+                },
+                "direction": "outbound",
+                "disposition": rng.choice(["connected", "no_answer"]),
+                "fromNumber": "+12125550100",
+                "toNumber": "+14155550100",
+                "startedAt": f"2026-01-05T10:{minute:02d}:00Z",
+                "endedAt": f"2026-01-05T10:{minute:02d}:30Z",
+            }
+            response = await dialer.post("/v1/calls", body)
+            assert response.code == 201, response
+            counts["dialed"] += 1
+            changed = await dialer.patch(
+                f"/v1/calls/{response.json()['call']['id']}", {"disposition": "voicemail"}
+            )
+            assert changed.code == 200, changed
+
+    tasks = [upload, create_lists, change_notes, held_back, held_back, live_calls, dial_contacts]
     # MongoDB: some events held back between the instant they were stamped with and their
     # insert (a stalled process, a slow network), after their change landed.
     held_events = HeldInserts(store, rng, counts) if store.backend == "mongodb" else None
@@ -218,7 +253,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
         if held_events is not None:
             held_events.restore()
     assert counts["uploads"] > 5 and counts["notes"] > 5 and counts["held"] >= 2, counts
-    assert live.written > 10
+    assert live.written > 10 and counts["dialed"] >= 1, counts
     await asyncio.sleep(SETTLE + 0.2)  # one settle period without writes
     deadline = time.monotonic() + 60
     while not await reader.poll():
@@ -228,4 +263,6 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     assert kinds == {"call", "prospect", "list", "activity"}
     updated = [key for key in records if key[0] == "call" and records[key]["notes"] is not None]
     assert updated, "no call was changed"
+    recorded = [key for key in records if key[0] == "call" and records[key]["hasRecording"]]
+    assert recorded, "no recording was attached"
     check(reader, records)

@@ -328,7 +328,7 @@ async def test_following_the_link_after_an_export_misses_and_repeats_nothing_und
             if batches["read"] in (3, 8):  # writes between two batch reads
                 n = batches["read"]
                 for doc in order[n * 10 - 25 : n * 10 - 20] + order[n * 10 + 15 : n * 10 + 20]:
-                    await store.calls.update_notes(ws_a.id, doc["_id"], f"changed at {n}")
+                    await store.calls.change(ws_a.id, doc["_id"], {"notes": f"changed at {n}"})
                 new = calls_of(ws_a, 4)
                 for doc in new:
                     doc["updatedAt"] = utcnow()  # recorded now
@@ -369,7 +369,7 @@ async def test_the_events_link_after_an_export_brings_every_later_change(
             batches["read"] += 1
             if batches["read"] == 3:
                 for doc in order[5:10] + order[45:50]:  # sent already, and not reached yet
-                    await store.calls.update_notes(ws_a.id, doc["_id"], "changed")
+                    await store.calls.change(ws_a.id, doc["_id"], {"notes": "changed"})
                 recorded = calls_of(ws_a, 4, updated=utcnow() - dt.timedelta(seconds=5))
                 await store.calls.insert_documents(ws_a.id, recorded)
             yield batch

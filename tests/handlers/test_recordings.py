@@ -606,3 +606,43 @@ async def test_a_workspace_has_a_bounded_number_of_open_streams(
     held.pop().close()
     await provider.stats.wait_idle()
     assert app.settings["stream_slots"].open == {}
+
+
+async def test_a_recording_a_dialer_records_streams_however_its_hex_is_cased(
+    api, dialer, store, ws_a, provider
+):
+    """POST /v1/calls with a recordingSid, and PATCH attaching one later: the provider is asked
+    for the recording it named (RE + its hex digits in lower case, as the provider spells
+    them), whether the dialer sent the hex in upper or lower case."""
+    prospect = await store.prospects.create(ws_a.id, {"phoneNumber": "+14155550123"})
+    body = {
+        "userId": ws_a.users[0]["id"],
+        "prospectId": prospect["id"],
+        "direction": "outbound",
+        "disposition": "connected",
+        "fromNumber": "+12125550142",
+        "toNumber": "+14155550123",
+        "startedAt": "2026-01-05T10:00:00Z",
+        "answeredAt": "2026-01-05T10:00:10Z",
+        "endedAt": "2026-01-05T10:04:10Z",
+    }
+    posted = await dialer.post(
+        "/v1/calls",
+        {**body, "recordingSid": "RE" + REF[2:].upper(), "recordingDurationSeconds": 240},
+    )
+    later = await dialer.post(
+        "/v1/calls",
+        {**body, "providerCallSid": "CA" + "0b" * 16},  # no recording yet
+    )
+    assert (posted.code, later.code) == (201, 201)
+    patched = await dialer.patch(
+        f"/v1/calls/{later.json()['call']['id']}",
+        {"recordingSid": REF, "recordingDurationSeconds": 240},
+    )
+    assert patched.code == 200, patched
+    size = provider.library.get(REF).size
+    for answer in (posted, later):
+        response = await api.get(path(answer.json()["call"]["id"]))
+        assert response.code == 200, response
+        assert response.body == recording_bytes(provider, REF, 0, size - 1)
+    assert [r.ref for r in provider.stats.requests] == [REF, REF]

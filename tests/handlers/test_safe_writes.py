@@ -6,6 +6,8 @@ import asyncio
 
 import pytest
 
+from tests.helpers import Client
+
 FIELDS = (
     "firstName",
     "lastName",
@@ -268,3 +270,118 @@ async def test_a_list_creation_failing_at_each_step_is_created_once_by_its_retry
         assert replay.body == retry.body
         assert step < 100
     assert failures >= 3  # claim, owner check, insert (and more on MongoDB)
+
+
+def dialer_call(ws, step: int, **more) -> dict:
+    """A call of workspace `ws` by contact (a prospect to create), unique per step."""
+    return {
+        "userId": ws.users[0]["id"],
+        "prospect": {"email": f"caller{step}@example.com", "firstName": "C"},
+        "direction": "outbound",
+        "disposition": "connected",
+        "fromNumber": "+12125550142",
+        "toNumber": f"+1415555{step:04d}",
+        "startedAt": "2026-01-05T10:00:00Z",
+        "answeredAt": "2026-01-05T10:00:09Z",
+        "endedAt": "2026-01-05T10:03:09Z",
+        **more,
+    }
+
+
+async def recorded_state(store, workspace_id: str, email: str) -> tuple:
+    """The prospects, calls and `call` entries a step's write left behind."""
+    prospects = [
+        p
+        for p in await store.documents("prospects")
+        if p["workspaceId"] == workspace_id and p.get("emailNorm") == email
+    ]
+    ids = {p["_id"] for p in prospects}
+    calls = [c for c in await store.documents("calls") if c.get("prospectId") in ids]
+    entries = [
+        a
+        for a in await store.documents("activities")
+        if a["type"] == "call" and a["prospectId"] in ids
+    ]
+    return prospects, calls, entries
+
+
+@pytest.mark.parametrize("kind", ["single", "batch", "sid without key"])
+async def test_a_call_recording_failing_at_each_step_is_recorded_once_by_its_retry(
+    origin, store, auth, ws_a, faults, kind
+):
+    """POST /v1/calls (and /batch) with a contact to create, the database failing at each of
+    its steps in turn: 503, and the retry (same Idempotency-Key, or the same providerCallSid
+    without one) leaves one prospect, one call and one timeline entry, the totals and metrics
+    counting it once."""
+    _, key = await auth.create(ws_a.id, "dialer", frozenset({"read", "ingest"}))
+    dialer = Client(origin, key)
+    failures, step = 0, 0
+    while True:
+        step += 1
+        email = f"caller{step}@example.com"
+        sid = {"providerCallSid": f"CA{step:032x}"} if kind == "sid without key" else {}
+        call = dialer_call(ws_a, step, **sid)
+        path, body = (
+            ("/v1/calls/batch", {"calls": [call]}) if kind == "batch" else ("/v1/calls", call)
+        )
+        headers = {} if sid else {"Idempotency-Key": f"call-{kind}-{step}"}
+        faults.arm(step)
+        response = await dialer.post(path, body, headers=headers)
+        faults.disarm()
+        if response.code in (200, 201):
+            break  # the fault came after the last step
+        assert response.code == 503 and response.headers["Retry-After"], response
+        failures += 1
+        retry = await retried(dialer, path, body, headers)
+        expected = 200 if kind == "batch" else 201
+        assert retry.code == expected or (sid and retry.code == 200), (step, retry)
+        prospects, calls, entries = await recorded_state(store, ws_a.id, email)
+        assert len(prospects) == len(calls) == len(entries) == 1, (step, calls, entries)
+        shown = retry.json()
+        call_id = shown["results"][0]["callId"] if kind == "batch" else shown["call"]["id"]
+        assert calls[0]["_id"] == call_id and entries[0]["callId"] == call_id
+        match = shown["results"][0]["prospectMatch"] if kind == "batch" else shown["prospectMatch"]
+        assert match["prospectId"] == prospects[0]["_id"]
+        assert step < 100
+    assert failures >= 2
+    total = (await dialer.get("/v1/calls")).json()["total"]
+    assert total == len([c for c in await store.documents("calls") if c["workspaceId"] == ws_a.id])
+    metrics = await dialer.get("/v1/reporting/dialer-metrics?from=2026-01-05&to=2026-01-05")
+    assert metrics.json()["totals"]["dials"] == total
+
+
+async def test_an_activity_failing_at_each_step_is_logged_once_by_its_retry(
+    origin, store, auth, ws_a, faults
+):
+    _, key = await auth.create(ws_a.id, "dialer", frozenset({"read", "ingest"}))
+    dialer = Client(origin, key)
+    prospect = await store.prospects.create(ws_a.id, {"email": "p@example.com"})
+    if store.backend == "sqlite":
+        store.engine.progress_steps = 10  # a short unit: checked more often
+    failures, step = 0, 0
+    while True:
+        step += 1
+        body = {
+            "prospectId": prospect["id"],
+            "type": "note",
+            "occurredAt": "2026-01-05T10:00:00Z",
+            "details": {"text": f"note {step}"},
+        }
+        headers = {"Idempotency-Key": f"note-{step}"}
+        faults.arm(step)
+        response = await dialer.post("/v1/prospect-activities", body, headers=headers)
+        faults.disarm()
+        if response.code == 201:
+            break
+        assert response.code == 503, response
+        failures += 1
+        retry = await retried(dialer, "/v1/prospect-activities", body, headers)
+        assert retry.code == 201, (step, retry, await store.documents("idempotency"))
+        notes = [
+            a
+            for a in await store.documents("activities")
+            if a["type"] == "note" and a["details"]["text"] == f"note {step}"
+        ]
+        assert [a["_id"] for a in notes] == [retry.json()["activity"]["id"]]
+        assert step < 100
+    assert failures >= 1

@@ -213,12 +213,21 @@ def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
     _process, keys, log = demo_process
     assert keys["baseUrl"].startswith("http://127.0.0.1:") and keys["baseUrl"].endswith("/v1")
     assert len(keys["workspaces"]) >= 2
-    assert all(set(w) == {"id", "name", "apiKey", "readOnlyApiKey"} for w in keys["workspaces"])
+    assert all(
+        set(w) == {"id", "name", "apiKey", "readOnlyApiKey", "ingestApiKey"}
+        for w in keys["workspaces"]
+    )
     base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
     read_only = keys["workspaces"][0]["readOnlyApiKey"]
-    assert read_only != key
-    status, described = http("GET", base + "/api-key", read_only)
-    assert status == 200 and described["apiKey"]["scopes"] == ["read"]
+    ingest = keys["workspaces"][0]["ingestApiKey"]
+    assert len({key, read_only, ingest}) == 3
+    for each, scopes in ((key, ["read", "write"]), (read_only, ["read"]), (ingest, ["ingest"])):
+        status, described = http("GET", base + "/api-key", each)
+        assert status == 200 and described["apiKey"]["scopes"] == scopes
+    with pytest.raises(urllib.error.HTTPError) as refused:  # a dialer's key records, no more
+        http("GET", base + "/calls", ingest)
+    assert refused.value.code == 403
+    refused.value.close()
     assert http("GET", base + "/calls", read_only)[0] == 200
     with pytest.raises(urllib.error.HTTPError) as refused:
         http("POST", base + "/lists", read_only, {"name": "x", "ownerUserId": "y"})
@@ -246,7 +255,7 @@ def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
     assert created["list"]["id"] not in {x["id"] for x in theirs["lists"]}
     output = log.read_text()
     assert keys["workspaces"][0]["apiKey"] in output and keys["baseUrl"] in output  # banner
-    assert f"Read-only: {read_only}" in output
+    assert f"Read-only: {read_only}" in output and f"Ingest   : {ingest}" in output
     assert "/reference" in output
 
 

@@ -1,5 +1,7 @@
-"""Live demo writes (`demo --live-calls-per-minute N`): the writer on a store, and a real demo
-process whose calls keep arriving, followed by a sync client on sort=updatedAt cursors."""
+"""Live demo writes (`demo --live-calls-per-minute N`): the writer recording through the API
+as a dialer (POST /v1/calls, /v1/calls/batch, /v1/prospect-activities, PATCH /v1/calls/{id}
+with an ingest key) on both tiers, and a real demo process whose calls keep arriving, followed
+by a sync client on sort=updatedAt cursors."""
 
 import datetime as dt
 import json
@@ -13,63 +15,93 @@ import urllib.request
 import pytest
 
 from demo.data import LIVE_CALL_WINDOW, MISSING_RECORDING_REF, Scale
-from demo.live import LiveWriter, StoreRecorder
+from demo.live import ApiRecorder, LiveWriter
 from demo.seeding import seed
-from server.auth import KeyService
 from server.cli import build_parser
-from store.database import open_store
-from store.paging import Window
-from tests.helpers import running_demo
+from tests.helpers import Client, running_demo, walk_pages
 
 
-async def test_the_live_writer_adds_recent_calls_meetings_recordings_and_notes_changes():
-    store = open_store("memory", "live")
-    workspaces = await seed(
-        store,
-        KeyService("s" * 40, store.keys),
-        seed=3,
-        scale=Scale(calls=50, prospects=40, timeline=0),
+class Clock:
+    """The recorder's clock, moved by the test: recordings are due when it says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def demo_workspaces(io_loop, store, auth):
+    return io_loop.run_sync(
+        lambda: seed(store, auth, seed=3, scale=Scale(calls=50, prospects=40, timeline=0))
     )
-    ids = [w["id"] for w in workspaces]
-    before = {
-        wid: {c["id"]: c for c in (await store.calls.page(wid, Window(500, 1))).items}
-        for wid in ids
-    }
-    writer = LiveWriter(store, ids, 600, rng=random.Random(1))
+
+
+async def every_call(client: Client) -> dict[str, dict]:
+    calls, _ = await walk_pages(client, "/v1/calls?pageSize=100", "calls")
+    return {c["id"]: c for c in calls}
+
+
+async def test_the_live_writer_records_calls_meetings_recordings_and_notes_through_the_api(
+    origin, store, demo_workspaces
+):
+    clock = Clock()
+    keys = {w["id"]: w["ingestApiKey"] for w in demo_workspaces}
+    recorder = ApiRecorder(f"{origin}/v1", keys, random.Random(1), (5.0, 5.0), clock)
+    writer = LiveWriter(store, list(keys), 600, recorder, rng=random.Random(1))
+    readers = {w["id"]: Client(origin, w["readOnlyApiKey"]) for w in demo_workspaces}
+    before = {wid: await every_call(client) for wid, client in readers.items()}
     await writer.prepare()
     started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    await writer.write(400)
-    for wid in ids:
-        calls = (await store.calls.page(wid, Window(1000, 1))).items
-        new = [c for c in calls if c["id"] not in before[wid]]
-        assert len(new) == 400
+    await writer.write(101)  # a batch and a single call each
+    recorded = {
+        wid: {c["id"]: c for c in (await every_call(r)).values()} for wid, r in readers.items()
+    }
+    await recorder.later()  # nothing is due yet: the recordings come later
+    assert recorder.pending and recorded == {
+        wid: await every_call(client) for wid, client in readers.items()
+    }
+    clock.now = 5.0
+    await recorder.later()
+    assert not recorder.pending
+    for wid, client in readers.items():
+        calls = await every_call(client)
+        new = [c for c in calls.values() if c["id"] not in before[wid]]
+        assert len(new) == 101  # GET /v1/calls shows every call the dialer recorded
+        assert {c["id"] for c in new} == set(writer.recent[wid]) & {c["id"] for c in new}
         for call in new:  # a call is stored when it ends; it started at most 10 minutes before
-            assert call["updatedAt"] >= started - dt.timedelta(milliseconds=1)
-            assert call["createdAt"] == call["startedAt"] <= call["endedAt"] <= call["updatedAt"]
-            assert call["updatedAt"] - call["createdAt"] <= LIVE_CALL_WINDOW
-        assert any(c["hasRecording"] for c in new) and any(c["meetingBooked"] for c in new)
+            created = dt.datetime.fromisoformat(call["createdAt"][:-1])
+            ended = dt.datetime.fromisoformat(call["endedAt"][:-1])
+            updated = dt.datetime.fromisoformat(call["updatedAt"][:-1])
+            assert call["createdAt"] == call["startedAt"] and created <= ended <= updated
+            assert created >= started - LIVE_CALL_WINDOW - dt.timedelta(seconds=1)
+            assert updated >= started - dt.timedelta(milliseconds=1)
+        # Recordings arrived after their calls, by PATCH: each moved its call's updatedAt.
+        with_recording = [c for c in new if c["hasRecording"]]
+        assert with_recording and any(c["meetingBooked"] for c in new)
+        for call in with_recording:
+            first = recorded[wid][call["id"]]
+            assert not first["hasRecording"] and first["recordingDurationSeconds"] is None
+            assert call["updatedAt"] > first["updatedAt"] and call["recordingDurationSeconds"]
+            ref = await store.calls.recording_ref(wid, call["id"])
+            assert ref and ref.startswith("RE") and ref != MISSING_RECORDING_REF
+        assert all(not c["hasRecording"] for c in new if c["answeredAt"] is None)
         # New calls land behind the newest ones: not every one is newer than all before it.
         newest = max(c["createdAt"] for c in new)
         assert any(c["createdAt"] < newest for c in new)
-        refs = {
-            c["id"]: await store.calls.recording_ref(wid, c["id"]) for c in new if c["hasRecording"]
-        }
-        assert all(ref and ref != MISSING_RECORDING_REF for ref in refs.values())
         changed = [
             c
-            for c in calls
-            if c["id"] in before[wid] and c["notes"] != before[wid][c["id"]]["notes"]
+            for cid, c in calls.items()
+            if cid in before[wid] and c["notes"] != before[wid][cid]["notes"]
         ]
         changed += [c for c in new if c["notes"] and c["notes"].startswith("Called back: ")]
-        assert changed and all(
-            c["updatedAt"] >= started - dt.timedelta(milliseconds=1) for c in changed
-        )
+        assert changed and all(c["notes"].startswith("Called back: ") for c in changed)
         meeting = next(c for c in new if c["meetingBooked"])
-        kinds = {
-            (a["type"], a["callId"])
-            async for batch in store.activities.timeline(wid, meeting["prospectId"])
-            for a in batch
-        }
+        timeline = (
+            await client.get(f"/v1/prospect-activities?prospectId={meeting['prospectId']}")
+        ).json()["activities"]
+        kinds = {(a["type"], a["callId"]) for a in timeline}
         assert {("call", meeting["id"]), ("meeting_booked", meeting["id"])} <= kinds
 
 
@@ -87,10 +119,10 @@ class ReadsOnly:
 
 
 class Recording:
-    """A recorder that keeps what it is given and records it in the store."""
+    """A recorder that keeps what it is given and passes it on to the API recorder."""
 
-    def __init__(self, store, rng):
-        self.inner = StoreRecorder(store, rng)
+    def __init__(self, inner: ApiRecorder):
+        self.inner = inner
         self.calls: list[dict] = []
         self.notes: list[tuple[str, str, str]] = []
 
@@ -102,34 +134,45 @@ class Recording:
         self.notes.append((workspace_id, call_id, notes))
         await self.inner.change_notes(workspace_id, call_id, notes)
 
+    async def later(self):
+        await self.inner.later()
 
-async def test_every_write_of_the_live_writer_goes_through_its_recorder():
-    store = open_store("memory", "live")
-    workspaces = await seed(
-        store,
-        KeyService("s" * 40, store.keys),
-        seed=5,
-        scale=Scale(calls=30, prospects=30, timeline=0),
-    )
-    ids = [w["id"] for w in workspaces]
+
+async def test_every_write_of_the_live_writer_goes_through_its_recorder(
+    origin, store, demo_workspaces
+):
+    ids = [w["id"] for w in demo_workspaces]
     reads_only = type("Store", (), {})()
     for part in ("users", "prospects", "calls", "activities"):
         setattr(reads_only, part, ReadsOnly(getattr(store, part)))
     rng = random.Random(2)
-    recorder = Recording(store, rng)
-    writer = LiveWriter(reads_only, ids, 600, rng=rng, recorder=recorder)
+    keys = {w["id"]: w["ingestApiKey"] for w in demo_workspaces}
+    recorder = Recording(ApiRecorder(f"{origin}/v1", keys, rng, (0.0, 0.0)))
+    writer = LiveWriter(reads_only, ids, 600, recorder, rng=rng)
     await writer.prepare()
     await writer.write(100)
+    await recorder.later()
     assert sorted(c["workspaceId"] for c in recorder.calls) == sorted(ids * 100)
     assert recorder.notes  # about one call in ten changes a recent call's notes
     last = {(wid, call_id): notes for wid, call_id, notes in recorder.notes}
-    for (wid, call_id), notes in last.items():
-        assert call_id in writer.recent[wid] and notes.startswith("Called back: ")
-        stored = {c["id"]: c for c in (await store.calls.page(wid, Window(1000, 1))).items}
-        assert stored[call_id]["notes"] == notes
-    for wid in ids:  # the ids the recorder returned are the ones the writer changes notes of
-        newest = {c["_id"] for c in recorder.calls if c["workspaceId"] == wid}
-        assert newest <= set(writer.recent[wid])
+    for w in demo_workspaces:
+        stored = await every_call(Client(origin, w["readOnlyApiKey"]))
+        for (wid, call_id), notes in last.items():
+            if wid == w["id"]:
+                assert call_id in writer.recent[wid] and notes.startswith("Called back: ")
+                assert stored[call_id]["notes"] == notes
+        # The ids the recorder returned (the API's) are the ones the writer changes notes of.
+        assert len(set(writer.recent[w["id"]]) & set(stored)) == len(writer.recent[w["id"]])
+
+
+async def test_the_ingest_key_is_all_the_live_writer_holds(origin, store, demo_workspaces):
+    """A key without the ingest scope cannot record: the writer's writes are the API's."""
+    keys = {w["id"]: w["apiKey"] for w in demo_workspaces}  # read and write, not ingest
+    recorder = ApiRecorder(f"{origin}/v1", keys, random.Random(3), (0.0, 0.0))
+    writer = LiveWriter(store, list(keys), 600, recorder, rng=random.Random(3))
+    await writer.prepare()
+    with pytest.raises(Exception, match="403 insufficient_scope"):
+        await writer.write(1)
 
 
 def test_demo_help_shows_the_live_and_settle_options_with_defaults():
@@ -169,11 +212,11 @@ def test_a_live_demo_keeps_adding_calls_that_a_sync_client_follows(tmp_path):
         "--timeline",
         "0",
         "--live-calls-per-minute",
-        "600",
+        "1200",
         "--sync-settle-seconds",
         "1",
     ) as (_, keys, log):
-        base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
+        base, key = keys["baseUrl"], keys["workspaces"][0]["readOnlyApiKey"]
         first = get(f"{base}/calls?pageSize=50", key)["total"]
         synced, cursor = {}, None
         url = f"{base}/calls?sort=updatedAt&pageSize=100"
@@ -190,9 +233,11 @@ def test_a_live_demo_keeps_adding_calls_that_a_sync_client_follows(tmp_path):
         # call counted in `first` is checked for below).
         assert len(synced) >= 90
         known, new, changed, ages = set(synced), set(), set(), []
-        deadline = time.monotonic() + 60
-        while not (len(new) >= 20 and changed) and time.monotonic() < deadline:
-            time.sleep(0.5)
+        bare, recorded_later = set(), set()  # new calls first seen without their recording
+        deadline = time.monotonic() + 40
+        while not (len(new) >= 20 and changed and recorded_later):
+            assert time.monotonic() < deadline, (len(new), changed, recorded_later)
+            time.sleep(0.2)
             asked = dt.datetime.now(dt.UTC)
             page = get(f"{base}/calls?cursor={cursor}&pageSize=100", key)
             answered = dt.datetime.now(dt.UTC)
@@ -201,11 +246,20 @@ def test_a_live_demo_keeps_adding_calls_that_a_sync_client_follows(tmp_path):
                 assert updated <= answered - dt.timedelta(seconds=1)  # settled for 1 s
                 ages.append((asked - updated).total_seconds())
                 (changed if call["id"] in known else new).add(call["id"])
+                if call["id"] in bare and call["hasRecording"]:
+                    recorded_later.add(call["id"])  # PATCHed with its recording
+                if call["id"] not in known and call["answeredAt"] and not call["hasRecording"]:
+                    bare.add(call["id"])
                 synced[call["id"]] = call
             cursor = page["nextCursor"]
-        assert len(new) >= 20, log.read_text()
         assert min(ages) < 4  # --sync-settle-seconds 1, not the default 5
-        assert changed  # a notes change brings a known call back with its new content
+        # A recording attached later plays from the provider.
+        request = urllib.request.Request(
+            f"{base}/calls/{sorted(recorded_later)[0]}/recording",
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        with urllib.request.urlopen(request, timeout=20) as response:
+            assert response.status == 200 and response.read(2) == b"\xff\xfb"  # MP3
         total = get(f"{base}/calls?pageSize=50", key)["total"]
         # The API holds every call the client synced, and the client every call that existed
         # at the start (seeded ones included) and each new one.
@@ -215,6 +269,15 @@ def test_a_live_demo_keeps_adding_calls_that_a_sync_client_follows(tmp_path):
         for call_id in new & set(fresh):
             if fresh[call_id]["updatedAt"] == synced[call_id]["updatedAt"]:
                 assert fresh[call_id] == synced[call_id]
-        other = keys["workspaces"][1]["apiKey"]  # every workspace gets live calls
+        other = keys["workspaces"][1]["readOnlyApiKey"]  # every workspace gets live calls
         assert get(f"{base}/calls?pageSize=50", other)["total"] > 10
-        assert "new calls a minute" in log.read_text()
+        text = log.read_text()
+        assert "new calls a minute" in text
+        # Written through the API: its access log shows the dialer's writes.
+        writes = {
+            (line["method"], re.sub(r"[0-9a-f-]{36}", "{id}", line["path"]), line["status"])
+            for line in map(json.loads, re.findall(r"^\{.*\}$", text, re.M))
+            if line.get("method") in ("POST", "PATCH")
+        }
+        assert {("POST", "/v1/calls", 201), ("PATCH", "/v1/calls/{id}", 200)} <= writes
+        assert {w for w in writes if w[2] >= 300} == set(), writes

@@ -1,6 +1,7 @@
 """The events feed across a crash: `workspace-api serve` (a real process) is killed with SIGKILL
-in the middle of contact uploads and list creations and started again on the same database,
-while calls are created and changed beside it and a reader follows GET /v1/events all along.
+in the middle of contact uploads, list creations and a dialer's calls (POST /v1/calls by
+contact, then PATCH) and started again on the same database, while calls are created and
+changed beside it and a reader follows GET /v1/events all along.
 Once the writes have stopped (and, on MongoDB, the event sweep of the new process has recorded
 what the killed one left unwritten), the reader has seen, for every record, an event carrying
 its final state as its last event, and a `*.created` event for every record, every write
@@ -102,7 +103,12 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         server = Serve(log, env)
         servers.append(server)
         await asyncio.to_thread(server.wait_ready)
-        state = {"api": Client(server.origin, ws.key, connections=8), "down": False}
+        _, ingest = await auth.create(ws.id, "dialer", frozenset({"read", "ingest"}))
+        state = {
+            "api": Client(server.origin, ws.key, connections=8),
+            "dialer": Client(server.origin, ingest, connections=4),
+            "down": False,
+        }
         owner = ws.users[0]["id"]
         first = await state["api"].post("/v1/lists", {"name": "Crash 0", "ownerUserId": owner})
         lists = [first.json()["list"]]
@@ -111,16 +117,16 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         ]
         await state["api"].post(f"/v1/lists/{lists[0]['id']}/contacts", {"contacts": seed})
         prospects = (await state["api"].get("/v1/prospects?pageSize=100")).json()["prospects"]
-        acknowledged: dict[str, set[str]] = {"list": set(), "prospect": set()}
+        acknowledged: dict[str, set[str]] = {"list": set(), "prospect": set(), "call": set()}
         answers: dict[int, int] = {}
         calls: list[str] = []
         stop = asyncio.Event()
 
-        async def post(path: str, body: dict):
+        async def post(path: str, body: dict, client: str = "api", method: str = "POST"):
             """A write over HTTP: its response, or None when the connection failed (the
             process was killed under it: not acknowledged)."""
             try:
-                response = await state["api"].fetch(path, "POST", json_body=body, check=False)
+                response = await state[client].fetch(path, method, json_body=body, check=False)
             except (OSError, HTTPClientError):  # the connection broke: not acknowledged
                 return None
             if response.code == 599:
@@ -154,6 +160,33 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
                 lists.append(response.json()["list"])
                 acknowledged["list"].add(lists[-1]["id"])
 
+        async def dialer_writes() -> None:  # the dialer's POST and PATCH /v1/calls
+            n = 0
+            while not stop.is_set():
+                n += 1
+                body = {
+                    "userId": owner,
+                    "prospect": {
+                        "email": f"c{rng.randint(0, 60)}@example.com",
+                        "lastName": f"l{n}",
+                    },
+                    "direction": "outbound",
+                    "disposition": "connected",
+                    "fromNumber": "+12125550100",
+                    "toNumber": "+14155550100",
+                    "startedAt": f"2026-01-05T10:{n % 60:02d}:00Z",
+                    "endedAt": f"2026-01-05T10:{n % 60:02d}:30Z",
+                    "providerCallSid": f"CA{rng.getrandbits(128):032x}",
+                }
+                response = await post("/v1/calls", body, "dialer")
+                if response is None:
+                    await asyncio.sleep(0.05)
+                    continue
+                call_id = response.json()["call"]["id"]
+                acknowledged["call"].add(call_id)
+                acknowledged["prospect"].add(response.json()["prospectMatch"]["prospectId"])
+                await post(f"/v1/calls/{call_id}", {"disposition": "voicemail"}, "dialer", "PATCH")
+
         async def call_writes() -> None:  # beside the API process, on the same database
             while not stop.is_set():
                 prospect = rng.choice(prospects)
@@ -171,7 +204,7 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
                 )
                 await store.calls.insert_documents(ws.id, [doc])
                 calls.append(doc["_id"])
-                await store.calls.update_notes(ws.id, rng.choice(calls), f"n{rng.random()}")
+                await store.calls.change(ws.id, rng.choice(calls), {"notes": f"n{rng.random()}"})
 
         reader = None
 
@@ -187,7 +220,8 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
                 if caught_up:
                     await asyncio.sleep(0.05)
 
-        tasks = [asyncio.ensure_future(t()) for t in (uploads, uploads, create_lists, call_writes)]
+        writers = (uploads, uploads, create_lists, call_writes, dialer_writes)
+        tasks = [asyncio.ensure_future(t()) for t in writers]
         following = asyncio.ensure_future(follow())
         await asyncio.sleep(3)
         await asyncio.to_thread(server.kill)  # in the middle of the writes
@@ -195,6 +229,7 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         servers.append(server)
         await asyncio.to_thread(server.wait_ready)
         state["api"] = Client(server.origin, ws.key, connections=8)
+        state["dialer"] = Client(server.origin, ingest, connections=4)
         await asyncio.sleep(2)
         stop.set()
         await asyncio.gather(*tasks)

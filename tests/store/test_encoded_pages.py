@@ -80,7 +80,7 @@ async def test_encoded_pages_equal_python_built_ones(store, auth):
     # A call's stored record follows a change of its notes; a row written before the column
     # existed (record NULL) has its record built when read.
     call = first.items[0]
-    await store.calls.update_notes(wid, call["id"], 'Called back \u00e9 "later"')
+    await store.calls.change(wid, call["id"], {"notes": 'Called back \u00e9 "later"'})
     await store.engine.write(
         lambda conn: conn.execute(
             'UPDATE calls SET record = NULL WHERE "_id" IN (SELECT "_id" FROM calls LIMIT 50)'

@@ -193,4 +193,4 @@ async def test_records_never_show_the_stored_fields(api, store, ws_a):
     assert {"quarter", "m"} <= set(await store.db["calls"].find_one({"_id": doc["_id"]}))
     [record] = (await api.get("/v1/calls")).json()["calls"]
     assert record["id"] == doc["_id"] and not {"quarter", "m"} & set(record)
-    assert not {"quarter", "m"} & set(await store.calls.update_notes(ws_a.id, doc["_id"], "x"))
+    assert not {"quarter", "m"} & set(await store.calls.change(ws_a.id, doc["_id"], {"notes": "x"}))

@@ -113,7 +113,45 @@ async def test_no_endpoint_scans_a_big_table(store, auth, app, origin, statement
         )
         assert response.code == 200
     assert await store.calls.recording_ref(workspaces[0]["id"], call["id"]) is not None
-    await store.calls.update_notes(workspaces[0]["id"], call["id"], "Plans")
+    # The dialer's writes: calls by id and by contact, with and without a SID, again (existing),
+    # in a batch, changed, read back; activities.
+    _, key = await auth.create(workspaces[0]["id"], "dialer", frozenset({"read", "ingest"}))
+    dialer = Client(origin, key)
+    recorded = {
+        "userId": user,
+        "prospectId": prospect["id"],
+        "listId": list_id,
+        "direction": "outbound",
+        "disposition": "connected",
+        "fromNumber": "+12125550142",
+        "toNumber": "+14155550111",
+        "startedAt": "2026-01-05T10:00:00Z",
+        "answeredAt": "2026-01-05T10:00:09Z",
+        "endedAt": "2026-01-05T10:03:09Z",
+        "providerCallSid": "CA" + "1" * 32,
+    }
+    by_contact = {
+        **{k: v for k, v in recorded.items() if k not in ("prospectId", "providerCallSid")},
+        "prospect": {"email": prospect["email"], "linkedinUrl": "linkedin.com/in/other"},
+    }
+    for body in (recorded, recorded, by_contact):
+        assert (await dialer.post("/v1/calls", body)).code in (200, 201)
+    batch = {"calls": [recorded, by_contact, {**recorded, "providerCallSid": "CA" + "2" * 32}]}
+    assert (await dialer.post("/v1/calls/batch", batch)).code == 200
+    changed = (await dialer.post("/v1/calls", by_contact)).json()["call"]["id"]
+    for change in ({"disposition": "voicemail", "meetingBooked": True}, {"notes": "n"}):
+        assert (await dialer.patch(f"/v1/calls/{changed}", change)).code == 200
+    assert (await dialer.get(f"/v1/calls/{changed}")).code == 200
+    note = {
+        "prospectId": prospect["id"],
+        "type": "meeting_booked",
+        "occurredAt": "2026-01-05T10:00:00Z",
+        "userId": user,
+        "callId": changed,
+        "details": {"scheduledFor": None},
+    }
+    assert (await dialer.post("/v1/prospect-activities", note)).code == 201
+    await store.calls.change(workspaces[0]["id"], call["id"], {"notes": "Plans"})
     feed = await api.get("/v1/events?pageSize=5")
     assert feed.code == 200
     for path in (

@@ -1,0 +1,320 @@
+"""The dialer's writes on MongoDB (store/ingest.py): recording calls, changing a call, logging
+activities, each an idempotent sequence of single-document writes (no multi-document
+transactions), so that a retry after a crash at any point completes it exactly.
+
+Recording calls: everything that can refuse a call is checked before anything is written (the
+references, the calls of provider SIDs recorded before, compared by content); then the
+prospects the calls land on are created (contacts are matched holding the workspace's upload
+lease, as a contact upload does); then the calls are inserted, each with its contribution to
+the dialer metrics, by ids that converge (uuid5 of the SID, or derived from the
+Idempotency-Key: an id found taken is the earlier attempt's call, or the concurrent post's of
+the same SID); then every call's timeline entry is upserted (idempotent: this also completes
+what a crash between the two left); then the response is stored. A post that races a
+concurrent post of the same SID with other content is answered 409 `call_exists` after the
+calls before it in its batch were written (only a transaction could undo them); their retry
+answers `existing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pymongo import UpdateOne
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
+
+from store.activities import call_activity
+from store.calls import CALL_FIELDS
+from store.calls import record as call_record
+from store.clock import utcnow
+from store.idempotency import Once
+from store.ingest import (
+    CREATED,
+    EXISTING,
+    NewCall,
+    Recorded,
+    References,
+    Refusal,
+    Refused,
+    call_ids,
+    changes_to,
+    converging,
+    exists,
+    follows_activity,
+    reference_refusals,
+    wanted,
+)
+from store.mongo.bulk import bulk, ids_in
+from store.mongo.events import MARK
+from store.mongo.locks import UPLOAD_LEASE
+from store.mongo.metrics import changed_call_set, metric_fields
+from store.mongo.prospects import Prospects
+from store.prospects import DUPLICATE_KEY, Candidate, Contact, match_all, outcomes
+
+if TYPE_CHECKING:
+    from store.mongo.events import EventWriter, Pending
+
+CHANGE_ATTEMPTS = 10  # a change lost to a concurrent change of the same call is tried again
+
+
+async def upsert_entries(
+    col: AsyncCollection, workspace_id: str, docs: Iterable[dict], pending: Pending
+) -> list[dict]:
+    """The `call` timeline entries of calls, marked with `pending` (idempotent: an entry
+    written before stays); the entries this call inserted."""
+    entries = [call_activity(doc) for doc in docs]
+    upserted = await bulk(
+        col,
+        [
+            UpdateOne(
+                {"_id": entry["_id"], "workspaceId": workspace_id},
+                {"$setOnInsert": pending.new(entry)},
+                upsert=True,
+            )
+            for entry in entries
+        ],
+    )
+    return [entry for entry in entries if entry["_id"] in upserted]
+
+
+class CallRecorder:
+    """The calls' side of recording: its collections and the prospects' matcher."""
+
+    def __init__(self, db: AsyncDatabase, prospects: Prospects, events: EventWriter) -> None:
+        self.db = db
+        self.col = db["calls"]
+        self.activities = db["activities"]
+        self.prospects = prospects  # its matcher: the contact upload's
+        self.events = events
+
+    async def references(self, workspace_id: str, calls: list[NewCall]) -> References:
+        users, prospects, lists = wanted(calls)
+        return References(
+            await ids_in(self.db["users"], workspace_id, users, deletedAt=None),
+            await ids_in(self.db["prospects"], workspace_id, prospects),
+            await ids_in(self.db["lists"], workspace_id, lists),
+        )
+
+    async def record(
+        self,
+        workspace_id: str,
+        calls: list[NewCall],
+        contacts: list[Contact | None],
+        once: Once | None,
+        partial: bool,
+    ) -> list[Recorded]:
+        """Record calls (the module's docstring), with their events: `call.created` and the
+        `activity.created` of its timeline entry for each call this write creates, and
+        `prospect.created` or `prospect.updated` for each prospect a contact created or
+        filled, published before the answer (a writer that dies first leaves its markers to
+        the event sweep)."""
+        now = utcnow()
+        marker = self.events.begin()
+        batch = len(calls) > 1 or partial
+        results: list[Recorded | None] = [None] * len(calls)
+
+        def refuse(index: int, refusal: Refusal) -> None:
+            if not partial:
+                raise Refused(refusal)
+            results[index] = Recorded(None, None, refusal=refusal)
+
+        refs = await self.references(workspace_id, calls)
+        for index, refusal in reference_refusals(calls, refs, batch):
+            refuse(index, refusal)
+        marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
+        ids = call_ids(workspace_id, calls, marks)
+        looked_up = [ids[i] for i in converging(calls, marks)]
+        found = await self.found(workspace_id, looked_up)
+        given = [i for i, c in enumerate(contacts) if c is not None and results[i] is None]
+        parsed = [c for i in given if (c := contacts[i]) is not None]
+        matcher = self.prospects
+        # Matching reads and then writes: it takes turns with uploads, as uploads do.
+        lease = matcher.leases.held(workspace_id, UPLOAD_LEASE) if parsed else _nothing()
+        async with lease:
+            landed = dict(zip(given, await self.preview(workspace_id, parsed), strict=True))
+            pending: dict[str, str] = {}
+            owners: dict[str, str | None] = {}
+            for index, call in enumerate(calls):
+                if results[index] is not None:
+                    continue
+                target = landed.get(index)
+                prospect_id = call.prospect_id or (target.id if target else None)
+                token = prospect_id or f"new:{target.key if target else ''}"
+                call_id, at = ids[index], (index if batch else None)
+                earlier = found.get(call_id)
+                if earlier is not None and marks and earlier.get("createdWith") == marks[index]:
+                    pending.setdefault(call_id, call.content_hash(token))  # an earlier attempt
+                    results[index] = Recorded(None, CREATED)
+                    continue
+                if earlier is not None:
+                    same = prospect_id is not None and earlier.get(
+                        "contentHash"
+                    ) == call.content_hash(prospect_id)
+                elif call_id in pending:
+                    same = pending[call_id] == call.content_hash(token)
+                else:
+                    pending[call_id] = call.content_hash(token)
+                    results[index] = Recorded(None, CREATED)
+                    if target is not None and target.id is None:
+                        owners.setdefault(target.key, call.user_id)
+                    continue
+                if not same:
+                    refuse(index, exists(call_id, at))
+                else:
+                    results[index] = Recorded(None, EXISTING)
+            written = [i for i, r in enumerate(results) if r is not None and r.refusal is None]
+            matches: dict[int, dict] = {}
+            touched: list[str] = []
+            if parsed:
+                needed = [i in written for i in given]
+                _, chosen = await matcher._resolve(
+                    workspace_id, parsed, None, now, once, marker, needed=needed, owners=owners
+                )
+                touched = [
+                    t.id for t, wanted in zip(chosen, needed, strict=True) if wanted and t.id
+                ]
+                landed = dict(zip(given, chosen, strict=True))
+                picked = [i for i in written if i in landed]
+                matches = {
+                    i: {k: v for k, v in outcome.items() if k != "index"}
+                    for i, outcome in zip(
+                        picked, outcomes([landed[i] for i in picked]), strict=True
+                    )
+                }
+        docs: dict[str, dict] = {}
+        for index in written:
+            call, call_id = calls[index], ids[index]
+            result = results[index]
+            if result is None or result.outcome != CREATED or call_id in docs:
+                continue
+            if call_id in found:  # written by an earlier attempt of this request
+                docs[call_id] = found[call_id]
+                continue
+            target = landed.get(index)
+            prospect_id = call.prospect_id or (target.id if target else None)
+            if prospect_id is None:
+                raise RuntimeError("a contact's prospect was not created")
+            doc = call.document(workspace_id, call_id, prospect_id, now)
+            if marks:
+                doc["createdWith"] = marks[index]
+            docs[call_id] = doc
+        fresh = [doc for call_id, doc in docs.items() if call_id not in found]
+        taken = await self.insert(fresh, marker)
+        if taken:  # a concurrent post of the same SID was first
+            raced = await self.found(workspace_id, list(taken))
+            for index in written:
+                call_id = ids[index]
+                if call_id not in raced:
+                    continue
+                result = results[index]
+                assert result is not None
+                mine = docs[call_id]
+                if raced[call_id].get("contentHash") == mine.get("contentHash"):
+                    result.outcome = EXISTING
+                    docs[call_id] = raced[call_id]
+                else:
+                    refuse(index, exists(call_id, index if batch else None))
+            found.update(raced)
+        kept = [i for i in written if (r := results[i]) is not None and r.refusal is None]
+        final = {ids[i]: docs.get(ids[i]) or found[ids[i]] for i in kept}
+        entries = await upsert_entries(self.activities, workspace_id, final.values(), marker)
+        await self.events.publish(
+            workspace_id, marker, {"prospects": touched, "calls": list(final)}, entries
+        )
+        for index in kept:
+            result = results[index]
+            assert result is not None
+            result.call, result.match = call_record(final[ids[index]]), matches.get(index)
+        return [r for r in results if r is not None]
+
+    async def found(self, workspace_id: str, ids: list[str]) -> dict[str, dict]:
+        """The calls of the workspace among `ids`, with their content hash and marker."""
+        if not ids:
+            return {}
+        fields = {**CALL_FIELDS, "contentHash": 1, "createdWith": 1, "workspaceId": 1}
+        cursor = self.col.find({"_id": {"$in": ids}, "workspaceId": workspace_id}, fields)
+        return {doc["_id"]: doc async for doc in cursor}
+
+    async def preview(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
+        """The prospect each contact would land on, writing nothing: an existing prospect's
+        id, or none for one still to create (a prospect created earlier under its identity
+        is found by its dedupe key)."""
+        if not contacts:
+            return []
+        matcher = self.prospects
+        candidates = await matcher._candidates(workspace_id, contacts)
+        targets, chosen = match_all(contacts, candidates)
+        new = {t.key: t for t in targets if t.id is None}
+        if new:
+            cursor = self.db["prospects"].find(
+                {"workspaceId": workspace_id, "dedupeKey": {"$in": sorted(new)}},
+                {"_id": 1, "dedupeKey": 1},
+            )
+            async for doc in cursor:
+                new[doc["dedupeKey"]].id = doc["_id"]
+        return chosen
+
+    async def insert(self, docs: list[dict], pending: Pending) -> set[str]:
+        """Insert new calls with their metrics fields, marked with `pending`; the ids found
+        taken."""
+        if not docs:
+            return set()
+        try:
+            await self.col.insert_many(
+                [pending.new({**doc, **metric_fields(doc)}) for doc in docs], ordered=False
+            )
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if any(e.get("code") != DUPLICATE_KEY for e in errors):
+                raise
+            return {docs[e["index"]]["_id"] for e in errors}
+        return set()
+
+    async def change(self, workspace_id: str, call_id: str, changes: dict) -> dict | None:
+        """Change a call: one conditional single-document update (on the updatedAt it read,
+        with the call's new metrics contribution), then its timeline entry rewritten from the
+        call as it is (also when nothing changed: that completes a change cut short), and its
+        `call.updated` event (the update carries the marker)."""
+        pending = self.events.begin()
+        for _ in range(CHANGE_ATTEMPTS):
+            doc = await self.col.find_one({"_id": call_id, "workspaceId": workspace_id})
+            if doc is None:
+                return None
+            changed = changes_to(doc, changes)
+            if changed:
+                moved = {**changed, "updatedAt": max(utcnow(), doc["updatedAt"])}
+                result = await self.col.update_one(
+                    {"_id": call_id, "workspaceId": workspace_id, "updatedAt": doc["updatedAt"]},
+                    pending.update({"$set": changed_call_set(doc, moved)}),
+                )
+                if not result.matched_count:
+                    continue  # changed meanwhile: read it again
+                doc = {**doc, **moved}
+            entry = call_activity(doc)
+            rewrite: dict = {
+                "$set": {name: value for name, value in entry.items() if name != "_id"}
+            }
+            rewritten = follows_activity(changed)
+            if rewritten and pending.enabled:  # no `activity.updated`: it is sent as created again
+                rewrite["$push"] = {MARK: pending.entry(True)}
+            # $set rather than a replacement: the entry keeps a marker it may carry still.
+            await self.activities.update_one(
+                {"_id": entry["_id"], "workspaceId": workspace_id}, rewrite, upsert=True
+            )
+            if changed:
+                touched = {"calls": [call_id], "activities": [entry["_id"]] if rewritten else []}
+                await self.events.publish(workspace_id, pending, touched)
+            return call_record(doc)
+        raise RuntimeError(f"call {call_id} kept changing while it was being changed")
+
+
+class _nothing:
+    """An async context manager that does nothing (no lease needed)."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None

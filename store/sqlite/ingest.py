@@ -1,0 +1,314 @@
+"""The dialer's writes on SQLite (store/ingest.py): recording calls, changing a call, logging
+activities, each one write unit (all or nothing).
+
+Recording calls checks their references, matches the contacts of calls given by contact (the
+upload's rules, store/sqlite/prospects.py), compares the calls whose provider SID is recorded
+already, creates the prospects the calls land on, and inserts the new calls with their
+timeline entries, the workspace's call total and the dialer metrics' quarter-hour counts, in
+the writer's transaction: concurrent posts of one SID take turns at the write lock, and the
+later ones find the first. With `partial` (the import), a refused call is left out and the
+others are written; otherwise the first refusal rolls the whole unit back.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from store.activities import call_activity
+from store.activities import record as activity_record
+from store.calls import record as call_record
+from store.clock import utcnow
+from store.idempotency import Once
+from store.ingest import (
+    CREATED,
+    EXISTING,
+    Logged,
+    NewActivity,
+    NewCall,
+    Recorded,
+    References,
+    Refusal,
+    Refused,
+    activity_refusal,
+    call_ids,
+    changes_to,
+    converging,
+    exists,
+    follows_activity,
+    reference_refusals,
+    wanted,
+)
+from store.prospects import Candidate, Contact, outcomes, recognise_created
+from store.sqlite.callrows import JSON as CALL_JSON
+from store.sqlite.callrows import SELECT, Ahead, ahead, from_ahead, write_calls
+from store.sqlite.metrics import add_to_quarters, quarter_sums
+from store.sqlite.prospects import create_and_fill, resolve_contacts
+from store.sqlite.schema import insert, ms, to_doc
+
+if TYPE_CHECKING:
+    from store.sqlite.events import EventWriter
+
+# Whether a call changes what it counts for in the dialer metrics.
+COUNTED = ("disposition", "meetingBooked")
+
+
+def _marks(values: Collection[object]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def existing_ids(
+    conn: sqlite3.Connection, table: str, workspace_id: str, ids: Collection[str], extra: str = ""
+) -> set[str]:
+    """The ids among `ids` of records of the workspace in `table` (by primary key: the unary +
+    keeps SQLite from walking a workspaceId index instead)."""
+    if not ids:
+        return set()
+    rows = conn.execute(
+        f'SELECT "_id" FROM {table} WHERE +workspaceId = ? AND "_id" IN ({_marks(ids)}){extra}',
+        (workspace_id, *ids),
+    )
+    return {row[0] for row in rows}
+
+
+def references(conn: sqlite3.Connection, workspace_id: str, calls: list[NewCall]) -> References:
+    users, prospects, lists = wanted(calls)
+    return References(
+        existing_ids(conn, "users", workspace_id, users, " AND deletedAt IS NULL"),
+        existing_ids(conn, "prospects", workspace_id, prospects),
+        existing_ids(conn, "lists", workspace_id, lists),
+    )
+
+
+def record_calls(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    calls: list[NewCall],
+    contacts: list[Contact | None],
+    once: Once | None,
+    partial: bool,
+    events: EventWriter,
+    made: dict[int, Ahead] | None = None,
+) -> list[Recorded]:
+    """The write unit of Calls.record: see the module's docstring. `contacts` are the parsed
+    contacts of the calls given by contact (None for the others); `made` the rows of calls
+    made ahead (`make_ahead`), by index, used where they are what the unit would make. Its
+    events: `call.created` and the `activity.created` of its timeline entry for each call it
+    creates, and `prospect.created` or `prospect.updated` for each prospect a contact created
+    or filled."""
+    now = utcnow()  # taken under the write lock: never behind a commit before it
+    batch = len(calls) > 1 or partial
+    results: list[Recorded | None] = [None] * len(calls)
+
+    def refuse(index: int, refusal: Refusal) -> None:
+        if not partial:
+            raise Refused(refusal)
+        results[index] = Recorded(None, None, refusal=refusal)
+
+    for index, refusal in reference_refusals(calls, references(conn, workspace_id, calls), batch):
+        refuse(index, refusal)
+    # Contacts are matched together (one read of the candidates); the prospects of the calls
+    # that are written are created below.
+    given = [i for i, c in enumerate(contacts) if c is not None and results[i] is None]
+    parsed = [c for i in given if (c := contacts[i]) is not None]
+    targets, chosen, new = resolve_contacts(conn, workspace_id, parsed)
+    landed = dict(zip(given, chosen, strict=True))
+    marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
+    ids = call_ids(workspace_id, calls, marks)
+    found = {
+        row["_id"]: row
+        for row in _rows(conn, workspace_id, [ids[i] for i in converging(calls, marks)])
+    }
+    pending: dict[str, str] = {}  # id -> content of a call this unit creates
+    owners: dict[str, str | None] = {}  # dedupe key -> owner of a prospect still to create
+    for index, call in enumerate(calls):
+        if results[index] is not None:
+            continue
+        target = landed.get(index)
+        prospect_id = call.prospect_id or (target.id if target else None)
+        call_id, at = ids[index], (index if batch else None)
+        if call_id in found:
+            same = prospect_id is not None and found[call_id]["contentHash"] == call.content_hash(
+                prospect_id
+            )
+        elif call_id in pending:  # the same SID earlier in this batch
+            same = pending[call_id] == call.content_hash(
+                prospect_id or f"new:{target and target.key}"
+            )
+        else:
+            pending[call_id] = call.content_hash(prospect_id or f"new:{target and target.key}")
+            results[index] = Recorded(None, CREATED)
+            if target is not None and target.id is None:
+                owners.setdefault(target.key, call.user_id)
+            continue
+        if not same:
+            refuse(index, exists(call_id, at))
+        else:
+            results[index] = Recorded(None, EXISTING)
+    written = [i for i, r in enumerate(results) if r is not None and r.refusal is None]
+    used = {id(landed[i]) for i in written if i in landed}
+    changed = create_and_fill(
+        conn,
+        workspace_id,
+        [t for t in targets if id(t) in used],
+        {key: t for key, t in new.items() if id(t) in used},
+        owners,
+        now,
+        once,
+    )
+    recognise_created(targets, once)
+    docs: dict[str, dict] = {}
+    items: list[Ahead] = []
+    for index in written:
+        call, call_id = calls[index], ids[index]
+        if call_id in pending and call_id not in docs:
+            target = landed.get(index)
+            prospect_id = call.prospect_id or (target.id if target else None)
+            assert prospect_id is not None  # created above
+            item = made.get(index) if made else None
+            if item is None or (item.doc["_id"], item.doc["prospectId"]) != (call_id, prospect_id):
+                item = ahead(call.document(workspace_id, call_id, prospect_id, now))
+            docs[call_id] = item.doc
+            items.append(item)
+    if items:
+        write_calls(conn, workspace_id, from_ahead(items, now), events, changed)
+    else:
+        events.record(conn, workspace_id, changed)
+    matched = [i for i in written if i in landed]
+    matches = dict(zip(matched, _matches([landed[i] for i in matched]), strict=True))
+    for index in written:
+        result = results[index]
+        assert result is not None
+        call_id = ids[index]
+        doc = docs[call_id] if call_id in docs else to_doc(found[call_id])
+        result.call, result.match = call_record(doc), matches.get(index)
+    return [r for r in results if r is not None]
+
+
+def make_ahead(workspace_id: str, calls: list[NewCall], once: Once | None) -> dict[int, Ahead]:
+    """The rows of the calls of a batch whose id and prospect are known before its write unit
+    (pure Python: made on another thread while the writer writes; record_calls checks and
+    completes them)."""
+    marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
+    ids = call_ids(workspace_id, calls, marks)
+    placeholder = utcnow()  # record_calls sets the instants of the write
+    return {
+        index: ahead(call.document(workspace_id, ids[index], call.prospect_id, placeholder))
+        for index in converging(calls, marks)
+        if (call := calls[index]).prospect_id is not None
+    }
+
+
+def _matches(chosen: list[Candidate]) -> list[dict]:
+    """Per call given by contact: which prospect it became ({prospectId, outcome, reason?})."""
+    return [{k: v for k, v in outcome.items() if k != "index"} for outcome in outcomes(chosen)]
+
+
+def _rows(conn: sqlite3.Connection, workspace_id: str, ids: list[str]) -> list[sqlite3.Row]:
+    if not ids:
+        return []
+    return conn.execute(
+        f'{SELECT_HASHED} WHERE +workspaceId = ? AND "_id" IN ({_marks(ids)})',
+        (workspace_id, *ids),
+    ).fetchall()
+
+
+SELECT_HASHED = SELECT.replace(" FROM calls", ", contentHash FROM calls")
+
+
+def change_call(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    call_id: str,
+    changes: dict,
+    events: EventWriter,
+) -> dict | None:
+    """The write unit of Calls.change: the changed fields, updatedAt moved (never backwards),
+    the stored record rebuilt, the timeline entry and the quarter-hour counts following the
+    change, and its `call.updated` event (with `activity.created` again for a rewritten timeline
+    entry); a change that changes nothing writes nothing."""
+    row = conn.execute(
+        'SELECT * FROM calls WHERE "_id" = ? AND workspaceId = ?', (call_id, workspace_id)
+    ).fetchone()
+    if row is None:
+        return None
+    before = to_doc(row)
+    changed = changes_to(before, changes)
+    if not changed:
+        return call_record(before)
+    after = {**before, **changed, "updatedAt": max(utcnow(), before["updatedAt"])}
+    values = {name: after[name] for name in (*changed, "updatedAt")}
+    stored = {
+        name: ms(value)
+        if name == "updatedAt"
+        else (int(value) if isinstance(value, bool) else value)
+        for name, value in values.items()
+    }
+    assignments = ", ".join(f'"{name}" = ?' for name in stored)
+    conn.execute(
+        f'UPDATE calls SET {assignments} WHERE "_id" = ? AND workspaceId = ?',
+        (*stored.values(), call_id, workspace_id),
+    )
+    conn.execute(  # the stored record, from the columns as they are now
+        f'UPDATE calls SET record = {CALL_JSON} WHERE "_id" = ? AND workspaceId = ?',
+        (call_id, workspace_id),
+    )
+    if any(name in changed for name in COUNTED):
+        sums = quarter_sums([after])
+        for key, row_sums in quarter_sums([before]).items():
+            target = sums.setdefault(key, [0] * len(row_sums))
+            for i, value in enumerate(row_sums):
+                target[i] -= value
+        add_to_quarters(conn, workspace_id, sums)
+    recorded = [("call.updated", call_id)]
+    if follows_activity(changed):
+        entry = call_activity(after)
+        insert(conn, "activities", [entry], "INSERT OR REPLACE")
+        # Activities have no `updated` event: the rewritten entry is sent again as created.
+        recorded.append(("activity.created", entry["_id"]))
+    events.record(conn, workspace_id, recorded)
+    return call_record(after)
+
+
+def log_activities(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    activities: list[NewActivity],
+    ids: list[str],
+    partial: bool,
+    events: EventWriter,
+) -> list[Logged]:
+    """The write unit of Activities.log: each activity's record and outcome (created, or
+    existing: its id was written before), or its refusal; an `activity.created` event for each
+    activity it created."""
+    prospects = existing_ids(conn, "prospects", workspace_id, {a.prospect_id for a in activities})
+    users = existing_ids(
+        conn,
+        "users",
+        workspace_id,
+        {a.user_id for a in activities if a.user_id},
+        " AND deletedAt IS NULL",
+    )
+    calls = existing_ids(conn, "calls", workspace_id, {a.call_id for a in activities if a.call_id})
+    results = []
+    for activity, activity_id in zip(activities, ids, strict=True):
+        refusal = activity_refusal(activity, prospects, users, calls)
+        if refusal is not None:
+            if not partial:
+                raise Refused(refusal)
+            results.append(Logged(None, None, refusal))
+            continue
+        doc = activity.document(workspace_id, activity_id)
+        written = insert(conn, "activities", [doc], "INSERT OR IGNORE")
+        results.append(Logged(activity_record(doc), CREATED if written else EXISTING))
+    events.record(
+        conn,
+        workspace_id,
+        [
+            ("activity.created", r.activity["id"])
+            for r in results
+            if r.activity and r.outcome == CREATED
+        ],
+    )
+    return results

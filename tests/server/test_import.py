@@ -1,0 +1,198 @@
+"""`workspace-api import`: NDJSON files with good and bad lines, through the API's rules, on both
+tiers (the import's own loop on the test's store), and the command itself on a SQLite file."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from server.importer import Summary, import_file
+
+T0 = "2026-01-05T10:00:00Z"
+
+
+def call(ws, prospect_id: str | None, n: int, **more) -> dict:
+    body = {
+        "userId": ws.users[n % len(ws.users)]["id"],
+        "prospectId": prospect_id,
+        "direction": "outbound",
+        "disposition": "connected" if n % 3 else "voicemail",
+        "fromNumber": "+12125550142",
+        "toNumber": "+14155550111",
+        "startedAt": f"2026-01-05T10:{n % 60:02d}:00Z",
+        "answeredAt": f"2026-01-05T10:{n % 60:02d}:05Z",
+        "endedAt": f"2026-01-05T10:{n % 60:02d}:55Z",
+    }
+    body.update(more)
+    return {k: v for k, v in body.items() if v is not None}
+
+
+async def run(store, kind, workspace_id, lines, listing=None):
+    text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines)
+    rejects = io.StringIO()
+    summary = Summary(kind, workspace_id, rejects)
+    await import_file(store, kind, workspace_id, io.BytesIO(text.encode()), None, summary, listing)
+    return summary, [json.loads(line) for line in rejects.getvalue().splitlines()]
+
+
+async def test_a_file_of_good_and_bad_calls_imports_the_good_ones_whole(store, ws_a, ws_b, api):
+    prospect = await store.prospects.create(ws_a.id, {"email": "p@a.example"})
+    other = await store.prospects.create(ws_b.id, {"email": "p@b.example"})
+    pid = prospect["id"]
+    lines = [
+        call(ws_a, pid, 1, providerCallSid="CA" + "1" * 32),  # 1
+        "",  # 2: blank lines are skipped
+        call(ws_a, pid, 2),  # 3
+        "{not json",  # 4
+        call(ws_a, pid, 3, endedAt="2026-01-05T09:00:00Z"),  # 5: ends before it starts
+        call(ws_a, pid, 4, userId=str(uuid.uuid4())),  # 6: unknown user
+        call(ws_a, other["id"], 5),  # 7: another workspace's prospect
+        call(ws_a, pid, 1, providerCallSid="CA" + "1" * 32),  # 8: the same call again
+        call(ws_a, pid, 1, providerCallSid="CA" + "1" * 32, notes="other"),  # 9: conflict
+        call(ws_a, None, 6, prospect={"email": "new@a.example", "firstName": "N"}),  # 10
+        call(ws_a, None, 7, prospect={"email": "never@a.example"}, listId=str(uuid.uuid4())),
+        call(ws_a, pid, 8, direction="sideways"),  # 12
+        call(ws_a, pid, 9, recordingSid="RE" + "2" * 32, recordingDurationSeconds=50),  # 13
+    ]
+    summary, rejects = await run(store, "calls", ws_a.id, lines)
+    assert (summary.lines, summary.created, summary.existing, summary.rejected) == (12, 4, 1, 7)
+    reasons = {entry["line"]: " ".join(entry["reasons"]) for entry in rejects}
+    assert sorted(reasons) == [4, 5, 6, 7, 9, 11, 12]
+    assert "not valid JSON" in reasons[4]
+    assert "#/endedAt: must not be before answeredAt" in reasons[5]
+    assert "#/userId" in reasons[6] and "invalid_reference" in reasons[6]
+    assert "#/prospectId" in reasons[7]
+    assert "#/providerCallSid" in reasons[9] and "call_exists" in reasons[9]
+    assert "#/listId" in reasons[11]
+    assert "#/direction" in reasons[12]
+    calls = [c for c in await store.documents("calls") if c["workspaceId"] == ws_a.id]
+    assert len(calls) == 4
+    # No half-imported line: the refused call's contact created no prospect.
+    emails = {p.get("emailNorm") for p in await store.documents("prospects")}
+    assert "new@a.example" in emails and "never@a.example" not in emails
+    # Totals, metrics and timelines as the API keeps them.
+    assert (await api.get("/v1/calls")).json()["total"] == 4
+    metrics = (await api.get("/v1/reporting/dialer-metrics?from=2026-01-05&to=2026-01-05")).json()
+    assert metrics["totals"]["dials"] == 4
+    entries = [a for a in await store.documents("activities") if a["type"] == "call"]
+    assert sorted(a["callId"] for a in entries) == sorted(c["_id"] for c in calls)
+    # The same file again creates nothing, calls without a SID included.
+    again, _ = await run(store, "calls", ws_a.id, lines)
+    assert (again.created, again.existing, again.rejected) == (0, 5, 7)
+    assert len([c for c in await store.documents("calls") if c["workspaceId"] == ws_a.id]) == 4
+
+
+async def test_batches_larger_than_one_write(store, ws_a, monkeypatch):
+    monkeypatch.setitem(__import__("server.importer").importer.BATCH, "calls", 7)
+    prospect = await store.prospects.create(ws_a.id, {"email": "p@a.example"})
+    lines = [call(ws_a, prospect["id"], n, providerCallSid=f"CA{n:032x}") for n in range(50)]
+    lines[23] = call(ws_a, prospect["id"], 23, userId=str(uuid.uuid4()))
+    summary, rejects = await run(store, "calls", ws_a.id, lines)
+    assert (summary.created, summary.rejected) == (49, 1)
+    assert [r["line"] for r in rejects] == [24]
+
+
+async def test_activities_and_prospects_import(store, ws_a, api, new_list):
+    prospect = await store.prospects.create(ws_a.id, {"email": "p@a.example"})
+    note = {
+        "prospectId": prospect["id"],
+        "type": "note",
+        "occurredAt": T0,
+        "details": {"text": "hi"},
+    }
+    lines = [
+        note,
+        {**note, "type": "call"},
+        {**note, "userId": ws_a.deleted_user["id"]},
+        {**note, "type": "status_change", "details": {"from": None, "to": "contacted"}},
+    ]
+    summary, rejects = await run(store, "activities", ws_a.id, lines)
+    assert (summary.created, summary.rejected) == (2, 2)
+    assert [r["line"] for r in rejects] == [2, 3]
+    again, _ = await run(store, "activities", ws_a.id, lines)
+    assert (again.created, again.existing) == (0, 2)
+    contacts = [
+        {"email": "p@a.example", "jobTitle": "CTO"},  # matches the existing prospect
+        {"email": "fresh@a.example"},
+        {"phoneNumber": "not a phone"},
+        {"nickname": "x"},
+    ]
+    listing = await new_list("Imported")
+    summary, rejects = await run(store, "prospects", ws_a.id, contacts, listing)
+    assert (summary.created, summary.existing, summary.rejected) == (1, 1, 2)
+    assert [r["line"] for r in rejects] == [3, 4]
+    assert (await api.get(f"/v1/lists/{listing['id']}")).json()["list"]["prospectsCount"] == 2
+    loose, _ = await run(store, "prospects", ws_a.id, [{"email": "loose@a.example"}])
+    assert loose.created == 1
+    found = (await api.get("/v1/prospects?email=loose@a.example")).json()["prospects"]
+    assert found[0]["listIds"] == []
+
+
+@pytest.mark.sqlite
+def test_the_command_on_a_sqlite_file(tmp_path):
+    """The command as an operator runs it: summary on stdout, rejects file, exit codes, stdin."""
+    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+    env.update(WSAPI_SQLITE_PATH=str(tmp_path / "data.sqlite3"))
+
+    def cli(*args, stdin=None):
+        return subprocess.run(
+            [sys.executable, "-m", "server.cli", *args],
+            env=env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    workspace = json.loads(cli("workspaces", "create", "Imports").stdout)["workspace"]["id"]
+    user = json.loads(
+        cli(
+            "users",
+            "create",
+            "--workspace",
+            workspace,
+            "--email",
+            "u@x.example",
+            "--first-name",
+            "U",
+            "--last-name",
+            "X",
+        ).stdout
+    )["user"]["id"]
+    lines = [
+        json.dumps({**call_body(user), "prospect": {"email": "a@x.example"}}),
+        json.dumps({**call_body(user), "prospect": {"email": "b@x.example"}, "endedAt": "bad"}),
+    ]
+    path = tmp_path / "calls.ndjson"
+    path.write_text("\n".join(lines) + "\n")
+    rejects = tmp_path / "rejects.ndjson"
+    done = cli("import", "calls", "--workspace", workspace, "--rejects", str(rejects), str(path))
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["created"], summary["rejected"], summary["lines"]) == (1, 1, 2)
+    assert [json.loads(x)["line"] for x in rejects.read_text().splitlines()] == [2]
+    assert "Importing" in done.stderr
+    piped = cli("import", "calls", "--workspace", workspace, "-", stdin=lines[0] + "\n")
+    assert piped.returncode == 0 and json.loads(piped.stdout)["existing"] == 1
+    unknown = cli("import", "calls", "--workspace", str(uuid.uuid4()), str(path))
+    assert unknown.returncode == 2 and "no workspace" in unknown.stderr
+    wrong = cli("import", "calls", "--workspace", workspace, "--list", str(uuid.uuid4()), "-")
+    assert wrong.returncode == 2 and "prospects only" in wrong.stderr
+
+
+def call_body(user: str) -> dict:
+    return {
+        "userId": user,
+        "direction": "inbound",
+        "disposition": "no_answer",
+        "fromNumber": "+14155550100",
+        "toNumber": "+12125550142",
+        "startedAt": T0,
+        "endedAt": "2026-01-05T10:00:30Z",
+    }
