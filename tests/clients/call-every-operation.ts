@@ -6,7 +6,7 @@
 // Type-checked with `tsc --strict` and run against a live demo by
 // tests/e2e/test_generated_clients.py.
 //
-// Usage: node generated/dist/call-every-operation.js BASE_URL API_KEY OUTPUT_DIR
+// Usage: node generated/dist/call-every-operation.js BASE_URL API_KEY OUTPUT_DIR INGEST_KEY
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -26,7 +26,7 @@ type Endpoint = Schemas["records.webhook-endpoint"];
 type EndpointWithSecret = Schemas["records.webhook-endpoint-secret"];
 type Attempt = Schemas["records.webhook-attempt"];
 
-const [baseUrl, key, output] = process.argv.slice(2);
+const [baseUrl, key, output, ingestKey] = process.argv.slice(2);
 const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
 const anonymous = createClient<paths>({ baseUrl });
 const called: Record<string, number> = {};
@@ -55,6 +55,7 @@ function readProblem(operationId: string, error: Problem | undefined, response: 
     code: error.code,
     detail: error.detail,
     requestId: error.requestId,
+    ...(error.callId === undefined ? {} : { callId: error.callId }),
     ...(error.errors === undefined
       ? {}
       : {
@@ -476,6 +477,52 @@ async function main(): Promise<Record<string, unknown>> {
   ndjson<Activity>(expectOk("exportActivities", await api.GET("/v1/exports/activities", { parseAs: "text" }))).forEach(readExportedActivity);
   expectHead("exportActivitiesHead", (await api.HEAD("/v1/exports/activities")).response);
 
+  // The dialer's operations, with a key of the ingest scope: a call by contact (its SID again:
+  // the same call; other content: 409), a batch, a recording attached later, a note.
+  const dialer = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${ingestKey}` } });
+  const dialerKey = readApiKey(expectOk("getApiKey", await dialer.GET("/v1/api-key")).apiKey);
+  assert.deepEqual(dialerKey.scopes, ["ingest"]);
+  const started = Math.floor(Date.now() / 1000) * 1000 - 600_000;
+  const at = (seconds: number): string => new Date(started + seconds * 1000).toISOString();
+  const hex = (): string => randomUUID().replaceAll("-", "");
+  const body = {
+    userId: users[0].id, direction: "outbound" as const, disposition: "connected" as const,
+    fromNumber: "+12125550100", toNumber: "(415) 555-0178",
+    startedAt: at(0), answeredAt: at(10), endedAt: at(240), meetingBooked: false,
+    prospect: { firstName: "Ada", lastName: "Lovelace", email: "ada.lovelace@example.com" },
+    providerCallSid: `CA${hex()}`,
+  };
+  const recorded = expectOk("recordCall", await dialer.POST("/v1/calls", { body }), 201);
+  const dialed = readCall(recorded.call);
+  assert.deepEqual([recorded.prospectMatch?.outcome, recorded.prospectMatch?.prospectId], ["created", dialed.prospectId]);
+  assert.deepEqual([dialed.toNumber, dialed.hasRecording], ["+14155550178", false]);
+  assert.deepEqual(readCall(expectOk("recordCall", await dialer.POST("/v1/calls", { body })).call), dialed);
+  const clash = await dialer.POST("/v1/calls", { body: { ...body, notes: "Other content" } });
+  const exists = readProblem("recordCall", clash.error, clash.response, 409);
+  assert.deepEqual([exists.code, exists.callId], ["call_exists", dialed.id]);
+  const { prospect: _contact, providerCallSid: _sid, ...rest } = body;
+  const known = { ...rest, prospectId: dialed.prospectId };
+  const batch = expectOk("recordCalls", await dialer.POST("/v1/calls/batch", {
+    body: { calls: [known, { ...known, notes: "Second" }] },
+  }));
+  assert.deepEqual(batch.results.map((r) => [r.index, r.outcome]), [[0, "created"], [1, "created"]]);
+  const callId = { params: { path: { id: dialed.id } } };
+  const changed = readCall(expectOk("changeCall", await dialer.PATCH("/v1/calls/{id}", {
+    ...callId, body: { notes: "Wants a demo", recordingSid: `RE${hex()}`, recordingDurationSeconds: 230 },
+  })).call);
+  assert.deepEqual([changed.hasRecording, changed.recordingDurationSeconds, changed.notes], [true, 230, "Wants a demo"]);
+  assert.deepEqual(readCall(expectOk("getCall", await api.GET("/v1/calls/{id}", callId)).call), changed);
+  expectHead("getCallHead", (await api.HEAD("/v1/calls/{id}", callId)).response);
+  const gone = await api.GET("/v1/calls/{id}", { params: { path: { id: randomUUID() } } });
+  assert.equal(readProblem("getCall", gone.error, gone.response, 404).code, "not_found");
+  const logged = expectOk("logActivity", await dialer.POST("/v1/prospect-activities", {
+    body: {
+      prospectId: dialed.prospectId, type: "note", occurredAt: at(300), userId: users[0].id,
+      details: { text: "Asked for pricing" },
+    },
+  }), 201);
+  assert.equal(readActivity(logged.activity).type, "note");
+
   const selector = { params: { query: { prospectId: calls[0].prospectId } } };
   const timeline = expectOk("getProspectActivities", await api.GET("/v1/prospect-activities", selector));
   readProspect(timeline.prospect);
@@ -505,8 +552,10 @@ async function main(): Promise<Record<string, unknown>> {
   assert.ok(report.startsAt < report.endsAt);
   expectHead("getDialerMetricsHead", (await api.HEAD("/v1/reporting/dialer-metrics", range)).response);
 
-  // The list created and the contact uploaded above, as events.
-  const events = await followEvents(["list.created", "prospect.created", "activity.created"]);
+  // The list created, the contact uploaded and the dialer's calls above, as events.
+  const events = await followEvents([
+    "list.created", "prospect.created", "activity.created", "call.created", "call.updated",
+  ]);
   const eventTypes = [...new Set(events.map((e) => e.type))].sort();
   const expired = await api.GET("/v1/events", { params: { query: { since: "2000-01-01" } } });
   assert.equal(readProblem("listEvents", expired.error, expired.response, 410).code, "events_expired");

@@ -46,7 +46,7 @@ def test_search_filters_operations_and_schemas_as_you_type(console):
     search.press("Escape")
     assert visible_ops(console) == everything
     search.fill("GET /v1/calls")
-    assert visible_ops(console) == ["op-listCalls", "op-getCallRecording"]
+    assert visible_ops(console) == ["op-listCalls", "op-getCall", "op-getCallRecording"]
     console.assert_clean()
 
 

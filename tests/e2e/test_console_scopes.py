@@ -63,16 +63,30 @@ def test_a_read_only_key_cannot_try_the_writes_and_is_told_why(console):
     console.assert_clean()
 
 
-def test_the_full_key_can_try_everything_and_a_bad_key_disables_nothing(console):
+def test_each_demo_key_can_try_what_its_scopes_allow_and_a_bad_key_disables_nothing(console):
     page = console.page
+    operations = scoped_operations(console)
+    dialer = {op for op, needed in operations.items() if needed == "ingest"}
+    assert dialer == {"recordCall", "recordCalls", "changeCall", "logActivity"}
     console.enter_key(console.demo.workspaces[0]["readOnlyApiKey"])
     wait_for_scopes(console, "scopes: read.")
     assert console.op("createList").locator(".send").is_disabled()
 
+    # read, write: everything but the dialer's writes, which say they need ingest.
     console.enter_key(console.demo.key)
     wait_for_scopes(console, "This key's scopes: read, write")
     assert console.op("createList").locator(".send").is_enabled()
-    assert page.locator(".try-blocked:visible").count() == 0
+    assert page.locator(".try-blocked:visible").count() == len(dialer)
+    for operation_id in dialer:
+        why = console.op(operation_id).locator(".try-blocked")
+        assert why.is_visible() and "needs the ingest scope" in why.inner_text(), operation_id
+
+    # ingest: the dialer's writes, and nothing else.
+    console.enter_key(console.demo.workspaces[0]["ingestApiKey"])
+    wait_for_scopes(console, "This key's scopes: ingest")
+    for operation_id, needed in operations.items():
+        send = console.op(operation_id).locator(".send")
+        assert send.is_enabled() == (needed == "ingest"), operation_id
 
     console.enter_key(console.demo.key + "x")
     shown = wait_for_scopes(console, "This key is not accepted")
@@ -83,7 +97,7 @@ def test_the_full_key_can_try_everything_and_a_bad_key_disables_nothing(console)
     page.wait_for_function("() => document.getElementById('key-scopes').hidden")
     # Each check is one GET /v1/api-key with the key pasted, and nothing else.
     checks = [r for r in console.requests if r[1].endswith("/v1/api-key")]
-    assert len(checks) == 3 and all(r[0] == "GET" for r in checks)
+    assert len(checks) == 4 and all(r[0] == "GET" for r in checks)
     console.assert_clean()
 
 

@@ -84,13 +84,14 @@ def demo(tmp_path_factory):
         keys,
         _log,
     ):
-        yield keys["baseUrl"].removesuffix("/v1"), keys["workspaces"][0]["apiKey"]
+        first = keys["workspaces"][0]
+        yield keys["baseUrl"].removesuffix("/v1"), first["apiKey"], first["ingestApiKey"]
 
 
 @pytest.fixture(scope="module")
 def document(demo, tmp_path_factory) -> tuple[dict, Path]:
     """The OpenAPI document as the live service serves it, and a file holding it."""
-    origin, _ = demo
+    origin = demo[0]
     with urllib.request.urlopen(f"{origin}/v1/openapi.json", timeout=10) as response:
         body = response.read()
     path = tmp_path_factory.mktemp("openapi") / "openapi.json"
@@ -98,12 +99,22 @@ def document(demo, tmp_path_factory) -> tuple[dict, Path]:
     return json.loads(body), path
 
 
+# The events of the scripts' own writes: a list, a contact, the dialer's calls and their changes.
+EVENT_TYPES = {
+    "list.created",
+    "prospect.created",
+    "activity.created",
+    "call.created",
+    "call.updated",
+}
+
+
 def operation_ids(document: dict) -> set[str]:
     return {op["operationId"] for _, _, op in operations(document)}
 
 
 def recording_of(demo, name: str) -> bytes:
-    origin, key = demo
+    origin, key, _ = demo
     call_id = name.removeprefix("call-").removesuffix(".mp3")
     request = urllib.request.Request(
         f"{origin}/v1/calls/{call_id}/recording", headers={"Authorization": f"Bearer {key}"}
@@ -161,12 +172,18 @@ def test_generated_python_client_calls_every_operation(demo, document, tmp_path)
     )
     assert "Success: no issues found" in checked, checked
 
-    origin, key = demo
+    origin, key, ingest = demo
     saved = tmp_path / "saved"
     saved.mkdir()
     report = json.loads(
         run(
-            sys.executable, str(script), origin, key, str(saved), env={"PYTHONPATH": str(generated)}
+            sys.executable,
+            str(script),
+            origin,
+            key,
+            str(saved),
+            ingest,
+            env={"PYTHONPATH": str(generated)},
         )
         .strip()
         .splitlines()[-1]
@@ -174,7 +191,7 @@ def test_generated_python_client_calls_every_operation(demo, document, tmp_path)
     assert set(report["called"]) == operation_ids(spec)
     assert report["untyped"] == []  # every field arrived in a typed attribute
     assert "call" in report["activityTypes"]
-    assert {"list.created", "prospect.created", "activity.created"} <= set(report["eventTypes"])
+    assert set(report["eventTypes"]) >= EVENT_TYPES
     recording = Path(report["recording"])
     assert recording.read_bytes() == recording_of(demo, recording.name)
 
@@ -193,18 +210,19 @@ def test_generated_typescript_client_calls_every_operation(npm_tools, demo, docu
     )
     run(str(npm_tools / "tsc"), "-p", "tsconfig.json", cwd=CLIENTS)  # strict: see tsconfig
 
-    origin, key = demo
+    origin, key, ingest = demo
     output = run(
         "node",
         str(generated / "dist" / "call-every-operation.js"),
         origin,
         key,
         str(tmp_path),
+        ingest,
         cwd=CLIENTS,
     )
     report = json.loads(output.strip().splitlines()[-1])
     assert set(report["called"]) == operation_ids(spec)
     assert "call" in report["activityTypes"]
-    assert {"list.created", "prospect.created", "activity.created"} <= set(report["eventTypes"])
+    assert set(report["eventTypes"]) >= EVENT_TYPES
     recording = Path(report["recording"])
     assert recording.read_bytes() == recording_of(demo, recording.name)

@@ -3,7 +3,7 @@ openapi-python-client generates from /v1/openapi.json, reading every field of ev
 through its generated, typed attribute. Type-checked with `mypy --strict` and run against a live
 demo by tests/e2e/test_generated_clients.py.
 
-Usage: python call_every_operation.py BASE_URL API_KEY OUTPUT_DIR
+Usage: python call_every_operation.py BASE_URL API_KEY OUTPUT_DIR INGEST_KEY
 Prints a JSON report: {"called": {operationId: status}, "untyped": [...], "recording": path, ...}.
 """
 
@@ -25,10 +25,15 @@ import attrs
 from workspace_api_client import AuthenticatedClient, Client
 from workspace_api_client.api.api_key import get_api_key, get_api_key_head
 from workspace_api_client.api.calls import (
+    change_call,
+    get_call,
+    get_call_head,
     get_call_recording,
     get_call_recording_head,
     list_calls,
     list_calls_head,
+    record_call,
+    record_calls,
 )
 from workspace_api_client.api.dialer_lists import (
     create_list,
@@ -54,6 +59,7 @@ from workspace_api_client.api.prospects import (
     get_prospect_activities_head,
     list_prospects,
     list_prospects_head,
+    log_activity,
 )
 from workspace_api_client.api.reference import get_open_api, get_open_api_head
 from workspace_api_client.api.reporting import get_dialer_metrics, get_dialer_metrics_head
@@ -85,7 +91,10 @@ from workspace_api_client.models import (
     CallActivity,
     CallCreatedEvent,
     CallDirection,
+    CallDisposition,
+    CallOutcomeOutcome,
     CallUpdatedEvent,
+    ChangeACall,
     ChangeWebhookEndpoint,
     ChangeWebhookEndpointEventTypesType0Item,
     ChangeWebhookEndpointStatus,
@@ -101,6 +110,8 @@ from workspace_api_client.models import (
     DialerMetricsReportDialerMetricsOfOneUser,
     EmailActivity,
     ListAddedActivity,
+    LogANote,
+    LogANoteNoteDetails,
     MeetingBookedActivity,
     NoteActivity,
     PageOfDeliveryAttempts,
@@ -109,7 +120,10 @@ from workspace_api_client.models import (
     ProblemCode,
     Prospect,
     ProspectCreatedEvent,
+    ProspectMatchOutcome,
     ProspectUpdatedEvent,
+    RecordACall,
+    RecordCalls,
     RecoverWebhookDeliveries,
     Sort,
     StatusChangeActivity,
@@ -561,7 +575,75 @@ def exercise_webhook_endpoint(
 # --- the run ------------------------------------------------------------------------------
 
 
-def main(base_url: str, key: str, output: Path) -> dict[str, object]:
+def dialer_writes(
+    base_url: str, ingest_key: str, api: AuthenticatedClient, user: uuid.UUID
+) -> None:
+    """The dialer's operations, with a key of the `ingest` scope: a call by contact (its SID
+    again: the same call; other content: 409), a batch, a recording attached later, a note."""
+    dialer = AuthenticatedClient(base_url=base_url, token=ingest_key)
+    described = expect("getApiKey", get_api_key.sync_detailed(client=dialer), 200).api_key
+    assert read_api_key(described) == ["ingest"]
+    started = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(minutes=10)
+    call = RecordACall(
+        user_id=user,
+        direction=CallDirection.OUTBOUND,
+        disposition=CallDisposition.CONNECTED,
+        from_number="+12125550100",
+        to_number="(415) 555-0177",
+        started_at=started,
+        answered_at=started + dt.timedelta(seconds=10),
+        ended_at=started + dt.timedelta(minutes=4),
+        prospect=Contact(first_name="Grace", last_name="Hopper", email="grace@example.com"),
+        provider_call_sid=f"CA{uuid.uuid4().hex}",
+    )
+    recorded = expect("recordCall", record_call.sync_detailed(client=dialer, body=call), 201)
+    read_call(recorded.call)
+    match = recorded.prospect_match
+    assert not isinstance(match, Unset) and match.outcome == ProspectMatchOutcome.CREATED
+    assert recorded.call.prospect_id == match.prospect_id
+    assert recorded.call.to_number == "+14155550177" and not recorded.call.has_recording
+    again = expect("recordCall", record_call.sync_detailed(client=dialer, body=call), 200)
+    assert again.call == recorded.call
+    other = attrs.evolve(call, notes="Other content")
+    clash = expect_problem("recordCall", record_call.sync_detailed(client=dialer, body=other), 409)
+    assert clash.code == ProblemCode.CALL_EXISTS and clash.call_id == recorded.call.id
+    known = attrs.evolve(
+        call, prospect=UNSET, prospect_id=match.prospect_id, provider_call_sid=UNSET
+    )
+    batch = RecordCalls(calls=[known, attrs.evolve(known, notes="Second")])
+    results = expect("recordCalls", record_calls.sync_detailed(client=dialer, body=batch), 200)
+    assert [(r.index, r.outcome) for r in results.results] == [
+        (0, CallOutcomeOutcome.CREATED),
+        (1, CallOutcomeOutcome.CREATED),
+    ]
+    change = ChangeACall(
+        notes="Wants a demo", recording_sid=f"RE{uuid.uuid4().hex}", recording_duration_seconds=230
+    )
+    changed = expect(
+        "changeCall", change_call.sync_detailed(recorded.call.id, client=dialer, body=change), 200
+    ).call
+    read_call(changed)
+    assert changed.has_recording and changed.recording_duration_seconds == 230
+    assert changed.notes == "Wants a demo" and changed.updated_at >= recorded.call.updated_at
+    fetched = expect("getCall", get_call.sync_detailed(recorded.call.id, client=api), 200).call
+    assert fetched == changed
+    expect_head("getCallHead", get_call_head.sync_detailed(recorded.call.id, client=api))
+    gone = expect_problem("getCall", get_call.sync_detailed(uuid.uuid4(), client=api), 404)
+    assert gone.code == ProblemCode.NOT_FOUND
+    note = LogANote(
+        prospect_id=match.prospect_id,
+        type_="note",
+        occurred_at=started + dt.timedelta(minutes=5),
+        details=LogANoteNoteDetails(text="Asked for pricing"),
+        user_id=user,
+    )
+    logged = expect("logActivity", log_activity.sync_detailed(client=dialer, body=note), 201)
+    assert read_activity(logged.activity) == "note"
+    assert isinstance(logged.activity, NoteActivity)
+    assert logged.activity.details.text == "Asked for pricing"
+
+
+def main(base_url: str, key: str, output: Path, ingest_key: str) -> dict[str, object]:
     api = AuthenticatedClient(base_url=base_url, token=key)
     anonymous = Client(base_url=base_url)
 
@@ -719,6 +801,7 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
         assert isinstance(activity.stored_at, dt.datetime)
         find_untyped(activity, "exportActivities")
     expect_head("exportActivitiesHead", export_activities_head.sync_detailed(client=api))
+    dialer_writes(base_url, ingest_key, api, users[0].id)  # after the exports: not settled yet
 
     last = max(call.started_at for call in page.calls).date()
     first = last - dt.timedelta(days=30)
@@ -740,8 +823,9 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
         get_dialer_metrics_head.sync_detailed(client=api, from_=first, to=last),
     )
 
-    # The list created and the contact uploaded above, as events.
-    events = follow_events(api, {"list.created", "prospect.created", "activity.created"})
+    # The list created, the contact uploaded and the dialer's calls above, as events.
+    wanted = {"list.created", "prospect.created", "activity.created", "call.created"}
+    events = follow_events(api, wanted | {"call.updated"})
     event_types = sorted({read_event(event) for event in events})
     expired = expect_problem(
         "listEvents", list_events.sync_detailed(client=api, since="2000-01-01"), 410
@@ -762,4 +846,4 @@ def main(base_url: str, key: str, output: Path) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], sys.argv[2], Path(sys.argv[3]))))
+    print(json.dumps(main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4])))
