@@ -172,7 +172,7 @@ async def test_the_dialers_writes_record_their_events(api, dialer, store, ws_a):
     calls = {c["id"]: c for c in (await api.get("/v1/calls?pageSize=100")).json()["calls"]}
     assert {e["data"]["id"] for e in by_type["call.created"]} == set(calls)
     assert by_type["call.updated"][0]["data"] == calls[call_id]  # the call as it is now
-    assert calls[call_id]["hasRecording"] and "7a7a" not in json.dumps(by_type)
+    assert calls[call_id]["hasRecording"] and "7a" * 16 not in json.dumps(by_type).lower()
     prospects = {p["id"]: p for p in (await api.get("/v1/prospects")).json()["prospects"]}
     assert by_type["prospect.created"][0]["data"] == prospects[new.json()["call"]["prospectId"]]
     assert by_type["prospect.updated"][0]["data"] == prospects[pat["id"]]
