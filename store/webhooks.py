@@ -41,6 +41,35 @@ def current_secret(secrets: list[dict]) -> str:
     return next(entry["secret"] for entry in secrets if entry.get("expiresAt") is None)
 
 
+def endpoint_document(
+    endpoint_id: str,
+    workspace_id: str,
+    url: str,
+    event_types: list[str] | None,
+    description: str | None,
+    secret: str,
+    now: dt.datetime,
+) -> dict:
+    """The stored form of a new endpoint, as both backends keep it: enabled, its one secret,
+    its feed position at its creation (it gets the events after it); each backend adds its
+    own bookkeeping fields."""
+    return {
+        "_id": endpoint_id,
+        "workspaceId": workspace_id,
+        "url": url,
+        "eventTypes": event_types,
+        "description": description,
+        "status": ENABLED,
+        "createdAt": now,
+        "updatedAt": now,
+        "secrets": [{"secret": secret, "expiresAt": None}],
+        "positionAt": now,
+        "positionId": "",
+        "generation": 0,
+        "fanoutAt": now,
+    }
+
+
 def endpoint_record(doc: dict) -> dict:
     """An endpoint's API form: never its secrets, its feed position or its leases."""
     return {

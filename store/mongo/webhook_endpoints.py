@@ -27,6 +27,7 @@ from store.webhooks import (
     PENDING,
     FanoutClaim,
     current_secret,
+    endpoint_document,
     endpoint_record,
     rotated,
 )
@@ -73,24 +74,15 @@ class WebhookEndpoints:
         now: dt.datetime,
         once: Once | None = None,
     ) -> dict:
-        doc: dict = {
-            "_id": once.record_id("webhook-endpoint") if once else new_id(),
-            "workspaceId": workspace_id,
-            "url": url,
-            "eventTypes": event_types,
-            "description": description,
-            "status": ENABLED,
+        endpoint_id = once.record_id("webhook-endpoint") if once else new_id()
+        doc = {
+            **endpoint_document(
+                endpoint_id, workspace_id, url, event_types, description, secret, now
+            ),
             "disabledReason": None,
             "disabledAt": None,
-            "createdAt": now,
-            "updatedAt": now,
-            "secrets": [{"secret": secret, "expiresAt": None}],
-            "positionAt": now,
-            "positionId": "",
             "recoverAt": None,
             "recoverId": None,
-            "generation": 0,
-            "fanoutAt": now,
             "failingSince": None,
             "slots": {},
         }

@@ -23,6 +23,7 @@ from store.webhooks import (
     FAILED,
     PENDING,
     FanoutClaim,
+    endpoint_document,
     endpoint_record,
     rotated,
 )
@@ -85,21 +86,11 @@ class WebhookEndpoints:
         now: dt.datetime,
         once: Once | None = None,
     ) -> dict:
-        doc: dict = {
-            "_id": once.record_id("webhook-endpoint") if once else new_id(),
-            "workspaceId": workspace_id,
-            "url": url,
-            "eventTypes": event_types,
-            "description": description,
-            "status": ENABLED,
-            "createdAt": now,
-            "updatedAt": now,
-            "secrets": dump_secrets([{"secret": secret, "expiresAt": None}]),
-            "positionAt": now,
-            "positionId": "",
-            "generation": 0,
-            "fanoutAt": now,
-        }
+        endpoint_id = once.record_id("webhook-endpoint") if once else new_id()
+        doc = endpoint_document(
+            endpoint_id, workspace_id, url, event_types, description, secret, now
+        )
+        doc["secrets"] = dump_secrets(doc["secrets"])
         record = {
             **endpoint_record({**doc, "disabledReason": None, "disabledAt": None}),
             "secret": secret,
