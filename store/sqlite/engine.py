@@ -195,12 +195,21 @@ class Engine:
             conn.close()
 
     def _run(
-        self, fn: Callable[..., T], args: tuple, write: bool, deadline: float, snapshot: bool = True
+        self,
+        fn: Callable[..., T],
+        args: tuple,
+        write: bool,
+        deadline: float,
+        snapshot: bool = True,
+        durable: bool = True,
     ) -> T:
         if time.monotonic() >= deadline:  # waited in the queue past its deadline: not started
             raise StoreBusy("the database stayed busy for too long")
+        lax = write and not durable and self.synchronous == "full"
         try:
             conn = self._connection()
+            if lax:  # this commit alone waits for no fsync; the next durable one syncs it too
+                conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
         fault = self.fault
@@ -231,6 +240,11 @@ class Engine:
             raise self._failed(exc) from exc
         finally:
             conn.set_progress_handler(None, 0)
+            if lax and self._local.conn is conn:
+                try:
+                    conn.execute("PRAGMA synchronous=FULL")
+                except sqlite3.Error:
+                    self._discard(conn)  # never left lax: the next unit opens a fresh one
 
     def _failed(self, exc: sqlite3.Error) -> StoreError:
         """The store error of a unit's SQLite error; a damaged file is logged once."""
@@ -270,11 +284,12 @@ class Engine:
         write: bool,
         timeout: float | None,
         snapshot: bool = True,
+        durable: bool = True,
     ) -> T:
         if self._closed:
             raise StoreUnavailable("the store is closed")
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        return await pool.submit(self._run, fn, args, write, deadline, snapshot)
+        return await pool.submit(self._run, fn, args, write, deadline, snapshot, durable)
 
     async def read(
         self,
@@ -292,9 +307,15 @@ class Engine:
             self._quick if quick else self._readers, fn, args, False, timeout, snapshot
         )
 
-    async def write(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
-        """Run `fn(conn, *args)` in one write transaction on the writer thread; its result."""
-        return await self._submit(self._writer, fn, args, True, timeout)
+    async def write(
+        self, fn: Callable[..., T], *args: Any, timeout: float | None = None, durable: bool = True
+    ) -> T:
+        """Run `fn(conn, *args)` in one write transaction on the writer thread; its result.
+        `durable=False` (bookkeeping that is redone when lost, like the webhook dispatcher's
+        claims) commits without waiting for the disk even under `synchronous="full"`: a power
+        loss may take it back, with whatever commits came after it and before the next durable
+        one (the log is written in order); a process crash never does."""
+        return await self._submit(self._writer, fn, args, True, timeout, durable=durable)
 
     async def renew_writer(self) -> None:
         """Close the writer thread's connection; the next write opens a fresh one."""

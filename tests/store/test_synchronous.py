@@ -50,3 +50,25 @@ def test_only_full_and_normal_are_accepted():
 
     with pytest.raises(ConfigError, match="sqlite_synchronous"):
         load_config(environ=test_environ(WSAPI_SQLITE_SYNCHRONOUS="off"))
+
+
+async def test_a_write_that_need_not_be_durable_skips_the_sync_and_only_it(tmp_path):
+    """Bookkeeping that is redone when lost (the webhook dispatcher's claims) commits without
+    waiting for the disk; the writes after it are durable again."""
+    store = open_store("", "x", sqlite_path=str(tmp_path / "db.sqlite3"))
+
+    def read(conn):
+        return conn.execute("PRAGMA synchronous").fetchone()[0]
+
+    try:
+        assert await store.engine.write(read, durable=False) == NORMAL
+        assert await synchronous_of(store) == {FULL}
+
+        def fail(conn):
+            raise RuntimeError("the unit fails")
+
+        with pytest.raises(RuntimeError):
+            await store.engine.write(fail, durable=False)
+        assert await synchronous_of(store) == {FULL}
+    finally:
+        await store.close()
