@@ -526,10 +526,21 @@ class WebhookDeliveries(Protocol):
         limit: int,
         per_endpoint: int,
         finished: Sequence[tuple[Claim, Attempt]] = (),
+        *,
+        owner: str | None = None,
+        ahead: int = 0,
     ) -> builtins.list[Claim]:
         """Operator scope: take at most `limit` due deliveries of enabled endpoints, each for
         `lease`, never more than `per_endpoint` in flight per endpoint across every process;
-        `finished` is recorded first, as `finish` does (SQLite: in the same write unit)."""
+        `finished` is recorded first, as `finish` does (SQLite: in the same write unit). An
+        `owner` (one per dispatcher) may get up to `ahead` more of an endpoint none of whose
+        leases another owner holds, to send as its own attempts end (store.webhooks.allowance;
+        MongoDB never gives more than `per_endpoint`)."""
+        ...
+
+    async def release(self, claims: Sequence[Claim], now: dt.datetime) -> None:
+        """Give back claims never attempted (their leases still held): each delivery is due at
+        `now` again, its attempt not counted."""
         ...
 
     async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:

@@ -12,6 +12,13 @@ A delivery is `pending` (due at `nextAttemptAt`; while an attempt is in flight, 
 `nextAttemptAt` to the lease's end, so an attempt whose process died is due again then),
 `delivered`, or `failed` (out of retries, or its endpoint disabled). Each attempt is a row of its
 own (the deliveries listing, newest first).
+
+At most `per_endpoint` attempts are in flight per endpoint across every process: a claim counts
+the endpoint's live leases. A process may also claim `ahead` more of an endpoint's deliveries
+than it sends at once (it starts them as its own attempts end, without a claim between), but
+only while no other process holds a lease of that endpoint (`allowance`): whenever the leases
+add up to more than `per_endpoint`, one process holds all of them and sends `per_endpoint` at a
+time, and any other process sees them all as in flight.
 """
 
 from __future__ import annotations
@@ -117,6 +124,21 @@ def rotated(secrets: list[dict], new: str, now: dt.datetime, overlap: dt.timedel
     return [{"secret": new, "expiresAt": None}] + [
         {"secret": entry["secret"], "expiresAt": now + overlap} for entry in current
     ]
+
+
+def lease_token(owner: str | None, claim_id: str) -> str:
+    """The token of a claim's leases: its owner's (a process's dispatcher) and the claim's."""
+    return f"{owner}.{claim_id}" if owner else claim_id
+
+
+def allowance(per_endpoint: int, ahead: int, own: int, others: int) -> tuple[int, int]:
+    """How many more deliveries of one endpoint a claim takes (first, then once every due
+    endpoint had its first): its owner holds `own` live leases of the endpoint, the other
+    processes `others`."""
+    first = max(0, per_endpoint - others - own)
+    if others or not ahead:
+        return first, 0
+    return first, max(0, per_endpoint + ahead - own - first)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,12 +5,17 @@ Every `poll` seconds it claims the endpoints whose fan-out is due (a lease per e
 for each, reads the settled events feed after the endpoint's position, inserts one delivery per
 event (idempotently) and then moves the position; a `recover` is worked off the same way, in
 its own generation, up to that position. Whenever attempt slots are free (and whenever an
-attempt ends) it claims due deliveries, at most `max_in_flight` at once in this process and
-`per_endpoint` per endpoint across every process (the store counts the leases), and runs each
-attempt as a task of its own: a slow receiver holds its own slots, never the loop, another
-endpoint or a request. An attempt's outcome decides what follows: a 2xx is delivered; anything
-else is tried again on the retry schedule (webhooks/schedule.py) and, past its last step,
-fails; a 410 disables the endpoint, and so does a run of failures longer than `disable_after`.
+attempt ends) it claims due deliveries, at most `max_in_flight` held at once in this process and
+`per_endpoint` in flight per endpoint across every process (the store counts the leases), and
+runs each attempt as a task of its own: a slow receiver holds its own slots, never the loop,
+another endpoint or a request. Of an endpoint no other process is sending to, it claims up to
+`per_endpoint` more than it sends at once and starts the next as soon as one ends, so that the
+claim's write overlaps the attempts instead of standing between them (store.webhooks.allowance);
+claims it does not start (its endpoint disabled meanwhile, its lease too short for an attempt,
+the process stopping) are given back at once. An attempt's outcome decides what follows: a 2xx
+is delivered; anything else is tried again on the retry schedule (webhooks/schedule.py) and,
+past its last step, fails; a 410 disables the endpoint, and so does a run of failures longer
+than `disable_after`.
 
 The store's leases make each attempt the work of one process; a process that dies mid-attempt
 leaves it due again when its lease ends, so every event is sent at least once.
@@ -19,14 +24,16 @@ leaves it due again when its lease ends, so every event is sent at least once.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime as dt
+import functools
 import logging
 import random
 import time
 from collections.abc import Sequence
 
-from store.clock import utcnow
+from store.clock import new_id, utcnow
 from store.contract import Store
 from store.errors import StoreError
 from store.events import StoredEvent
@@ -38,7 +45,7 @@ from webhooks.transport import Outcome, Transport
 
 log = logging.getLogger("workspace_api")
 
-MAX_IN_FLIGHT = 64  # attempts at once in one process, every endpoint together
+MAX_IN_FLIGHT = 64  # claims held at once in one process, every endpoint together
 FANOUT_BATCH = 20  # endpoints a process claims for fan-out at once
 PAGES_PER_FANOUT = 10  # pages of events an endpoint's fan-out reads before taking turns
 PAGE_SIZE = 100
@@ -60,6 +67,7 @@ class Dispatcher:
         retention: dt.timedelta = dt.timedelta(days=30),
         retention_interval: float = 60.0,
         max_in_flight: int = MAX_IN_FLIGHT,
+        ahead: int | None = None,
         rand: random.Random | None = None,
     ) -> None:
         self.store = store
@@ -75,7 +83,15 @@ class Dispatcher:
         self.max_in_flight = max_in_flight
         self.rand = rand or random.Random()
         self._task: asyncio.Task | None = None
+        self.owner = new_id()  # the first part of this dispatcher's lease tokens
+        self.ahead = per_endpoint if ahead is None else ahead
+        # An attempt starts only with this much of its lease left (it ends within the timeout).
+        self.lease_needed = dt.timedelta(seconds=transport.timeout)
         self._attempts: set[asyncio.Task] = set()
+        self._running: collections.Counter[str] = collections.Counter()  # per endpoint
+        self._queued: dict[str, collections.deque[Claim]] = {}  # claimed, waiting to start
+        self._release: list[Claim] = []  # claimed, never to be started: to give back
+        self._stopping = False
         self._done: list[tuple[Claim, Attempt]] = []  # outcomes to record, in one batch
         self._disable: list[tuple[Claim, str, dt.datetime]] = []
         self._wake = asyncio.Event()
@@ -87,11 +103,15 @@ class Dispatcher:
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop claiming; let the attempts in flight end within `timeout` (then cancel them:
         their leases run out and another process, or the next start, sends them again)."""
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        for queue in self._queued.values():
+            self._release.extend(queue)
+        self._queued.clear()
         if self._attempts:
             _, pending = await asyncio.wait(set(self._attempts), timeout=timeout)
             for task in pending:
@@ -188,35 +208,64 @@ class Dispatcher:
     # -- attempts -----------------------------------------------------------------------------
     async def dispatch(self) -> int:
         """Record the outcomes of the attempts that ended since the last time and claim due
-        deliveries for the free attempt slots (one write unit on SQLite; an outcome that disables
-        its endpoint is recorded, and the endpoint disabled, before the claim), then start
-        them; how many."""
-        free = self.max_in_flight - len(self._attempts)
-        if free <= 0 or self._disable:
+        deliveries for the free slots (one write unit on SQLite; an outcome that disables its
+        endpoint is recorded, and the endpoint disabled, before the claim), then start what
+        each endpoint's in-flight limit allows; how many were claimed."""
+        free = self.max_in_flight - self.held
+        if free <= 0 or self._disable or self._release:
             await self.record()  # an endpoint to disable is disabled before the next claim
             if free <= 0:
                 return 0
         done, self._done = self._done, []
         claims = await self.store.webhook_deliveries.claim(
-            utcnow(), self.lease, free, self.per_endpoint, done
+            utcnow(), self.lease, free, self.per_endpoint, done, owner=self.owner, ahead=self.ahead
         )
         for claim in claims:
-            task = asyncio.ensure_future(self._attempt(claim))
-            self._attempts.add(task)
-            task.add_done_callback(self._ended)
+            self._queued.setdefault(claim.endpoint_id, collections.deque()).append(claim)
+        for endpoint_id in {claim.endpoint_id for claim in claims}:
+            self._start(endpoint_id)
         return len(claims)
 
-    def _ended(self, task: asyncio.Task) -> None:
+    @property
+    def held(self) -> int:
+        """Claims this process holds: attempts in flight and claims waiting to start."""
+        return len(self._attempts) + sum(len(queue) for queue in self._queued.values())
+
+    def _start(self, endpoint_id: str) -> None:
+        """Start the endpoint's waiting claims while its in-flight limit allows."""
+        queue = self._queued.get(endpoint_id)
+        while queue and self._running[endpoint_id] < self.per_endpoint:
+            claim = queue.popleft()
+            if claim.until - utcnow() < self.lease_needed:  # it could outlive its lease
+                self._release.append(claim)
+                self._wake.set()
+                continue
+            self._running[endpoint_id] += 1
+            task = asyncio.ensure_future(self._attempt(claim))
+            self._attempts.add(task)
+            task.add_done_callback(functools.partial(self._ended, endpoint_id))
+        if not queue:
+            self._queued.pop(endpoint_id, None)
+
+    def _ended(self, endpoint_id: str, task: asyncio.Task) -> None:
         self._attempts.discard(task)
+        self._running[endpoint_id] -= 1
+        if self._running[endpoint_id] <= 0:
+            del self._running[endpoint_id]
+        if not self._stopping:
+            self._start(endpoint_id)
         self._wake.set()
 
     async def record(self) -> None:
         """Record the outcomes of the attempts that ended since the last time, in one batch
-        (if that fails, their leases run out and the deliveries are tried again), then disable
-        the endpoints they condemned."""
+        (if that fails, their leases run out and the deliveries are tried again), give back the
+        claims that will not be started, then disable the endpoints the outcomes condemned."""
         done, self._done = self._done, []
         if done:
             await self.store.webhook_deliveries.finish(done)
+        release, self._release = self._release, []
+        if release:
+            await self.store.webhook_deliveries.release(release, utcnow())
         disable, self._disable = self._disable, []
         await self._disable_endpoints(disable)
 
@@ -265,6 +314,7 @@ class Dispatcher:
         self._done.append((claim, attempt))
         if disable is not None:
             self._disable.append((claim, disable, ended))
+            self._release.extend(self._queued.pop(claim.endpoint_id, ()))
 
 
 def _reason(outcome: Outcome, disabled: str | None) -> str:

@@ -146,6 +146,11 @@ class Transport:
         # and the policy alone); a host name is still resolved and checked per new connection.
         self._targets: dict[str, URL] = {}
 
+    @property
+    def timeout(self) -> float:
+        """The longest an attempt takes (seconds)."""
+        return self._policy.timeout
+
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> Outcome:
         """One attempt. Every failure of the URL, the network or the receiver is an Outcome;
         only misuse (posting after close) raises."""

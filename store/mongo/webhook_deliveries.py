@@ -34,6 +34,7 @@ from store.webhooks import (
     Claim,
     attempt_record,
     delivery_id,
+    lease_token,
     secrets_at,
 )
 
@@ -104,9 +105,14 @@ class WebhookDeliveries:
         limit: int,
         per_endpoint: int,
         finished: Sequence[tuple[Claim, Attempt]] = (),
+        *,
+        owner: str | None = None,
+        ahead: int = 0,
     ) -> list[Claim]:
+        """Every claim holds one of the endpoint's `per_endpoint` slots, so nothing is taken
+        `ahead` here."""
         await self.finish(finished)  # first: the slots they held are free for this claim
-        token, until = new_id(), now + lease
+        token, until = lease_token(owner, new_id()), now + lease
         claims: list[Claim] = []
         endpoints: dict[str, dict | None] = {}
         full: list[str] = []
@@ -220,6 +226,29 @@ class WebhookDeliveries:
             {"_id": endpoint_id, "workspaceId": workspace_id, f"slots.{slot}": until},
             {"$unset": {f"slots.{slot}": ""}},
         )
+
+    async def release(self, claims: Sequence[Claim], now: dt.datetime) -> None:
+        if not claims:
+            return
+        await self.col.bulk_write(
+            [
+                UpdateOne(
+                    {"_id": claim.delivery_id, "leaseToken": claim.token, "state": PENDING},
+                    {
+                        "$set": {"nextAttemptAt": now, "updatedAt": now},
+                        "$unset": {"leaseToken": "", "leaseUntil": ""},
+                        "$inc": {"attempts": -1},
+                    },
+                )
+                for claim in claims
+            ],
+            ordered=False,
+        )
+        for claim in claims:
+            if claim.slot is not None:
+                await self._free_slot(
+                    claim.workspace_id, claim.endpoint_id, claim.slot, claim.until
+                )
 
     async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:
         if not results:

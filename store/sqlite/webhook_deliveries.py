@@ -1,7 +1,9 @@
 """Webhook deliveries and their attempts on SQLite (store.contract.WebhookDeliveries; the rules
 in store/webhooks.py). A claim is one write unit: the due deliveries in `nextAttemptAt` order,
 skipping endpoints that already have `per_endpoint` attempts in flight (counted from the live
-leases, inside the writers' lock, so the count holds across the processes sharing the file)."""
+leases, inside the writers' lock, so the count holds across the processes sharing the file),
+and taking `ahead` more of an endpoint whose leases are all the claiming owner's (the owner is
+the first part of a lease's token)."""
 
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ from store.webhooks import (
     Attempt,
     AttemptPage,
     Claim,
+    allowance,
     attempt_record,
     delivery_id,
+    lease_token,
     secrets_at,
 )
 
@@ -51,9 +55,11 @@ DUE = (
     "WHERE state = ? AND endpointId = ? AND nextAttemptAt <= ? AND workspaceId = ? "
     "ORDER BY nextAttemptAt LIMIT ?"
 )
+# The endpoint's live leases, and how many of them are the claiming owner's.
 IN_FLIGHT = (
-    "SELECT count(*) FROM webhook_deliveries WHERE workspaceId = ? AND endpointId = ? "
-    "AND state = ? AND leaseUntil > ?"
+    "SELECT count(*), count(CASE WHEN substr(leaseToken, 1, ?) = ? THEN 1 END) "
+    "FROM webhook_deliveries WHERE workspaceId = ? AND endpointId = ? AND state = ? "
+    "AND leaseUntil > ?"
 )
 ATTEMPT_COLUMNS = (
     '"_id", workspaceId, endpointId, deliveryId, eventId, eventType, attempt, at, statusCode, '
@@ -96,7 +102,7 @@ class WebhookDeliveries:
             conn.executemany(INSERT, rows)
             return conn.total_changes - before
 
-        return await self.engine.write(add) if rows else 0
+        return await self.engine.write(add, durable=False) if rows else 0
 
     async def claim(
         self,
@@ -105,16 +111,51 @@ class WebhookDeliveries:
         limit: int,
         per_endpoint: int,
         finished: Sequence[tuple[Claim, Attempt]] = (),
+        *,
+        owner: str | None = None,
+        ahead: int = 0,
     ) -> list[Claim]:
-        token, until = new_id(), now + lease
+        token, until = lease_token(owner, new_id()), now + lease
         at, end = ms(now), ms(until)
         record = _finished(finished) if finished else None
+        mine = (len(owner) + 1, f"{owner}.") if owner else (0, "-")  # '-': no token matches
 
         def claim(conn: sqlite3.Connection) -> list[Claim]:
             if record is not None:  # first: the slots they held are free for this claim
                 record(conn)
             claims: list[Claim] = []
-            # Endpoints in the order of their earliest due delivery; each gets its free slots.
+            later: list[tuple[str, sqlite3.Row, int]] = []
+
+            def take(endpoint_id: str, found: sqlite3.Row, count: int) -> None:
+                workspace = found["workspaceId"]
+                taken = conn.execute(DUE, (PENDING, endpoint_id, at, workspace, count)).fetchall()
+                conn.executemany(
+                    "UPDATE webhook_deliveries SET attempts = attempts + 1, leaseToken = ?, "
+                    'leaseUntil = ?, nextAttemptAt = ?, updatedAt = ? WHERE "_id" = ?',
+                    [(token, end, end, at, row[0]) for row in taken],
+                )
+                url, failing_since = found["url"], instant(found["failingSince"])
+                signing = secrets_at(load_secrets(found["secrets"]), now)
+                claims.extend(
+                    Claim(
+                        row[0],
+                        workspace,
+                        endpoint_id,
+                        row[2],
+                        row[3],
+                        row[4],
+                        row[5] + 1,
+                        url,
+                        signing,
+                        failing_since,
+                        token,
+                        until,
+                    )
+                    for row in taken
+                )
+
+            # Endpoints in the order of their earliest due delivery; each gets its free slots,
+            # then, while the limit allows, what it may take ahead.
             for endpoint_id, _ in conn.execute(ENDPOINTS_DUE, (PENDING, at)).fetchall():
                 if len(claims) >= limit:
                     break
@@ -131,45 +172,41 @@ class WebhookDeliveries:
                         (FAILED, at, PENDING, endpoint_id, at),
                     )
                     continue
-                workspace = found["workspaceId"]
-                (flying,) = conn.execute(
-                    IN_FLIGHT, (workspace, endpoint_id, PENDING, at)
+                flying, own = conn.execute(
+                    IN_FLIGHT, (*mine, found["workspaceId"], endpoint_id, PENDING, at)
                 ).fetchone()
-                free = min(per_endpoint - flying, limit - len(claims))
-                if free <= 0:
-                    continue  # its slots are taken (here or in another process)
-                taken = conn.execute(DUE, (PENDING, endpoint_id, at, workspace, free)).fetchall()
-                url, failing_since = found["url"], instant(found["failingSince"])
-                signing = secrets_at(load_secrets(found["secrets"]), now)
-                conn.executemany(
-                    "UPDATE webhook_deliveries SET attempts = attempts + 1, leaseToken = ?, "
-                    'leaseUntil = ?, nextAttemptAt = ?, updatedAt = ? WHERE "_id" = ?',
-                    [(token, end, end, at, row[0]) for row in taken],
-                )
-                claims += [
-                    Claim(
-                        row[0],
-                        workspace,
-                        endpoint_id,
-                        row[2],
-                        row[3],
-                        row[4],
-                        row[5] + 1,
-                        url,
-                        signing,
-                        failing_since,
-                        token,
-                        until,
-                    )
-                    for row in taken
-                ]
+                first, extra = allowance(per_endpoint, ahead, own, flying - own)
+                if first > 0:  # else its slots are taken (here or in another process)
+                    take(endpoint_id, found, min(first, limit - len(claims)))
+                if extra > 0:
+                    later.append((endpoint_id, found, extra))
+            for endpoint_id, found, extra in later:
+                if len(claims) >= limit:
+                    break
+                take(endpoint_id, found, min(extra, limit - len(claims)))
             return claims
 
-        return await self.engine.write(claim)
+        return await self.engine.write(claim, durable=False)
+
+    async def release(self, claims: Sequence[Claim], now: dt.datetime) -> None:
+        if not claims:
+            return
+        at = ms(now)
+        rows = [(at, at, claim.delivery_id, claim.token, PENDING) for claim in claims]
+
+        def release(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE webhook_deliveries SET attempts = attempts - 1, leaseToken = NULL, "
+                'leaseUntil = NULL, nextAttemptAt = ?, updatedAt = ? WHERE "_id" = ? '
+                "AND leaseToken = ? AND state = ?",
+                rows,
+            )
+
+        await self.engine.write(release, durable=False)
 
     async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:
         if results:
-            await self.engine.write(_finished(results))
+            await self.engine.write(_finished(results), durable=False)
 
     async def page(
         self, workspace_id: str, endpoint_id: str, after: Position | None, page_size: int
@@ -214,7 +251,7 @@ class WebhookDeliveries:
 
         deleted = 0
         for _ in range(max_batches):
-            found = await self.engine.write(delete)
+            found = await self.engine.write(delete, durable=False)
             deleted += found
             if found < batch:
                 break

@@ -258,7 +258,7 @@ class WebhookEndpoints:
                 )
             return claims
 
-        return await self.engine.write(claim)
+        return await self.engine.write(claim, durable=False)
 
     async def advance(self, claim: FanoutClaim, position: Position) -> bool:
         def advance(conn: sqlite3.Connection) -> bool:
@@ -270,7 +270,7 @@ class WebhookEndpoints:
                 ).rowcount
             )
 
-        return await self.engine.write(advance)
+        return await self.engine.write(advance, durable=False)
 
     async def advance_recovery(self, claim: FanoutClaim, recover_from: Position | None) -> bool:
         at = ms(recover_from.value) if recover_from else None
@@ -285,7 +285,7 @@ class WebhookEndpoints:
                 ).rowcount
             )
 
-        return await self.engine.write(advance)
+        return await self.engine.write(advance, durable=False)
 
     async def release_fanout(self, claim: FanoutClaim, next_at: dt.datetime) -> None:
         def release(conn: sqlite3.Connection) -> None:
@@ -295,7 +295,7 @@ class WebhookEndpoints:
                 (ms(next_at), *_held(claim)),
             )
 
-        await self.engine.write(release)
+        await self.engine.write(release, durable=False)
 
 
 def _held(claim: FanoutClaim) -> tuple[str, str, str]:

@@ -285,6 +285,23 @@ async def test_a_slow_endpoint_holds_back_neither_another_nor_the_api(
     assert receiver.max_in_flight["slow"] == 3  # never more than the limit at once
 
 
+async def test_two_dispatchers_share_an_endpoint_s_in_flight_limit(
+    api, new_list, receiver, start_dispatcher
+):
+    """Each dispatcher claims ahead only while it is alone with an endpoint: two processes
+    together never send more than the limit at once, and each event once."""
+    receiver.plan = lambda request, number: Answer(200, delay=0.3)
+    await create_endpoint(api, receiver.url("slow"))
+    start_dispatcher(webhook_max_in_flight_per_endpoint=3)
+    start_dispatcher(webhook_max_in_flight_per_endpoint=3)
+    for number in range(16):
+        await new_list(f"List {number}")
+    await wait_for(lambda: len(receiver.ids("slow")) >= 16, timeout=30, what="every delivery")
+    await asyncio.sleep(0.5)
+    assert len(receiver.ids("slow")) == len(set(receiver.ids("slow"))) == 16
+    assert receiver.max_in_flight["slow"] == 3
+
+
 async def test_a_redirect_is_never_followed(api, new_list, receiver, start_dispatcher):
     def plan(request, number):
         if request.path == "hook":
