@@ -119,6 +119,10 @@ def _create(path: Path, create: Callable[[sqlite3.Connection], None]) -> None:
         os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
         conn = sqlite3.connect(partial, isolation_level=None)
         try:
+            # In WAL mode from the start: the engine's threads, opening their connections at
+            # once, then never race to switch it (two connections switching a file's journal
+            # mode at the same moment can fail with SQLITE_BUSY without waiting).
+            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("BEGIN IMMEDIATE")
             create(conn)
             conn.execute("COMMIT")
@@ -133,7 +137,9 @@ def _create(path: Path, create: Callable[[sqlite3.Connection], None]) -> None:
     except sqlite3.Error as exc:
         raise translate(path, exc) from exc
     finally:
-        for leftover in (partial, partial.with_name(partial.name + "-journal")):
+        for leftover in [partial] + [
+            partial.with_name(partial.name + suffix) for suffix in ("-journal", "-wal", "-shm")
+        ]:
             with contextlib.suppress(OSError):
                 os.unlink(leftover)
 

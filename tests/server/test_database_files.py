@@ -132,6 +132,17 @@ def test_a_new_file_is_created_whole_and_owner_only(tmp_path):
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(".")] == []
 
 
+def test_a_new_file_is_in_wal_mode_before_any_connection_opens_it(tmp_path):
+    """The engine's threads open their connections at once: none of them has to switch the
+    journal mode (two connections doing that at the same moment can fail with SQLITE_BUSY)."""
+    from store.sqlite.opening import check
+
+    path = tmp_path / "db.sqlite3"
+    check(path, lambda conn: conn.execute("CREATE TABLE t (a)"))
+    assert path.read_bytes()[18:20] == b"\x02\x02"  # write and read versions 2: WAL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite3"]
+
+
 @contextlib.contextmanager
 def mounted_tmpfs(directory, size: str):
     directory.mkdir()
