@@ -153,16 +153,25 @@ class Lists:
         updated_since: dt.datetime | None = None,
     ) -> AsyncGenerator[list[dict], None]:
         """The lists last changed at or before `settled_before`, in the sync order, in batches
-        of records."""
-        async for batch in export_batches(
+        of records. A list an upload left marked is recounted first, as `page` does: if that
+        moves it past `settled_before`, it is left to the sync that follows the export."""
+        async for docs in export_batches(
             self.col,
             _query(workspace_id, updated_since),
             "updatedAt",
             settled_before,
-            LIST_FIELDS,
-            _record,
+            FIELDS,
+            dict,
             batch_size,
         ):
+            batch = []
+            for doc in docs:
+                if PENDING in doc:
+                    healed = await self._recount(workspace_id, doc)
+                    if healed is None or healed["updatedAt"] > settled_before:
+                        continue
+                    doc = healed
+                batch.append(_record(doc))
             yield batch
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:

@@ -1,6 +1,7 @@
 """POST /v1/lists/{listId}/contacts: validation, matching, integrity, concurrency."""
 
 import asyncio
+import datetime as dt
 import os
 import time
 import urllib.parse
@@ -9,6 +10,7 @@ import uuid
 import pytest
 
 from schemas import Schemas
+from store.clock import utcnow
 from store.errors import StoreUnavailable
 from tests.helpers import Client, walk_pages
 
@@ -421,6 +423,37 @@ async def test_count_repairs_itself_after_an_interrupted_upload(
     assert [x["prospectsCount"] for x in listed if x["id"] == created["id"]] == [5]
     retry = await upload(api, created["id"], contacts)
     assert retry["totalProspects"] == 5
+
+
+@pytest.mark.mongodb
+@pytest.mark.parametrize("horizon", ["after the repair", "before the repair"])
+async def test_an_export_repairs_the_count_too(api, store, ws_a, new_list, monkeypatch, horizon):
+    """The lists export counts again like the reads; a list the repair moves past the export's
+    horizon is left to the sync that follows it (its updatedAt is then the repair's)."""
+    import store.mongo.prospects as mongo_prospects
+
+    created = await new_list()
+
+    async def died(*args, **kwargs):
+        raise StoreUnavailable("the process died here")
+
+    monkeypatch.setattr(mongo_prospects, "set_counted", died)
+    listing = await store.lists.get(ws_a.id, created["id"])
+    with pytest.raises(StoreUnavailable):
+        await store.prospects.add_to_list(ws_a.id, listing, [{"email": "x@example.com"}])
+    monkeypatch.undo()
+    settled = utcnow() + dt.timedelta(hours=1 if horizon == "after the repair" else 0)
+    exported = [
+        record
+        async for batch in store.lists.export(ws_a.id, settled)
+        for record in batch
+        if record["id"] == created["id"]
+    ]
+    if horizon == "after the repair":
+        assert [record["prospectsCount"] for record in exported] == [1]
+    else:
+        assert exported == []
+    assert (await store.lists.get(ws_a.id, created["id"]))["prospectsCount"] == 1
 
 
 async def test_matches_split_by_a_linkedin_conflict_are_not_safe(api, store, ws_a, new_list):
