@@ -108,6 +108,8 @@ class RecordingHandler(StreamingHandler):
         if upstream is None:
             log.warning("no telephony provider configured (request %s)", self.request_id)
             raise upstream_failed()
+        if self.connection.stream.closed():
+            raise Finish()  # the client left before the provider was asked: ask nothing
         # A task of its own, so that a client that goes away can cancel it (on_connection_close)
         # even while the provider has not answered yet.
         self.pending = asyncio.ensure_future(call(upstream))

@@ -193,7 +193,8 @@ class ProviderFaults:
     async def stall(self, seconds: float) -> None:
         release = self._release
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(release.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await release.wait()
 
 
 @dataclass

@@ -138,7 +138,8 @@ class UpstreamClient:
             assert connection.transport is not None
             try:
                 connection.transport.write(request)
-                code, headers = await asyncio.wait_for(x.head, self._header_timeout)
+                async with asyncio.timeout(self._header_timeout):
+                    code, headers = await x.head
                 return self._judge(method, code, headers, range_header, if_range, connection)
             except BaseException as exc:
                 connection.abort()
@@ -180,17 +181,17 @@ class UpstreamClient:
 
     async def _connect(self) -> Connection:
         loop = asyncio.get_running_loop()
+        # asyncio.timeout, never wait_for: on Python 3.11 wait_for returns the result, dropping
+        # a cancellation that lands as the connection completes (the client left just then).
         try:
-            _, connection = await asyncio.wait_for(
-                loop.create_connection(
+            async with asyncio.timeout(self._connect_timeout):
+                _, connection = await loop.create_connection(
                     lambda: Connection(self._buffer_bytes, self._slot_bytes, self._lost),
                     self._host,
                     self._port,
                     ssl=self._tls,
                     server_hostname=self._host if self._tls else None,
-                ),
-                self._connect_timeout,
-            )
+                )
         except TimeoutError:
             raise UpstreamError("connecting to the provider timed out") from None
         except OSError as exc:

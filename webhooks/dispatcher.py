@@ -141,7 +141,8 @@ class Dispatcher:
                 except Exception:
                     log.exception("webhook dispatch failed; next in %g s", self.poll)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll)
+                async with asyncio.timeout(self.poll):
+                    await self._wake.wait()
             self._wake.clear()
 
     # -- fan-out: events to deliveries ---------------------------------------------------------

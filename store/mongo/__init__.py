@@ -103,7 +103,8 @@ class MongoStore:
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:
-            await asyncio.wait_for(self.db.command("ping"), timeout)
+            async with asyncio.timeout(timeout):
+                await self.db.command("ping")
         except Exception:
             return False
         return True

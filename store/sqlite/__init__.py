@@ -156,7 +156,8 @@ class SQLiteStore:
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:
-            await asyncio.wait_for(self.engine.read(lambda conn: conn.execute("SELECT 1")), timeout)
+            async with asyncio.timeout(timeout):
+                await self.engine.read(lambda conn: conn.execute("SELECT 1"))
         except Exception:
             return False
         return True
@@ -166,7 +167,8 @@ class SQLiteStore:
         the first row of every table read (a few pages: cheap at any size). Otherwise why not."""
         if self.engine.damage is None:
             try:
-                await asyncio.wait_for(self.engine.read(opening.probe, quick=True), timeout)
+                async with asyncio.timeout(timeout):
+                    await self.engine.read(opening.probe, quick=True)
             except StoreDamaged:
                 pass
             except Exception:

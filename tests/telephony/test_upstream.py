@@ -200,6 +200,28 @@ async def test_backpressure_and_early_close(provider, upstream) -> None:
     assert record.aborted and not record.completed
 
 
+async def test_a_cancellation_is_never_lost_whenever_it_lands(provider) -> None:
+    """A request is cancelled (its client left) at every step of the loop in turn, the
+    connection's completion included: each ends at once, not after the provider's stall."""
+    provider.library.add(REF, 10_000)
+    provider.faults.set("stall", stall_seconds=30)
+    client = UpstreamClient(
+        provider.base_url, provider.state.account_id, provider.state.auth_token, header_timeout=30
+    )
+    late = []
+    for steps in range(40):
+        task = asyncio.ensure_future(client.open(REF))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=2)
+        if not done:
+            late.append(steps)
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert late == []
+
+
 async def test_no_leaks_after_many_early_closes(provider, upstream) -> None:
     ref = make_ref("huge")
     provider.library.add(ref, 100_000_000)

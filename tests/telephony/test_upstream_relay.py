@@ -107,10 +107,11 @@ async def test_a_pooled_connection_the_provider_closed_is_replaced() -> None:
         async with await client.open(REF) as response:
             await read_all(response)
         idle = client._idle[-1]
-        idle.transport.pause_reading()  # so its close goes unnoticed until it is reused
+        idle.pause()  # so its close goes unnoticed until it is reused (begin resumes reading)
         await asyncio.sleep(0.05)
         async with await client.open(REF) as response:
             assert await read_all(response) == server.body
+        assert server.connections == 5  # asked again on a new connection
     finally:
         await server.stop()
 
