@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hashlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import IO, Any
 
 from handlers import jsonio
@@ -49,6 +50,8 @@ SCHEMAS = {
 # than sync_settle_seconds could land behind a sync client's position).
 BATCH = {"calls": 5000, "activities": 2000, "prospects": 100}
 SHOWN_REJECTS = 20  # rejected lines listed in the summary (all of them go to --rejects)
+GC_BATCHES = 20  # batches between two garbage collections (import_file)
+SLICE = 250  # lines checked between two looks at the writer (import_file's `pace`)
 PHONE_CACHE = 100_000  # normalised numbers remembered (dialers call the same numbers often)
 
 
@@ -263,29 +266,44 @@ async def import_file(
     summary: Summary,
     listing: dict | None = None,
     progress: Callable[[int, int, bool], None] | None = None,
+    pace: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Read, check and write every line of `source`, a batch written while the next is read.
     On SQLite two batches are under way at once: the later one's rows are made (on a worker
-    thread) while the earlier one is written, and the writer takes them in order."""
+    thread) while the earlier one is written, and the writer takes them in order. With `pace`
+    (store.heavy_writes), lines are checked in slices of SLICE, each after `await pace()`: the
+    checking waits while the writer runs a unit's statements, and goes on while it commits."""
     checker = Checker(kind, store, workspace_id)
     batch: list[tuple[int, Any]] = []
     writes: list[asyncio.Future[None]] = []
     depth = 2 if store.backend == "sqlite" else 1  # writes under way at once
-    read = 0
+    read = batches = 0
     limit = BATCH[kind]
+    # Garbage is collected by hand, every GC_BATCHES batches: the lines in flight are tens of
+    # thousands of objects that live for a batch or two, which the automatic collector moved
+    # up its generations and walked again and again (docs/performance.md); and what existed
+    # before the import (modules, schemas) is never walked.
+    automatic = gc.isenabled()
+    gc.disable()
+    gc.freeze()
 
     async def flush() -> None:
-        nonlocal batch
+        nonlocal batch, batches
         while len(writes) >= depth:
             await writes.pop(0)
         writes.append(
             asyncio.ensure_future(write_batch(store, kind, workspace_id, batch, summary, listing))
         )
         batch = []
+        batches += 1
+        if batches % GC_BATCHES == 0:
+            gc.collect()
         await asyncio.sleep(0)  # let the write start before the next batch is checked
 
     try:
         for number, raw in lines_of(source):
+            if pace is not None and summary.lines % SLICE == 0:
+                await pace()
             read += len(raw)
             summary.lines += 1
             value, reasons = checker.check(raw)
@@ -300,8 +318,13 @@ async def import_file(
         if batch:
             await flush()
     finally:
-        for writing in writes:
-            await writing
+        try:
+            for writing in writes:
+                await writing
+        finally:
+            gc.unfreeze()
+            if automatic:
+                gc.enable()
     if progress is not None:
         progress(size or read, summary.lines, True)
 
@@ -351,9 +374,9 @@ async def run_import(config: Config, args: argparse.Namespace) -> int:
         summary = Summary(args.kind, args.workspace, rejects)
         bar = Progress(size)
         try:
-            async with store.heavy_writes():
+            async with store.heavy_writes() as pace:
                 await import_file(
-                    store, args.kind, args.workspace, source, size, summary, listing, bar.show
+                    store, args.kind, args.workspace, source, size, summary, listing, bar.show, pace
                 )
         finally:
             if source is not sys.stdin.buffer:

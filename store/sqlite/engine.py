@@ -152,6 +152,10 @@ class Engine:
         self._quick = _Workers(1, "sqlite-quick", self._connection)
         self._readers = _Workers(readers, "sqlite-reader", self._connection)
         self._closed = False
+        # Whether a write unit is running its statements, and who waits for it to stop
+        # (statements_done), under _lock.
+        self._in_statements = False
+        self._quiet: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         # Fault injection for the tests of what a failure mid-write leaves behind: when set,
         # it is asked every `progress_steps` virtual-machine steps whether to fail the unit.
         self.fault: Callable[[], bool] | None = None
@@ -213,7 +217,14 @@ class Engine:
             try:
                 if write or snapshot:
                     conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")  # may be cut short
-                result = fn(conn, *args)
+                if write:
+                    self._statements(True)
+                    try:
+                        result = fn(conn, *args)
+                    finally:
+                        self._statements(False)
+                else:
+                    result = fn(conn, *args)
                 if write or snapshot:
                     conn.execute("COMMIT")
             except BaseException:
@@ -231,6 +242,31 @@ class Engine:
             raise self._failed(exc) from exc
         finally:
             conn.set_progress_handler(None, 0)
+
+    def _statements(self, running: bool) -> None:
+        """On the writer thread: a unit starts or stops running its statements."""
+        with self._lock:
+            self._in_statements = running
+            if running or not self._quiet:
+                return
+            waiting, self._quiet = self._quiet, []
+        for loop, future in waiting:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                loop.call_soon_threadsafe(_settle, future, None, None)
+
+    async def statements_done(self) -> None:
+        """Return once no write unit of this process is running its statements: the writer is
+        idle, waiting for the file's write lock, or committing, none of which needs Python's
+        GIL. A caller with much Python work of its own beside large write units (the import)
+        awaits it between slices of that work: while a unit runs its statements the writer takes
+        the GIL for every row, and each time it waits for the caller's thread to hand it over
+        (docs/performance.md)."""
+        with self._lock:
+            if not self._in_statements:
+                return
+            future = asyncio.get_running_loop().create_future()
+            self._quiet.append((future.get_loop(), future))
+        await future
 
     def _failed(self, exc: sqlite3.Error) -> StoreError:
         """The store error of a unit's SQLite error; a damaged file is logged once."""

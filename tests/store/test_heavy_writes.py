@@ -1,0 +1,48 @@
+"""`store.heavy_writes()` around the import: its pace (on SQLite, Engine.statements_done) lets
+the caller's own work go on while the writer is idle or committing, and holds it while a write
+unit runs its statements."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+
+import pytest
+
+
+async def test_the_pace_returns_when_nothing_is_written(store):
+    async with store.heavy_writes() as pace:
+        await asyncio.wait_for(pace(), 10)
+
+
+def _unit(entered: threading.Event, release: threading.Event, fail: bool):
+    def unit(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT OR REPLACE INTO settings (name, value) VALUES ('heavy', '1')")
+        entered.set()
+        if not release.wait(10):
+            raise AssertionError("never released")
+        if fail:
+            raise ValueError("the unit fails")
+
+    return unit
+
+
+@pytest.mark.sqlite
+@pytest.mark.parametrize("fail", [False, True], ids=["commits", "fails"])
+async def test_the_pace_waits_for_a_write_unit_s_statements(store, fail):
+    entered, release = threading.Event(), threading.Event()
+    async with store.heavy_writes() as pace:
+        writing = asyncio.ensure_future(store.engine.write(_unit(entered, release, fail)))
+        try:
+            assert await asyncio.to_thread(entered.wait, 10)
+            waiting = asyncio.ensure_future(pace())
+            await asyncio.sleep(0.1)
+            assert not waiting.done()  # the unit is still running its statements
+            release.set()
+            await asyncio.wait_for(waiting, 10)
+        finally:
+            release.set()
+            outcome = (await asyncio.gather(writing, return_exceptions=True))[0]
+        assert isinstance(outcome, ValueError) if fail else outcome is None
+        await asyncio.wait_for(pace(), 10)  # idle again: at once
