@@ -225,13 +225,18 @@ async def write_batch(
     batch: list[tuple[int, Any]],
     summary: Summary,
     listing: dict | None,
+    pace: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Write one batch of checked lines and count what became of each."""
+    """Write one batch of checked lines and count what became of each (after `await pace()`:
+    while the writer runs the next batch's statements, this batch's results wait, and so does
+    freeing them)."""
     numbers = [number for number, _ in batch]
     if kind == "calls":
         recorded = await store.calls.record(
             workspace_id, [value for _, value in batch], partial=True
         )
+        if pace is not None:
+            await pace()
         for number, one in zip(numbers, recorded, strict=True):
             if one.refusal is not None:
                 summary.reject(number, [refusal_text(one.refusal)])
@@ -292,7 +297,9 @@ async def import_file(
         while len(writes) >= depth:
             await writes.pop(0)
         writes.append(
-            asyncio.ensure_future(write_batch(store, kind, workspace_id, batch, summary, listing))
+            asyncio.ensure_future(
+                write_batch(store, kind, workspace_id, batch, summary, listing, pace)
+            )
         )
         batch = []
         batches += 1
