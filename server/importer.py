@@ -51,7 +51,7 @@ SCHEMAS = {
 BATCH = {"calls": 5000, "activities": 2000, "prospects": 100}
 SHOWN_REJECTS = 20  # rejected lines listed in the summary (all of them go to --rejects)
 GC_BATCHES = 20  # batches between two garbage collections (import_file)
-SLICE = 250  # lines checked between two looks at the writer (import_file's `pace`)
+SLICE = 50  # lines checked between two looks at the writer (import_file's `pace`)
 PHONE_CACHE = 100_000  # normalised numbers remembered (dialers call the same numbers often)
 
 

@@ -215,15 +215,17 @@ class Engine:
             # A read unit is one read transaction too (a page and its count see one snapshot),
             # unless it is a single statement, which sees one snapshot anyway.
             try:
-                if write or snapshot:
-                    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")  # may be cut short
                 if write:
+                    # The unit's statements, from its BEGIN up to its COMMIT (statements_done).
                     self._statements(True)
                     try:
+                        conn.execute("BEGIN IMMEDIATE")  # may be cut short
                         result = fn(conn, *args)
                     finally:
                         self._statements(False)
                 else:
+                    if snapshot:
+                        conn.execute("BEGIN")
                     result = fn(conn, *args)
                 if write or snapshot:
                     conn.execute("COMMIT")
