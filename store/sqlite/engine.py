@@ -118,6 +118,54 @@ def _settle(future: asyncio.Future, result: Any, error: BaseException | None) ->
             future.set_result(result)
 
 
+class _Checkpointer:
+    """A thread that copies the write-ahead log into the database file (a PASSIVE checkpoint:
+    it never blocks a reader or a writer) when asked, on a connection of its own: so that the
+    writer can run its next unit meanwhile (Engine.checkpoint_beside)."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._wanted = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._stopping = False
+        self._thread = threading.Thread(
+            target=self._work, args=(connect,), name="sqlite-checkpoint", daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        conn = None
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            if self._stopping:
+                break
+            try:
+                conn = conn or connect()
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error:
+                log.warning("a checkpoint beside the writer failed; the writer's own will copy")
+            finally:
+                if not self._wanted.is_set():
+                    self._idle.set()
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+    def request(self) -> None:
+        self._idle.clear()
+        self._wanted.set()
+
+    def wait(self, timeout: float) -> None:
+        """Until the checkpoint under way (if any) is done."""
+        self._idle.wait(timeout)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wanted.set()
+        self._thread.join()
+
+
 SYNCHRONOUS = ("full", "normal")
 
 
@@ -156,6 +204,11 @@ class Engine:
         # (statements_done), under _lock.
         self._in_statements = False
         self._quiet: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        # Checkpoints beside the writer (checkpoint_beside): the thread, every how many units
+        # the writer copies the log itself, and the units since.
+        self._checkpointer: _Checkpointer | None = None
+        self._checkpoint_every = 0
+        self._units = 0
         # Fault injection for the tests of what a failure mid-write leaves behind: when set,
         # it is asked every `progress_steps` virtual-machine steps whether to fail the unit.
         self.fault: Callable[[], bool] | None = None
@@ -229,6 +282,8 @@ class Engine:
                     result = fn(conn, *args)
                 if write or snapshot:
                     conn.execute("COMMIT")
+                if write and self._checkpointer is not None:
+                    self._checkpoint_after_unit(conn)
             except BaseException:
                 # Whatever failed (the unit, or its COMMIT), nothing of it stays; an interrupted
                 # statement may have rolled the transaction back already.
@@ -244,6 +299,47 @@ class Engine:
             raise self._failed(exc) from exc
         finally:
             conn.set_progress_handler(None, 0)
+
+    def _checkpoint_after_unit(self, conn: sqlite3.Connection) -> None:
+        """On the writer thread, after a unit's COMMIT, with checkpoints beside the writer: ask
+        the checkpoint thread to copy the log; every `_checkpoint_every` units, wait for it and
+        copy the rest here, so that the log is copied whole and the next unit starts it over
+        (the log never holds more than that many units)."""
+        assert self._checkpointer is not None
+        self._units += 1
+        if self._units % self._checkpoint_every:
+            self._checkpointer.request()
+            return
+        self._checkpointer.wait(self.timeout)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:  # the unit is committed: the next one tries again
+            log.warning("a checkpoint after a write failed")
+
+    def checkpoint_beside(self, every: int) -> Callable[[], None]:
+        """From now on (on the writer thread: call it inside a write unit) the writer leaves
+        checkpoints to a thread of their own, which copies the log while the writer runs its next
+        unit, and copies the log itself every `every` units; SQLite's automatic checkpoints
+        are off on the writer's connection. Returns the function that ends this (on the event
+        loop's thread, once no write is under way), after which a fresh writer connection
+        (renew_writer) checkpoints as usual again."""
+        conn = self._connection()
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        self._checkpoint_every, self._units = every, 0
+        self._checkpointer = _Checkpointer(self._checkpoint_connection)
+
+        def end() -> None:
+            checkpointer, self._checkpointer = self._checkpointer, None
+            if checkpointer is not None:
+                checkpointer.stop()
+
+        return end
+
+    def _checkpoint_connection(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+        return conn
 
     def _statements(self, running: bool) -> None:
         """On the writer thread: a unit starts or stops running its statements."""

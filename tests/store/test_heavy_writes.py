@@ -5,6 +5,7 @@ unit runs its statements."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
 
@@ -46,3 +47,36 @@ async def test_the_pace_waits_for_a_write_unit_s_statements(store, fail):
             outcome = (await asyncio.gather(writing, return_exceptions=True))[0]
         assert isinstance(outcome, ValueError) if fail else outcome is None
         await asyncio.wait_for(pace(), 10)  # idle again: at once
+
+
+@pytest.mark.sqlite
+async def test_heavy_writes_copy_the_log_beside_the_writer(store):
+    """A thread of its own copies the write-ahead log while the writer writes; every
+    HEAVY_CHECKPOINT_EVERY units the writer copies it whole, so the log stays that size."""
+    from store.sqlite import HEAVY_CHECKPOINT_EVERY
+
+    def checkpointers() -> int:
+        return sum(t.name == "sqlite-checkpoint" for t in threading.enumerate())
+
+    value = "x" * 400_000  # about 100 pages of the log per unit
+
+    def unit(conn: sqlite3.Connection, n: int) -> None:
+        conn.execute("INSERT INTO settings (name, value) VALUES (?, ?)", (f"heavy{n}", value))
+
+    wal = f"{store.engine.path}-wal"
+    units = HEAVY_CHECKPOINT_EVERY * 4
+    sizes = []
+    async with store.heavy_writes():
+        assert checkpointers() == 1
+        for n in range(units):
+            await store.engine.write(unit, n)
+            sizes.append(await asyncio.to_thread(os.path.getsize, wal))
+    assert checkpointers() == 0
+    # Without a checkpoint the log would hold every unit (SQLite's own starts at 1,000 pages).
+    assert max(sizes) < (HEAVY_CHECKPOINT_EVERY + 2) * len(value)
+    stored = await store.engine.read(
+        lambda conn: conn.execute(
+            "SELECT count(*), sum(length(value)) FROM settings WHERE name LIKE 'heavy%'"
+        ).fetchone()
+    )
+    assert tuple(stored) == (units, units * len(value))
