@@ -282,8 +282,9 @@ class Engine:
                     result = fn(conn, *args)
                 if write or snapshot:
                     conn.execute("COMMIT")
-                if write and self._checkpointer is not None:
-                    self._checkpoint_after_unit(conn)
+                checkpointer = self._checkpointer
+                if write and checkpointer is not None:
+                    self._checkpoint_after_unit(conn, checkpointer)
             except BaseException:
                 # Whatever failed (the unit, or its COMMIT), nothing of it stays; an interrupted
                 # statement may have rolled the transaction back already.
@@ -300,17 +301,16 @@ class Engine:
         finally:
             conn.set_progress_handler(None, 0)
 
-    def _checkpoint_after_unit(self, conn: sqlite3.Connection) -> None:
+    def _checkpoint_after_unit(self, conn: sqlite3.Connection, checkpointer: _Checkpointer) -> None:
         """On the writer thread, after a unit's COMMIT, with checkpoints beside the writer: ask
         the checkpoint thread to copy the log; every `_checkpoint_every` units, wait for it and
         copy the rest here, so that the log is copied whole and the next unit starts it over
         (the log never holds more than that many units)."""
-        assert self._checkpointer is not None
         self._units += 1
         if self._units % self._checkpoint_every:
-            self._checkpointer.request()
+            checkpointer.request()
             return
-        self._checkpointer.wait(self.timeout)
+        checkpointer.wait(self.timeout)
         try:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         except sqlite3.Error:  # the unit is committed: the next one tries again
