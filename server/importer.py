@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hashlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import IO, Any
 
 from handlers import jsonio
@@ -45,10 +46,13 @@ SCHEMAS = {
     "prospects": "/schemas/requests/contact.json",
     "activities": "/schemas/requests/activity-create.json",
 }
-# Lines per write: a batch of calls is written in well under a second (a write unit much longer
-# than sync_settle_seconds could land behind a sync client's position).
-BATCH = {"calls": 5000, "activities": 2000, "prospects": 100}
+# Lines per write: a batch of calls is written in well under a second, a million calls deep
+# included (a write unit much longer than sync_settle_seconds could land behind a sync
+# client's position; docs/performance.md).
+BATCH = {"calls": 2500, "activities": 2000, "prospects": 100}
 SHOWN_REJECTS = 20  # rejected lines listed in the summary (all of them go to --rejects)
+GC_BATCHES = 20  # batches between two garbage collections (import_file)
+SLICE = 50  # lines checked between two looks at the writer (import_file's `pace`)
 PHONE_CACHE = 100_000  # normalised numbers remembered (dialers call the same numbers often)
 
 
@@ -222,13 +226,18 @@ async def write_batch(
     batch: list[tuple[int, Any]],
     summary: Summary,
     listing: dict | None,
+    pace: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Write one batch of checked lines and count what became of each."""
+    """Write one batch of checked lines and count what became of each (after `await pace()`:
+    while the writer runs the next batch's statements, this batch's results wait, and so does
+    freeing them)."""
     numbers = [number for number, _ in batch]
     if kind == "calls":
         recorded = await store.calls.record(
             workspace_id, [value for _, value in batch], partial=True
         )
+        if pace is not None:
+            await pace()
         for number, one in zip(numbers, recorded, strict=True):
             if one.refusal is not None:
                 summary.reject(number, [refusal_text(one.refusal)])
@@ -263,29 +272,46 @@ async def import_file(
     summary: Summary,
     listing: dict | None = None,
     progress: Callable[[int, int, bool], None] | None = None,
+    pace: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Read, check and write every line of `source`, a batch written while the next is read.
     On SQLite two batches are under way at once: the later one's rows are made (on a worker
-    thread) while the earlier one is written, and the writer takes them in order."""
+    thread) while the earlier one is written, and the writer takes them in order. With `pace`
+    (store.heavy_writes), lines are checked in slices of SLICE, each after `await pace()`: the
+    checking waits while the writer runs a unit's statements, and goes on while it commits."""
     checker = Checker(kind, store, workspace_id)
     batch: list[tuple[int, Any]] = []
     writes: list[asyncio.Future[None]] = []
     depth = 2 if store.backend == "sqlite" else 1  # writes under way at once
-    read = 0
+    read = batches = 0
     limit = BATCH[kind]
+    # Garbage is collected by hand, every GC_BATCHES batches: the lines in flight are tens of
+    # thousands of objects that live for a batch or two, which the automatic collector moved
+    # up its generations and walked again and again (docs/performance.md); and what existed
+    # before the import (modules, schemas) is never walked.
+    automatic = gc.isenabled()
+    gc.disable()
+    gc.freeze()
 
     async def flush() -> None:
-        nonlocal batch
+        nonlocal batch, batches
         while len(writes) >= depth:
             await writes.pop(0)
         writes.append(
-            asyncio.ensure_future(write_batch(store, kind, workspace_id, batch, summary, listing))
+            asyncio.ensure_future(
+                write_batch(store, kind, workspace_id, batch, summary, listing, pace)
+            )
         )
         batch = []
+        batches += 1
+        if batches % GC_BATCHES == 0:
+            gc.collect()
         await asyncio.sleep(0)  # let the write start before the next batch is checked
 
     try:
         for number, raw in lines_of(source):
+            if pace is not None and summary.lines % SLICE == 0:
+                await pace()
             read += len(raw)
             summary.lines += 1
             value, reasons = checker.check(raw)
@@ -300,8 +326,13 @@ async def import_file(
         if batch:
             await flush()
     finally:
-        for writing in writes:
-            await writing
+        try:
+            for writing in writes:
+                await writing
+        finally:
+            gc.unfreeze()
+            if automatic:
+                gc.enable()
     if progress is not None:
         progress(size or read, summary.lines, True)
 
@@ -351,9 +382,9 @@ async def run_import(config: Config, args: argparse.Namespace) -> int:
         summary = Summary(args.kind, args.workspace, rejects)
         bar = Progress(size)
         try:
-            async with store.heavy_writes():
+            async with store.heavy_writes() as pace:
                 await import_file(
-                    store, args.kind, args.workspace, source, size, summary, listing, bar.show
+                    store, args.kind, args.workspace, source, size, summary, listing, bar.show, pace
                 )
         finally:
             if source is not sys.stdin.buffer:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
@@ -701,10 +701,12 @@ class Store(Protocol):
         `defer_indexes` a backend may defer index work to its end."""
         ...
 
-    def heavy_writes(self) -> AbstractAsyncContextManager[None]:
-        """`async with store.heavy_writes():` around a long run of large write batches into a
-        store in use (the import): the writes are ordinary ones (events included); a backend
-        may give its writer more memory meanwhile."""
+    def heavy_writes(self) -> AbstractAsyncContextManager[Callable[[], Awaitable[None]]]:
+        """`async with store.heavy_writes() as pace:` around a long run of large write batches
+        into a store in use (the import): the writes are ordinary ones (events included); a
+        backend may give its writer more memory meanwhile. `await pace()` between slices of the
+        caller's own CPU work returns once the backend's writer does not need the interpreter
+        (at once where it never does)."""
         ...
 
     async def sweep_expired(

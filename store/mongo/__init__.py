@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pymongo
 from pymongo import AsyncMongoClient
@@ -30,6 +30,10 @@ from store.mongo.users import Users
 from store.mongo.webhook_deliveries import WebhookDeliveries
 from store.mongo.webhook_endpoints import WebhookEndpoints
 from store.mongo.workspaces import Workspaces
+
+
+async def _no_pause() -> None:
+    return None
 
 
 @translate_errors
@@ -97,9 +101,10 @@ class MongoStore:
             self.event_writer.enabled = True
 
     @contextlib.asynccontextmanager
-    async def heavy_writes(self) -> AsyncIterator[None]:
-        """Around a long run of large write batches: nothing to change on MongoDB."""
-        yield
+    async def heavy_writes(self) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+        """Around a long run of large write batches: nothing to change on MongoDB, and no
+        pace to keep (the driver's work is the caller's own)."""
+        yield _no_pause
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:

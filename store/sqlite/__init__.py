@@ -10,7 +10,7 @@ import datetime as dt
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from store.errors import StoreDamaged
@@ -34,6 +34,9 @@ BULK_CACHE_KB = 128 * 1024  # the writer's page cache during a bulk load (then W
 # The writer's page cache during heavy writes (the import): the index pages that batches of new
 # calls land on stay in memory, rather than being read again for every batch.
 HEAVY_CACHE_KB = 256 * 1024
+# During heavy writes a thread of their own copies the write-ahead log into the file while the
+# writer writes its next unit, and the writer copies it whole every this many units.
+HEAVY_CHECKPOINT_EVERY = 4
 
 
 def release_free_memory() -> None:
@@ -140,17 +143,24 @@ class SQLiteStore:
                 release_free_memory()
 
     @contextlib.asynccontextmanager
-    async def heavy_writes(self) -> AsyncIterator[None]:
+    async def heavy_writes(self) -> AsyncIterator[Callable[[], Awaitable[None]]]:
         """Around a long run of large write batches (the import): this process's writer gets a
-        page cache of HEAVY_CACHE_KB meanwhile, then a fresh connection with the usual one."""
+        page cache of HEAVY_CACHE_KB meanwhile, and leaves checkpoints to a thread beside it
+        (Engine.checkpoint_beside), then a fresh connection as usual. Yields the pace of the
+        caller's own Python work: Engine.statements_done."""
+
+        ends: list[Callable[[], None]] = []
 
         def grow(conn: sqlite3.Connection) -> None:
             conn.execute(f"PRAGMA cache_size=-{HEAVY_CACHE_KB}")
+            ends.append(self.engine.checkpoint_beside(HEAVY_CHECKPOINT_EVERY))
 
         await self.engine.write(grow)
         try:
-            yield
+            yield self.engine.statements_done
         finally:
+            for end in ends:
+                end()
             await self.engine.renew_writer()
             release_free_memory()
 

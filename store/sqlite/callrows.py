@@ -82,10 +82,13 @@ def ahead(doc: dict) -> Ahead:
     )
 
 
-def from_ahead(items: list[Ahead], now: dt.datetime) -> NewCalls:
+def from_ahead(
+    items: list[Ahead], now: dt.datetime, quarters: dict[tuple, list[int]] | None = None
+) -> NewCalls:
     """The NewCalls of calls made ahead, written at `now`: each call's updatedAt is `now` (or
     its endedAt, up to a minute ahead: as NewCall.document makes it), its entry's storedAt
-    `now`."""
+    `now`. `quarters`: the items' quarter_sums, when made ahead too (instants of the write do
+    not count)."""
     calls: Rows = {}
     entries: Rows = {}
     stored = ms(now)
@@ -101,7 +104,7 @@ def from_ahead(items: list[Ahead], now: dt.datetime) -> NewCalls:
         len(items),
         calls,
         entries,
-        quarter_sums(docs),
+        quarter_sums(docs) if quarters is None else quarters,
         [("call.created", doc["_id"]) for doc in docs]
         + [("activity.created", item.entry_id) for item in items],
     )

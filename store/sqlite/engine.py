@@ -118,6 +118,54 @@ def _settle(future: asyncio.Future, result: Any, error: BaseException | None) ->
             future.set_result(result)
 
 
+class _Checkpointer:
+    """A thread that copies the write-ahead log into the database file (a PASSIVE checkpoint:
+    it never blocks a reader or a writer) when asked, on a connection of its own: so that the
+    writer can run its next unit meanwhile (Engine.checkpoint_beside)."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._wanted = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._stopping = False
+        self._thread = threading.Thread(
+            target=self._work, args=(connect,), name="sqlite-checkpoint", daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        conn = None
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            if self._stopping:
+                break
+            try:
+                conn = conn or connect()
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error:
+                log.warning("a checkpoint beside the writer failed; the writer's own will copy")
+            finally:
+                if not self._wanted.is_set():
+                    self._idle.set()
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+    def request(self) -> None:
+        self._idle.clear()
+        self._wanted.set()
+
+    def wait(self, timeout: float) -> None:
+        """Until the checkpoint under way (if any) is done."""
+        self._idle.wait(timeout)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wanted.set()
+        self._thread.join()
+
+
 SYNCHRONOUS = ("full", "normal")
 
 
@@ -152,6 +200,15 @@ class Engine:
         self._quick = _Workers(1, "sqlite-quick", self._connection)
         self._readers = _Workers(readers, "sqlite-reader", self._connection)
         self._closed = False
+        # Whether a write unit is running its statements, and who waits for it to stop
+        # (statements_done), under _lock.
+        self._in_statements = False
+        self._quiet: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        # Checkpoints beside the writer (checkpoint_beside): the thread, every how many units
+        # the writer copies the log itself, and the units since.
+        self._checkpointer: _Checkpointer | None = None
+        self._checkpoint_every = 0
+        self._units = 0
         # Fault injection for the tests of what a failure mid-write leaves behind: when set,
         # it is asked every `progress_steps` virtual-machine steps whether to fail the unit.
         self.fault: Callable[[], bool] | None = None
@@ -220,11 +277,23 @@ class Engine:
             # A read unit is one read transaction too (a page and its count see one snapshot),
             # unless it is a single statement, which sees one snapshot anyway.
             try:
-                if write or snapshot:
-                    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")  # may be cut short
-                result = fn(conn, *args)
+                if write:
+                    # The unit's statements, from its BEGIN up to its COMMIT (statements_done).
+                    self._statements(True)
+                    try:
+                        conn.execute("BEGIN IMMEDIATE")  # may be cut short
+                        result = fn(conn, *args)
+                    finally:
+                        self._statements(False)
+                else:
+                    if snapshot:
+                        conn.execute("BEGIN")
+                    result = fn(conn, *args)
                 if write or snapshot:
                     conn.execute("COMMIT")
+                checkpointer = self._checkpointer
+                if write and checkpointer is not None:
+                    self._checkpoint_after_unit(conn, checkpointer)
             except BaseException:
                 # Whatever failed (the unit, or its COMMIT), nothing of it stays; an interrupted
                 # statement may have rolled the transaction back already.
@@ -245,6 +314,71 @@ class Engine:
                     conn.execute("PRAGMA synchronous=FULL")
                 except sqlite3.Error:
                     self._discard(conn)  # never left lax: the next unit opens a fresh one
+
+    def _checkpoint_after_unit(self, conn: sqlite3.Connection, checkpointer: _Checkpointer) -> None:
+        """On the writer thread, after a unit's COMMIT, with checkpoints beside the writer: ask
+        the checkpoint thread to copy the log; every `_checkpoint_every` units, wait for it and
+        copy the rest here, so that the log is copied whole and the next unit starts it over
+        (the log never holds more than that many units)."""
+        self._units += 1
+        if self._units % self._checkpoint_every:
+            checkpointer.request()
+            return
+        checkpointer.wait(self.timeout)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:  # the unit is committed: the next one tries again
+            log.warning("a checkpoint after a write failed")
+
+    def checkpoint_beside(self, every: int) -> Callable[[], None]:
+        """From now on (on the writer thread: call it inside a write unit) the writer leaves
+        checkpoints to a thread of their own, which copies the log while the writer runs its next
+        unit, and copies the log itself every `every` units; SQLite's automatic checkpoints
+        are off on the writer's connection. Returns the function that ends this (on the event
+        loop's thread, once no write is under way), after which a fresh writer connection
+        (renew_writer) checkpoints as usual again."""
+        conn = self._connection()
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        self._checkpoint_every, self._units = every, 0
+        self._checkpointer = _Checkpointer(self._checkpoint_connection)
+
+        def end() -> None:
+            checkpointer, self._checkpointer = self._checkpointer, None
+            if checkpointer is not None:
+                checkpointer.stop()
+
+        return end
+
+    def _checkpoint_connection(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+        return conn
+
+    def _statements(self, running: bool) -> None:
+        """On the writer thread: a unit starts or stops running its statements."""
+        with self._lock:
+            self._in_statements = running
+            if running or not self._quiet:
+                return
+            waiting, self._quiet = self._quiet, []
+        for loop, future in waiting:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                loop.call_soon_threadsafe(_settle, future, None, None)
+
+    async def statements_done(self) -> None:
+        """Return once no write unit of this process is running its statements: the writer is
+        idle, waiting for the file's write lock, or committing, none of which needs Python's
+        GIL. A caller with much Python work of its own beside large write units (the import)
+        awaits it between slices of that work: while a unit runs its statements the writer takes
+        the GIL for every row, and each time it waits for the caller's thread to hand it over
+        (docs/performance.md)."""
+        with self._lock:
+            if not self._in_statements:
+                return
+            future = asyncio.get_running_loop().create_future()
+            self._quiet.append((future.get_loop(), future))
+        await future
 
     def _failed(self, exc: sqlite3.Error) -> StoreError:
         """The store error of a unit's SQLite error; a damaged file is logged once."""

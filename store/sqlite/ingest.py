@@ -12,6 +12,7 @@ others are written; otherwise the first refusal rolls the whole unit back.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Collection
 from typing import TYPE_CHECKING
@@ -89,7 +90,7 @@ def record_calls(
     once: Once | None,
     partial: bool,
     events: EventWriter,
-    made: dict[int, Ahead] | None = None,
+    made: Made | None = None,
 ) -> list[Recorded]:
     """The write unit of Calls.record: see the module's docstring. `contacts` are the parsed
     contacts of the calls given by contact (None for the others); `made` the rows of calls
@@ -115,7 +116,7 @@ def record_calls(
     targets, chosen, new = resolve_contacts(conn, workspace_id, parsed)
     landed = dict(zip(given, chosen, strict=True))
     marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
-    ids = call_ids(workspace_id, calls, marks)
+    ids = made.ids if made else call_ids(workspace_id, calls, marks)
     found = {
         row["_id"]: row
         for row in _rows(conn, workspace_id, [ids[i] for i in converging(calls, marks)])
@@ -160,19 +161,24 @@ def record_calls(
     recognise_created(targets, once)
     docs: dict[str, dict] = {}
     items: list[Ahead] = []
+    anew = 0  # items not made ahead
     for index in written:
         call, call_id = calls[index], ids[index]
         if call_id in pending and call_id not in docs:
             target = landed.get(index)
             prospect_id = call.prospect_id or (target.id if target else None)
             assert prospect_id is not None  # created above
-            item = made.get(index) if made else None
+            item = made.rows.get(index) if made else None
             if item is None or (item.doc["_id"], item.doc["prospectId"]) != (call_id, prospect_id):
                 item = ahead(call.document(workspace_id, call_id, prospect_id, now))
+                anew += 1
             docs[call_id] = item.doc
             items.append(item)
     if items:
-        write_calls(conn, workspace_id, from_ahead(items, now), events, changed)
+        # The quarter-hour counts made ahead hold when every row made ahead is written.
+        whole = made is not None and not anew and len(items) == len(made.rows)
+        quarters = made.quarters if made is not None and whole else None
+        write_calls(conn, workspace_id, from_ahead(items, now, quarters), events, changed)
     else:
         events.record(conn, workspace_id, changed)
     matched = [i for i in written if i in landed]
@@ -186,18 +192,29 @@ def record_calls(
     return [r for r in results if r is not None]
 
 
-def make_ahead(workspace_id: str, calls: list[NewCall], once: Once | None) -> dict[int, Ahead]:
-    """The rows of the calls of a batch whose id and prospect are known before its write unit
-    (pure Python: made on another thread while the writer writes; record_calls checks and
-    completes them)."""
+@dataclasses.dataclass
+class Made:
+    """What make_ahead made of a batch: every call's id, the rows of the calls whose id and
+    prospect are known before the write unit (by index), and their quarter-hour counts."""
+
+    ids: list[str]
+    rows: dict[int, Ahead]
+    quarters: dict[tuple, list[int]]
+
+
+def make_ahead(workspace_id: str, calls: list[NewCall], once: Once | None) -> Made:
+    """The ids and rows of a batch's calls (pure Python: made on another thread while the
+    writer writes; record_calls checks and completes them). The id of a call without a
+    converging id (store.ingest.converging) is a new one, made here instead of in the unit."""
     marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
     ids = call_ids(workspace_id, calls, marks)
     placeholder = utcnow()  # record_calls sets the instants of the write
-    return {
+    rows = {
         index: ahead(call.document(workspace_id, ids[index], call.prospect_id, placeholder))
         for index in converging(calls, marks)
         if (call := calls[index]).prospect_id is not None
     }
+    return Made(ids, rows, quarter_sums([item.doc for item in rows.values()]))
 
 
 def _matches(chosen: list[Candidate]) -> list[dict]:

@@ -3,6 +3,7 @@ tiers (the import's own loop on the test's store), and the command itself on a S
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -12,6 +13,7 @@ import uuid
 
 import pytest
 
+from server import importer
 from server.importer import Summary, import_file
 
 T0 = "2026-01-05T10:00:00Z"
@@ -96,6 +98,38 @@ async def test_batches_larger_than_one_write(store, ws_a, monkeypatch):
     summary, rejects = await run(store, "calls", ws_a.id, lines)
     assert (summary.created, summary.rejected) == (49, 1)
     assert [r["line"] for r in rejects] == [24]
+
+
+async def test_the_import_keeps_the_writer_s_pace_and_leaves_the_collector_as_it_was(
+    store, ws_a, monkeypatch
+):
+    """Lines are checked in slices, each after the store's pace (store.heavy_writes) lets them,
+    and a batch's outcomes are counted after it too; garbage is collected by hand meanwhile, and
+    the collector is as it was afterwards."""
+    monkeypatch.setitem(importer.BATCH, "calls", 7)
+    monkeypatch.setattr(importer, "SLICE", 5)
+    monkeypatch.setattr(importer, "GC_BATCHES", 2)
+    prospect = await store.prospects.create(ws_a.id, {"email": "p@a.example"})
+    lines = [call(ws_a, prospect["id"], n, providerCallSid=f"CA{n:032x}") for n in range(50)]
+    text = "\n".join(json.dumps(line) for line in lines).encode()
+    paced: list[int] = []
+    collecting: list[bool] = []
+    summary = Summary("calls", ws_a.id, None)
+    async with store.heavy_writes() as pace:
+
+        async def counted() -> None:
+            paced.append(summary.lines)
+            collecting.append(gc.isenabled())
+            await pace()
+
+        await import_file(
+            store, "calls", ws_a.id, io.BytesIO(text), None, summary, None, None, counted
+        )
+    assert summary.created == 50
+    # Before lines 1, 6, 11, ..., and before counting each of the 8 batches' outcomes.
+    assert set(range(0, 50, 5)) <= set(paced) and len(paced) == 10 + 8
+    assert not any(collecting)  # no automatic collection during the import
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 async def test_activities_and_prospects_import(store, ws_a, api, new_list):

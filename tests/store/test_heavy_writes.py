@@ -1,0 +1,82 @@
+"""`store.heavy_writes()` around the import: its pace (on SQLite, Engine.statements_done) lets
+the caller's own work go on while the writer is idle or committing, and holds it while a write
+unit runs its statements."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+
+import pytest
+
+
+async def test_the_pace_returns_when_nothing_is_written(store):
+    async with store.heavy_writes() as pace:
+        await asyncio.wait_for(pace(), 10)
+
+
+def _unit(entered: threading.Event, release: threading.Event, fail: bool):
+    def unit(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT OR REPLACE INTO settings (name, value) VALUES ('heavy', '1')")
+        entered.set()
+        if not release.wait(10):
+            raise AssertionError("never released")
+        if fail:
+            raise ValueError("the unit fails")
+
+    return unit
+
+
+@pytest.mark.sqlite
+@pytest.mark.parametrize("fail", [False, True], ids=["commits", "fails"])
+async def test_the_pace_waits_for_a_write_unit_s_statements(store, fail):
+    entered, release = threading.Event(), threading.Event()
+    async with store.heavy_writes() as pace:
+        writing = asyncio.ensure_future(store.engine.write(_unit(entered, release, fail)))
+        try:
+            assert await asyncio.to_thread(entered.wait, 10)
+            waiting = asyncio.ensure_future(pace())
+            await asyncio.sleep(0.1)
+            assert not waiting.done()  # the unit is still running its statements
+            release.set()
+            await asyncio.wait_for(waiting, 10)
+        finally:
+            release.set()
+            outcome = (await asyncio.gather(writing, return_exceptions=True))[0]
+        assert isinstance(outcome, ValueError) if fail else outcome is None
+        await asyncio.wait_for(pace(), 10)  # idle again: at once
+
+
+@pytest.mark.sqlite
+async def test_heavy_writes_copy_the_log_beside_the_writer(store):
+    """A thread of its own copies the write-ahead log while the writer writes; every
+    HEAVY_CHECKPOINT_EVERY units the writer copies it whole, so the log stays that size."""
+    from store.sqlite import HEAVY_CHECKPOINT_EVERY
+
+    def checkpointers() -> int:
+        return sum(t.name == "sqlite-checkpoint" for t in threading.enumerate())
+
+    value = "x" * 400_000  # about 100 pages of the log per unit
+
+    def unit(conn: sqlite3.Connection, n: int) -> None:
+        conn.execute("INSERT INTO settings (name, value) VALUES (?, ?)", (f"heavy{n}", value))
+
+    wal = f"{store.engine.path}-wal"
+    units = HEAVY_CHECKPOINT_EVERY * 4
+    sizes = []
+    async with store.heavy_writes():
+        assert checkpointers() == 1
+        for n in range(units):
+            await store.engine.write(unit, n)
+            sizes.append(await asyncio.to_thread(os.path.getsize, wal))
+    assert checkpointers() == 0
+    # Without a checkpoint the log would hold every unit (SQLite's own starts at 1,000 pages).
+    assert max(sizes) < (HEAVY_CHECKPOINT_EVERY + 2) * len(value)
+    stored = await store.engine.read(
+        lambda conn: conn.execute(
+            "SELECT count(*), sum(length(value)) FROM settings WHERE name LIKE 'heavy%'"
+        ).fetchone()
+    )
+    assert tuple(stored) == (units, units * len(value))
