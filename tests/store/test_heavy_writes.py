@@ -80,3 +80,16 @@ async def test_heavy_writes_copy_the_log_beside_the_writer(store):
         ).fetchone()
     )
     assert tuple(stored) == (units, units * len(value))
+
+
+@pytest.mark.sqlite
+async def test_heavy_writes_read_the_file_through_a_memory_map(store):
+    """Only meanwhile: the writer's fresh connection afterwards maps nothing."""
+
+    def mapped(conn: sqlite3.Connection) -> int:
+        return conn.execute("PRAGMA mmap_size").fetchone()[0]
+
+    assert await store.engine.write(mapped) == 0
+    async with store.heavy_writes():
+        assert await store.engine.write(mapped) > 0
+    assert await store.engine.write(mapped) == 0
