@@ -15,6 +15,7 @@ Every test gets its own database on every tier.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -25,6 +26,13 @@ from tests import wire
 from tests.helpers import Client, FakeClock, make_workspace, test_environ
 
 TIERS = ("embedded", "wire", "mongodb")
+
+# The tests stop commands with Ctrl-C (SIGINT), as a user does. A shell without job control
+# starts a background job (`make test &`, nohup) with SIGINT ignored, which its children
+# inherit, and a Python started so never raises KeyboardInterrupt: restore the default here,
+# which the commands the tests start then inherit.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _tier() -> str:
