@@ -236,15 +236,6 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
             )
             assert changed.code == 200, changed
 
-    def busy_enough() -> bool:
-        return (
-            counts["uploads"] > 5
-            and counts["notes"] > 5
-            and counts["held"] >= 2
-            and live.written > 10
-            and counts["dialed"] >= 1
-        )
-
     tasks = [upload, create_lists, change_notes, held_back, held_back, live_calls, dial_contacts]
     # MongoDB: some events held back between the instant they were stamped with and their
     # insert (a stalled process, a slow network), after their change landed.
@@ -253,12 +244,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     try:
         running = [asyncio.ensure_future(task()) for task in tasks]
         following = asyncio.ensure_future(reader.follow(asyncio.Event()))
-        # At least 6 s, and on a slow machine (or tier) until every writer has done enough
-        # for the proof to mean something (checked below).
         await asyncio.sleep(6)
-        longest = time.monotonic() + 60
-        while not busy_enough() and time.monotonic() < longest:
-            await asyncio.sleep(0.2)
         stop.set()
         await asyncio.gather(*running)  # every write ends as it would: none is cut short
         following.cancel()
