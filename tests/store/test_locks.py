@@ -1,11 +1,14 @@
-"""Leases (MongoDB backend): one holder at a time per workspace and name, expiry, release."""
+"""Leases (MongoDB backend): one holder at a time per workspace and name, expiry, release, turns
+first come, first served."""
 
 import asyncio
 import datetime as dt
 
 import pytest
 
+from store.clock import utcnow
 from store.errors import StoreBusy
+from store.mongo.locks import CLAIM
 
 pytestmark = pytest.mark.mongodb
 
@@ -63,3 +66,67 @@ async def test_the_lease_is_released_when_the_block_fails(store):
         async with leases.held("ws-a", "job"):
             raise RuntimeError("boom")
     assert await leases.try_acquire("ws-a", "job", ttl=30)
+
+
+async def test_a_waiter_is_not_starved_by_a_holder_that_takes_the_lease_straight_back(store):
+    """Turns are first come, first served: a holder that releases and takes the lease again
+    at once (a stream of back-to-back uploads) lets the waiter that was there first in."""
+    leases, stop, turns = store.prospects.leases, asyncio.Event(), {"greedy": 0}
+
+    async def greedy():
+        while not stop.is_set():
+            async with leases.held("ws-a", "job", wait=5):
+                turns["greedy"] += 1
+                await asyncio.sleep(0.05)
+
+    hog = asyncio.ensure_future(greedy())
+    try:
+        await asyncio.sleep(0.1)
+        waited = []
+        for _ in range(3):  # each time: in within about one of the holder's turns
+            started = asyncio.get_running_loop().time()
+            async with leases.held("ws-a", "job", wait=2):
+                waited.append(asyncio.get_running_loop().time() - started)
+        assert max(waited) < 1.0, waited
+    finally:
+        stop.set()
+        await hog
+    assert turns["greedy"] >= 3  # the holder kept taking turns meanwhile
+
+
+async def test_the_first_waiter_goes_first(store):
+    leases, order = store.prospects.leases, []
+    token = await leases.try_acquire("ws-a", "job", ttl=30)
+
+    async def waiter(name):
+        async with leases.held("ws-a", "job", wait=5):
+            order.append(name)
+            await asyncio.sleep(0.02)
+
+    first = asyncio.ensure_future(waiter("first"))
+    await asyncio.sleep(0.3)  # the first has been waiting a while when the second comes
+    second = asyncio.ensure_future(waiter("second"))
+    await asyncio.sleep(0.3)
+    await leases.release("ws-a", "job", token)
+    await asyncio.gather(first, second)
+    assert order == ["first", "second"]
+
+
+async def test_a_waiter_that_gives_up_withdraws_its_claim(store):
+    leases = store.prospects.leases
+    token = await leases.try_acquire("ws-a", "job", ttl=30)
+    with pytest.raises(StoreBusy):
+        async with leases.held("ws-a", "job", wait=0.1):
+            pass
+    await leases.release("ws-a", "job", token)
+    assert await leases.try_acquire("ws-a", "job", ttl=30)  # at once, not a second later
+
+
+async def test_a_claim_lapses_when_its_waiter_is_gone(store):
+    leases = store.prospects.leases
+    token = await leases.try_acquire("ws-a", "job", ttl=30)
+    await leases.claim_next("ws-a", "job", "gone", utcnow())
+    await leases.release("ws-a", "job", token)
+    assert await leases.try_acquire("ws-a", "job", ttl=30) is None  # the claimant's turn
+    await asyncio.sleep(CLAIM + 0.1)
+    assert await leases.try_acquire("ws-a", "job", ttl=30)  # it never came: anyone's
