@@ -28,7 +28,9 @@ matter), and printed as one table with its target and PASS/MISS:
 - L17 `workspace-api import calls` of as many calls (an NDJSON file of dialer bodies, each with
   a providerCallSid) into an empty workspace of a fresh file, while `serve` runs on it, against
   `demo --calls N` seeding a fresh file in the same run (calls per second of each): >= 0.5;
-  L18 the API's GET /v1/users during the import: p99 < 100 ms.
+  L18 the API's GET /v1/users during the import: p99 < 100 ms; L19 the API's POST /v1/lists
+  during the import (every tenth probe): no error, p99 < 2 s (a write waits for the import's
+  unit under way, store/sqlite/turns.py).
 
 The data files are seeded once (a few minutes for 1M calls) and cached in bench/.data/
 (bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look).
@@ -38,12 +40,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import json
 import os
 import random
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -85,6 +89,7 @@ ROW_IDS = (
     "L9",
     "L17",
     "L18",
+    "L19",
     "L10",
 )
 COLUMNS = (
@@ -470,8 +475,6 @@ def write_call_lines(
 ) -> None:
     """`count` call bodies of the workspace in `target` (its users and prospects), one per line,
     as a dialer's history: 90 days back, each with its own providerCallSid."""
-    import sqlite3
-
     with sqlite3.connect(f"file:{target}?mode=ro", uri=True) as conn:
         users = [
             r[0]
@@ -538,7 +541,7 @@ async def bench_import(args, workdir: Path) -> list[Row]:
     )
     seeding = read_marker(seeded)
     assert seeding is not None
-    with __import__("sqlite3").connect(seeded) as conn:
+    with sqlite3.connect(seeded) as conn:
         seeded_calls = conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
     seed_rate = seeded_calls / seeding["seedSeconds"]
     for suffix in ("", "-wal", "-shm", ".json"):
@@ -577,7 +580,9 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             stderr=asyncio.subprocess.DEVNULL,
         )
         probes: list[float] = []
-        errors = 0
+        writes: list[float] = []
+        errors = write_errors = 0
+        owner = next(iter(owners(target, workspace)))
         waiting = asyncio.ensure_future(proc.communicate())
         while not waiting.done():
             answer = await api.get("/v1/users")
@@ -585,6 +590,13 @@ async def bench_import(args, workdir: Path) -> list[Row]:
                 errors += 1
             if not waiting.done():
                 probes.append(answer.total)
+            if len(probes) % 10 == 0:
+                body = json.dumps({"name": f"During {len(writes)}", "ownerUserId": owner})
+                wrote = await api.get("/v1/lists", method="POST", body=body.encode())
+                if wrote.status != 201:
+                    write_errors += 1
+                if not waiting.done():
+                    writes.append(wrote.total)
             await asyncio.sleep(0.05)
         out, _ = waiting.result()
         seconds = time.monotonic() - started
@@ -617,7 +629,27 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             "p99 < 100 ms",
             f"ERRORS ({errors})" if errors else verdict(p99 < 0.1),
         ),
+        Row(
+            "L19",
+            "POST /v1/lists while the import runs",
+            f"p50 {ms(percentile(writes, 0.5))}, p99 {ms(percentile(writes, 0.99))} "
+            f"({len(writes)} probes)",
+            "no error, p99 < 2 s",
+            f"ERRORS ({write_errors})" if write_errors else verdict(percentile(writes, 0.99) < 2.0),
+        ),
     ]
+
+
+def owners(path: Path, workspace_id: str) -> list[str]:
+    """The workspace's users (any can own a list)."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return [
+            row[0]
+            for row in conn.execute(
+                "SELECT _id FROM users WHERE workspaceId = ? AND deletedAt IS NULL",
+                (workspace_id,),
+            )
+        ]
 
 
 class _Drain(asyncio.BufferedProtocol):

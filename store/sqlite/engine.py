@@ -8,7 +8,8 @@ compiled dependency for no gain over the standard library's module.
 
 - Writes run on one writer thread per process, each unit in `BEGIN IMMEDIATE ... COMMIT`, so
   a unit is all or nothing and writers of several processes take turns through SQLite's own
-  lock (waiting up to `timeout` seconds, then StoreUnavailable).
+  lock, first those that were waiting (turns.py), each waiting up to `timeout` seconds, then
+  StoreBusy.
 - Reads run on reader threads, each with its own connection; in WAL mode readers never wait
   for the writer and see the last committed state. Units that read a few rows by an index
   (`quick=True`: a key's check, one record, a page whose total is kept) run on one thread of
@@ -36,6 +37,7 @@ from typing import Any, TypeVar
 
 from store.errors import StoreBusy, StoreDamaged, StoreError, StoreUnavailable
 from store.sqlite.opening import translate
+from store.sqlite.turns import Turns
 
 log = logging.getLogger("workspace_api")
 
@@ -188,6 +190,9 @@ class Engine:
         self.path = Path(path)
         self.timeout = timeout
         self.synchronous = synchronous
+        self._busy_ms = int(timeout * 1000)
+        # The writer thread's turns with the writers of other processes on the file.
+        self._turns = Turns(self.path)
         # Why the file cannot be used, once a unit has found it damaged: it stays damaged until
         # an operator restores it (readiness fails meanwhile).
         self.damage: StoreDamaged | None = None
@@ -236,7 +241,7 @@ class Engine:
                 else READER_CACHE_KB
             )
             conn.execute(f"PRAGMA cache_size=-{size}")
-            conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+            conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -281,7 +286,9 @@ class Engine:
                     # The unit's statements, from its BEGIN up to its COMMIT (statements_done).
                     self._statements(True)
                     try:
-                        conn.execute("BEGIN IMMEDIATE")  # may be cut short
+                        # After the writers of other processes that were waiting (turns.py).
+                        if not self._turns.begin(conn, deadline, self._busy_ms):
+                            raise StoreBusy("the database stayed busy for too long")
                         result = fn(conn, *args)
                     finally:
                         self._statements(False)
@@ -467,3 +474,4 @@ class Engine:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._connections.clear()
+        self._turns.close()

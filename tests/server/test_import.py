@@ -9,6 +9,9 @@ import json
 import os
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 import uuid
 
 import pytest
@@ -230,3 +233,89 @@ def call_body(user: str) -> dict:
         "startedAt": T0,
         "endedAt": "2026-01-05T10:00:30Z",
     }
+
+
+@pytest.mark.sqlite
+def test_the_api_keeps_writing_while_an_import_runs_on_the_same_file(tmp_path):
+    """`serve` and `workspace-api import` on one file: the API's writes take turns with the
+    import's large units (store/sqlite/turns.py) instead of waiting out their timeout."""
+    from tests.server.test_serve import SECRET, Server
+
+    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+    env.update(WSAPI_SQLITE_PATH=str(tmp_path / "data.sqlite3"), WSAPI_SECRET=SECRET)
+
+    def cli(*args):
+        done = subprocess.run(
+            [sys.executable, "-m", "server.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    workspace = cli("workspaces", "create", "Imports")["workspace"]["id"]
+    user = cli(
+        "users",
+        "create",
+        "--workspace",
+        workspace,
+        "--email",
+        "u@x.example",
+        "--first-name",
+        "U",
+        "--last-name",
+        "X",
+    )["user"]["id"]
+    key = cli("keys", "create", "--workspace", workspace, "--name", "crm")["apiKey"]
+    history = tmp_path / "calls.ndjson"
+    with open(history, "w") as out:
+        for n in range(60_000):
+            body = call_body(user)
+            body.update(
+                prospect={"email": f"p{n % 500}@x.example"},
+                providerCallSid=f"CA{n:032x}",
+                startedAt=f"2025-{1 + n % 12:02d}-{1 + n % 28:02d}T{n % 24:02d}:{n % 60:02d}:00Z",
+                endedAt=f"2025-{1 + n % 12:02d}-{1 + n % 28:02d}T{n % 24:02d}:{n % 60:02d}:30Z",
+            )
+            out.write(json.dumps(body) + "\n")
+    server = Server(tmp_path, **{k: v for k, v in env.items() if k.startswith("WSAPI_")})
+    try:
+        server.wait_until_up()
+        command = ["import", "calls", "--workspace", workspace, str(history)]
+        importing = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", *command],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        waits, codes = [], []
+        while importing.poll() is None:
+            started = time.monotonic()
+            code = post(server.origin, key, "/v1/lists", {"name": "L", "ownerUserId": user})
+            waits.append(time.monotonic() - started)
+            codes.append(code)
+            time.sleep(0.05)
+        summary = json.loads(importing.communicate(timeout=60)[0])
+    finally:
+        server.stop()
+    assert summary["created"] == 60_000, json.dumps(summary)[:1500]
+    assert len(codes) >= 5 and set(codes) == {201}, codes
+    # Each write waits for the import's unit under way (a fraction of a second), never 5 s.
+    assert max(waits) < 2.5, sorted(waits)[-5:]
+
+
+def post(origin: str, key: str, path: str, body: dict) -> int:
+    request = urllib.request.Request(
+        f"{origin}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
