@@ -8,8 +8,16 @@ import contextlib
 from typing import Self
 
 
+def cancelling() -> bool:
+    """Whether the running task has been asked to stop (Task.cancel), even when a library it
+    awaited swallowed the CancelledError or turned it into an error of its own (some database
+    driver versions do): loops that run until cancelled test it, so that a stop is never lost."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class Background:
-    """Subclasses define `_run`, a loop that runs until cancelled."""
+    """Subclasses define `_run`, a loop that runs until cancelled (`while not cancelling()`)."""
 
     _task: asyncio.Task[None] | None = None
 

@@ -22,7 +22,7 @@ import logging
 import random
 import time
 
-from server.background import Background
+from server.background import Background, cancelling
 from server.config import Config
 from store.clock import utcnow
 from store.contract import Store
@@ -69,7 +69,7 @@ class EventSweeper(Background):
 
     async def _run(self) -> None:
         deleted_at = time.monotonic()
-        while True:
+        while not cancelling():
             # Jittered, so that the processes sharing a database do not all sweep at once.
             await asyncio.sleep(self.interval * random.uniform(0.8, 1.2))
             if not self.store.indexes_ready:

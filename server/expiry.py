@@ -15,7 +15,7 @@ import asyncio
 import logging
 import random
 
-from server.background import Background
+from server.background import Background, cancelling
 from store.clock import utcnow
 from store.contract import Store
 from store.errors import StoreError
@@ -34,7 +34,7 @@ class ExpirySweeper(Background):
         return await self.store.sweep_expired(utcnow(), self.batch)
 
     async def _run(self) -> None:
-        while True:
+        while not cancelling():
             # Jittered, so that the processes sharing a database do not all sweep at once.
             await asyncio.sleep(self.interval * random.uniform(0.8, 1.2))
             if not self.store.indexes_ready:  # the expiry indexes are not there yet

@@ -124,7 +124,9 @@ class Dispatcher:
 
     async def _run(self) -> None:
         fanned_at = swept_at = -float("inf")
-        while True:
+        # Until stop(): its flag as well as its cancellation, which a database driver that
+        # swallows a CancelledError (or turns it into an error of its own) could lose.
+        while not self._stopping:
             if self.store.indexes_ready:
                 try:
                     if time.monotonic() - fanned_at >= self.poll:

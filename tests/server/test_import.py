@@ -280,7 +280,9 @@ def test_the_api_keeps_writing_while_an_import_runs_on_the_same_file(tmp_path):
                 endedAt=f"2025-{1 + n % 12:02d}-{1 + n % 28:02d}T{n % 24:02d}:{n % 60:02d}:30Z",
             )
             out.write(json.dumps(body) + "\n")
-    server = Server(tmp_path, **{k: v for k, v in env.items() if k.startswith("WSAPI_")})
+    server = Server(
+        tmp_path, MONGODB_URI="", **{k: v for k, v in env.items() if k.startswith("WSAPI_")}
+    )
     try:
         server.wait_until_up()
         command = ["import", "calls", "--workspace", workspace, str(history)]

@@ -1,0 +1,55 @@
+"""Loops beside the requests stop when asked even when a database call swallows the
+cancellation or turns it into an error of its own (as some driver versions do): the expiry
+sweep and the webhook dispatcher, each stopped while such a call is under way."""
+
+from __future__ import annotations
+
+import asyncio
+
+from server.expiry import ExpirySweeper
+from server.webhook_dispatch import dispatcher
+from store.errors import StoreUnavailable
+
+
+class Swallowing:
+    """A store call that takes a while and, when cancelled, raises a store error instead."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.swallowed = 0
+
+    async def __call__(self, *args, **kwargs):
+        self.calls += 1
+        try:
+            await asyncio.sleep(0.2)
+        except asyncio.CancelledError:
+            self.swallowed += 1
+            raise StoreUnavailable("the driver lost the cancellation") from None
+        return 0
+
+
+async def stop_within(stop, seconds: float = 3.0) -> None:
+    async with asyncio.timeout(seconds):
+        await stop()
+
+
+async def test_the_expiry_sweep_stops_when_its_database_call_swallows_the_cancel(store):
+    swallowing = Swallowing()
+    store.sweep_expired = swallowing
+    sweeper = ExpirySweeper(store, interval=0.01).start()
+    while swallowing.calls == 0:
+        await asyncio.sleep(0.01)
+    await stop_within(sweeper.stop)
+    assert swallowing.swallowed == 1
+
+
+async def test_the_webhook_dispatcher_stops_when_its_database_call_swallows_the_cancel(
+    store, config
+):
+    swallowing = Swallowing()
+    store.webhook_endpoints.claim_fanout = swallowing
+    running = dispatcher(store, config).start()
+    while swallowing.calls == 0:
+        await asyncio.sleep(0.01)
+    await stop_within(lambda: running.stop(1))
+    assert swallowing.swallowed == 1
