@@ -178,30 +178,9 @@ def test_the_command_on_a_sqlite_file(tmp_path):
     env.update(WSAPI_SQLITE_PATH=str(tmp_path / "data.sqlite3"))
 
     def cli(*args, stdin=None):
-        return subprocess.run(
-            [sys.executable, "-m", "server.cli", *args],
-            env=env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return command(env, *args, stdin=stdin)
 
-    workspace = json.loads(cli("workspaces", "create", "Imports").stdout)["workspace"]["id"]
-    user = json.loads(
-        cli(
-            "users",
-            "create",
-            "--workspace",
-            workspace,
-            "--email",
-            "u@x.example",
-            "--first-name",
-            "U",
-            "--last-name",
-            "X",
-        ).stdout
-    )["user"]["id"]
+    workspace, user = workspace_with_user(env)
     lines = [
         json.dumps({**call_body(user), "prospect": {"email": "a@x.example"}}),
         json.dumps({**call_body(user), "prospect": {"email": "b@x.example"}, "endedAt": "bad"}),
@@ -221,6 +200,44 @@ def test_the_command_on_a_sqlite_file(tmp_path):
     assert unknown.returncode == 2 and "no workspace" in unknown.stderr
     wrong = cli("import", "calls", "--workspace", workspace, "--list", str(uuid.uuid4()), "-")
     assert wrong.returncode == 2 and "prospects only" in wrong.stderr
+
+
+def command(env: dict, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`workspace-api ARGS` with `env`, as an operator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def answer(env: dict, *args: str) -> dict:
+    """The JSON a successful `workspace-api ARGS` prints."""
+    done = command(env, *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def workspace_with_user(env: dict) -> tuple[str, str]:
+    """A new workspace and one user of it, made with the admin commands: their ids."""
+    workspace = answer(env, "workspaces", "create", "Imports")["workspace"]["id"]
+    user = answer(
+        env,
+        "users",
+        "create",
+        "--workspace",
+        workspace,
+        "--email",
+        "u@x.example",
+        "--first-name",
+        "U",
+        "--last-name",
+        "X",
+    )["user"]["id"]
+    return workspace, user
 
 
 def call_body(user: str) -> dict:
@@ -244,31 +261,8 @@ def test_the_api_keeps_writing_while_an_import_runs_on_the_same_file(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
     env.update(WSAPI_SQLITE_PATH=str(tmp_path / "data.sqlite3"), WSAPI_SECRET=SECRET)
 
-    def cli(*args):
-        done = subprocess.run(
-            [sys.executable, "-m", "server.cli", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    workspace = cli("workspaces", "create", "Imports")["workspace"]["id"]
-    user = cli(
-        "users",
-        "create",
-        "--workspace",
-        workspace,
-        "--email",
-        "u@x.example",
-        "--first-name",
-        "U",
-        "--last-name",
-        "X",
-    )["user"]["id"]
-    key = cli("keys", "create", "--workspace", workspace, "--name", "crm")["apiKey"]
+    workspace, user = workspace_with_user(env)
+    key = answer(env, "keys", "create", "--workspace", workspace, "--name", "crm")["apiKey"]
     history = tmp_path / "calls.ndjson"
     with open(history, "w") as out:
         for n in range(60_000):
