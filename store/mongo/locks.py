@@ -37,6 +37,11 @@ CLAIM = 1.0  # seconds a waiter's claim on the next turn holds unless renewed (e
 LONGEST_PAUSE = 0.05  # a waiter polls at least this often
 
 
+def _lease(workspace_id: str, name: str) -> dict:
+    """The filter that finds lease `name` of the workspace."""
+    return {"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id}
+
+
 def _open_to(waiter: str | None, now: dt.datetime) -> dict:
     """The lease's next turn is free for `waiter`: nobody claimed it, or `waiter` did, or the
     claim lapsed."""
@@ -58,8 +63,7 @@ class Leases:
         try:
             await self.col.update_one(
                 {
-                    "_id": f"{workspace_id}:{name}",
-                    "workspaceId": workspace_id,
+                    **_lease(workspace_id, name),
                     "expiresAt": {"$lte": now},
                     **_open_to(waiter, now),
                 },
@@ -81,11 +85,7 @@ class Leases:
         now = utcnow()
         free = _open_to(waiter, now)["$or"]
         await self.col.update_one(
-            {
-                "_id": f"{workspace_id}:{name}",
-                "workspaceId": workspace_id,
-                "$or": [*free, {"next.since": {"$gt": since}}],
-            },
+            {**_lease(workspace_id, name), "$or": [*free, {"next.since": {"$gt": since}}]},
             {
                 "$set": {
                     "next": {
@@ -99,15 +99,13 @@ class Leases:
 
     async def taken(self, workspace_id: str, name: str) -> bool:
         """Whether someone holds the lease now (it exists and has not expired)."""
-        found = await self.col.find_one(
-            {"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id}, {"expiresAt": 1}
-        )
+        found = await self.col.find_one(_lease(workspace_id, name), {"expiresAt": 1})
         return found is not None and found["expiresAt"] > utcnow()
 
     async def release(self, workspace_id: str, name: str, token: str) -> None:
         """Give the lease up: the record goes, or, when a waiter claimed the next turn, stays
         expired with the claim on it."""
-        lease = {"_id": f"{workspace_id}:{name}", "workspaceId": workspace_id, "token": token}
+        lease = {**_lease(workspace_id, name), "token": token}
         gone = await self.col.delete_one({**lease, "next": {"$exists": False}})
         if gone.deleted_count == 0:
             await self.col.update_one(
@@ -125,12 +123,7 @@ class Leases:
         while (token := await self.try_acquire(workspace_id, name, ttl, waiter)) is None:
             if time.monotonic() >= deadline:
                 await self.col.update_one(  # the next waiter need not wait for it to lapse
-                    {
-                        "_id": f"{workspace_id}:{name}",
-                        "workspaceId": workspace_id,
-                        "next.by": waiter,
-                    },
-                    {"$unset": {"next": ""}},
+                    {**_lease(workspace_id, name), "next.by": waiter}, {"$unset": {"next": ""}}
                 )
                 raise StoreBusy(f"lease {name} stayed taken for {wait} s")
             await self.claim_next(workspace_id, name, waiter, since)
