@@ -26,12 +26,16 @@ matter), and printed as one table with its target and PASS/MISS:
   duration < 30 s; L15 the API's memory growth during it < 64 MB; L16 GET /v1/users p99 while
   it runs < 50 ms.
 - L17 `workspace-api import calls` of as many calls (an NDJSON file of dialer bodies, each with
-  a providerCallSid) into an empty workspace of a fresh file, while `serve` runs on it, against
+  a providerCallSid, oldest first as a dialer exports its history and as the seeder writes its
+  calls) into an empty workspace of a fresh file, while `serve` runs on it, against
   `demo --calls N` seeding a fresh file in the same run (calls per second of each): >= 0.5;
   L18 the API's GET /v1/users during the import: p99 < 100 ms. L19: then a tenth as many
   calls more, while the API also gets a POST /v1/lists every 0.5 s: no error, p99 < 2 s (a
   write waits for the import's unit under way, store/sqlite/turns.py), and the import's rate
   meanwhile (every write of another process makes the import's writer drop its page cache).
+  L20 (information): as many calls in random time order into a fresh file again, against the
+  same seeding: the worst order a file can come in (every time-keyed index takes its entries
+  at random places).
 
 The data files are seeded once (a few minutes for 1M calls) and cached in bench/.data/
 (bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look).
@@ -91,6 +95,7 @@ ROW_IDS = (
     "L17",
     "L18",
     "L19",
+    "L20",
     "L10",
 )
 COLUMNS = (
@@ -472,11 +477,18 @@ async def bench_deep(args, big: Api) -> list[Row]:
 
 
 def write_call_lines(
-    path: Path, target: Path, workspace_id: str, count: int, seed: int = 7, first: int = 0
+    path: Path,
+    target: Path,
+    workspace_id: str,
+    count: int,
+    seed: int = 7,
+    first: int = 0,
+    ordered: bool = True,
 ) -> None:
     """`count` call bodies of the workspace in `target` (its users and prospects), one per line,
     as a dialer's history: 90 days back, each with its own providerCallSid (numbered from
-    `first`)."""
+    `first`). `ordered`: oldest first, as a dialer exports its history (and as demo seeding
+    writes its calls); else in random time order."""
     with sqlite3.connect(f"file:{target}?mode=ro", uri=True) as conn:
         users = [
             r[0]
@@ -497,9 +509,12 @@ def write_call_lines(
     rng = random.Random(seed)
     end = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0) - dt.timedelta(hours=1)
     dispositions = ["connected"] * 3 + ["no_answer"] * 4 + ["voicemail"] * 2 + ["busy", "failed"]
+    ago = [rng.randint(0, 90 * 86400) for _ in range(count)]
+    if ordered:
+        ago.sort(reverse=True)
     with open(path, "w") as out:
         for n in range(count):
-            started = end - dt.timedelta(seconds=rng.randint(0, 90 * 86400))
+            started = end - dt.timedelta(seconds=ago[n])
             disposition = rng.choice(dispositions)
             talk = rng.randint(20, 600) if disposition in ("connected", "voicemail") else 0
             body = {
@@ -526,7 +541,7 @@ def write_call_lines(
 
 
 async def bench_import(args, workdir: Path) -> list[Row]:
-    """L17/L18: see the module's docstring."""
+    """L17 to L20: see the module's docstring."""
     from bench.scale_data import read_marker
 
     seeded, target = workdir / "seeded.sqlite", workdir / "import.sqlite"
@@ -546,22 +561,11 @@ async def bench_import(args, workdir: Path) -> list[Row]:
     with sqlite3.connect(seeded) as conn:
         seeded_calls = conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
     seed_rate = seeded_calls / seeding["seedSeconds"]
-    for suffix in ("", "-wal", "-shm", ".json"):
-        Path(f"{seeded}{suffix}").unlink(missing_ok=True)
-    # The import's workspace: users, lists and prospects, no calls.
-    await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "bench.scale_data", str(target), "0", "500"],
-        env=env,
-        cwd=REPO,
-        check=True,
-        stderr=subprocess.DEVNULL,
-    )
-    marker = read_marker(target)
-    assert marker is not None
-    workspace = marker["workspaces"][0]["id"]
+    remove_file(seeded)
     lines = workdir / "calls.ndjson"
     more = max(args.calls // 10, 1000)
+    marker = await empty_workspace(target, env)
+    workspace = marker["workspaces"][0]["id"]
     api = Api(target, marker, workdir / "api-import.log")
     try:
         await api.ready()
@@ -574,8 +578,17 @@ async def bench_import(args, workdir: Path) -> list[Row]:
         second = await import_beside(api, env_import, workspace, lines, owner)
     finally:
         api.stop()
-        for suffix in ("", "-wal", "-shm", "-turns", ".json"):
-            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        remove_file(target)
+    # L20: as many calls in random time order, into a fresh file again.
+    marker = await empty_workspace(target, env)
+    api = Api(target, marker, workdir / "api-import-shuffled.log")
+    try:
+        await api.ready()
+        write_call_lines(lines, target, workspace, args.calls, ordered=False)
+        shuffled = await import_beside(api, env_import, workspace, lines, None)
+    finally:
+        api.stop()
+        remove_file(target)
         lines.unlink(missing_ok=True)
     rate = first.imported / first.seconds
     ratio = rate / seed_rate
@@ -584,6 +597,8 @@ async def bench_import(args, workdir: Path) -> list[Row]:
     writes = second.writes
     write_p99 = percentile(writes, 0.99)
     second_failed = second.exit != 0 or second.imported != more or second.errors
+    shuffled_rate = shuffled.imported / shuffled.seconds
+    shuffled_failed = shuffled.exit != 0 or shuffled.imported != args.calls or shuffled.errors
     return [
         Row(
             "L17",
@@ -612,7 +627,41 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             if second_failed
             else verdict(write_p99 < 2.0),
         ),
+        Row(
+            "L20",
+            f"import {args.calls:,} calls in random time order / demo seeding",
+            f"{shuffled_rate:,.0f}/s ({shuffled.seconds:.0f} s) vs {seed_rate:,.0f}/s: "
+            f"{shuffled_rate / seed_rate:.2f}",
+            "reported",
+            f"ERRORS (exit {shuffled.exit}, {shuffled.imported:,} imported)"
+            if shuffled_failed
+            else "INFO",
+        ),
     ]
+
+
+async def empty_workspace(path: Path, env: dict) -> dict:
+    """A fresh file with the seeder's workspaces, users, lists and prospects and no calls; its
+    marker (bench/scale_data.py)."""
+    from bench.scale_data import read_marker
+
+    await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "bench.scale_data", str(path), "0", "500"],
+        env=env,
+        cwd=REPO,
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    marker = read_marker(path)
+    assert marker is not None
+    return marker
+
+
+def remove_file(path: Path) -> None:
+    """A SQLite file with what lies beside it."""
+    for suffix in ("", "-wal", "-shm", "-turns", "-ratelimit", ".json"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 @dataclasses.dataclass
