@@ -1,15 +1,19 @@
-"""The helpers every benchmark shares (bench/common.py), and the row ids the performance
-document cites: stable, and unique across all benchmarks."""
+"""The helpers every benchmark shares (bench/common.py), the row ids the performance
+document cites (stable, and unique across all benchmarks), and the import bench's history file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import sqlite3
+from pathlib import Path
 
 import pytest
 
 from bench import run, scale
 from bench.common import Row, ms, percentile, table, upload_body, verdict
+from bench.scale import write_call_lines
 from schemas import Schemas
 
 
@@ -94,3 +98,30 @@ def test_tables_are_markdown_with_the_columns_asked_for():
     assert table(rows, [("id", "id"), ("what", "what"), ("result", "result")]) == (
         "| id | what | result |\n|---|---|---|\n| X1 | a figure | PASS |\n| X2 | b | INFO |"
     )
+
+
+def _people(path: Path, workspace_id: str) -> None:
+    """A file with what write_call_lines reads: one user, three prospects, one list."""
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("CREATE TABLE users (_id TEXT, workspaceId TEXT, deletedAt INTEGER)")
+        conn.execute("CREATE TABLE prospects (_id TEXT, workspaceId TEXT)")
+        conn.execute("CREATE TABLE lists (_id TEXT, workspaceId TEXT)")
+        conn.execute("INSERT INTO users VALUES ('u1', ?, NULL)", (workspace_id,))
+        conn.executemany(
+            "INSERT INTO prospects VALUES (?, ?)", [(f"p{n}", workspace_id) for n in range(3)]
+        )
+        conn.execute("INSERT INTO lists VALUES ('l1', ?)", (workspace_id,))
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_the_import_bench_writes_history_oldest_first_or_shuffled(tmp_path, ordered):
+    target, lines = tmp_path / "people.sqlite", tmp_path / "calls.ndjson"
+    _people(target, "w1")
+    write_call_lines(lines, target, "w1", 500, first=10, ordered=ordered)
+    bodies = [json.loads(line) for line in lines.read_text().splitlines()]
+    assert len(bodies) == 500
+    assert [b["providerCallSid"] for b in bodies] == [f"CA{n:032x}" for n in range(10, 510)]
+    assert {b["prospectId"] for b in bodies} <= {"p0", "p1", "p2"}
+    starts = [b["startedAt"] for b in bodies]
+    assert (starts == sorted(starts)) is ordered
+    assert all(b["startedAt"] <= b["endedAt"] for b in bodies)
