@@ -111,7 +111,12 @@ class Idempotency:
         holder = this_process()
 
         def begin(conn: sqlite3.Connection) -> KeyState:
-            conn.execute("DELETE FROM idempotency WHERE expiresAt <= ?", (ms(now),))
+            # An expired record of this key is gone for good; the others wait for the expiry
+            # sweep (delete_expired_idempotency, in bounded batches), not for this request.
+            conn.execute(
+                "DELETE FROM idempotency WHERE workspaceId = ? AND key = ? AND expiresAt <= ?",
+                (workspace_id, key, ms(now)),
+            )
             row = conn.execute(
                 "SELECT * FROM idempotency WHERE workspaceId = ? AND key = ?", (workspace_id, key)
             ).fetchone()

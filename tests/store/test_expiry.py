@@ -26,6 +26,22 @@ async def test_expired_idempotency_records_go_in_bounded_batches(store):
     assert await store.sweep_expired(now) == 0
 
 
+async def test_a_claim_leaves_other_expired_records_to_the_sweep(store):
+    """A request's claim does a bounded amount of work: it never deletes the expired records of
+    other keys (or of other workspaces), which the sweep removes in its bounded batches."""
+    now = utcnow()
+    for i in range(3):
+        await claim(store, f"old-{i}", now - 2 * TTL)
+    assert (await store.idempotency.begin("ws-b", "old-b", "p", now - 2 * TTL, LOCK, TTL)).claimed
+    await claim(store, "new", now)
+    await claim(store, "old-0", now)  # an expired record of the key itself is claimed anew
+    keys = sorted(doc["key"] for doc in await store.documents("idempotency"))
+    assert keys == ["new", "old-0", "old-1", "old-2", "old-b"]
+    assert await store.sweep_expired(now) == 3
+    keys = sorted(doc["key"] for doc in await store.documents("idempotency"))
+    assert keys == ["new", "old-0"]
+
+
 @pytest.mark.mongodb
 async def test_expired_rate_limit_windows_and_leases_go(store):
     now = utcnow()
