@@ -542,22 +542,11 @@ def write_call_lines(
 
 async def bench_import(args, workdir: Path) -> list[Row]:
     """L17 to L20: see the module's docstring."""
-    from bench.scale_data import read_marker
-
     seeded, target = workdir / "seeded.sqlite", workdir / "import.sqlite"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "BENCH_SCALE_DATA": str(workdir)}
     env.pop("MONGODB_URI", None)
     # The baseline: demo seeding of N calls (and a tenth more in the second workspace).
-    await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "bench.scale_data", str(seeded), str(args.calls), "500"],
-        env=env,
-        cwd=REPO,
-        check=True,
-        stderr=subprocess.DEVNULL,
-    )
-    seeding = read_marker(seeded)
-    assert seeding is not None
+    seeding = await seeded_file(seeded, env, args.calls)
     with sqlite3.connect(seeded) as conn:
         seeded_calls = conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
     seed_rate = seeded_calls / seeding["seedSeconds"]
@@ -642,12 +631,18 @@ async def bench_import(args, workdir: Path) -> list[Row]:
 
 async def empty_workspace(path: Path, env: dict) -> dict:
     """A fresh file with the seeder's workspaces, users, lists and prospects and no calls; its
-    marker (bench/scale_data.py)."""
+    marker."""
+    return await seeded_file(path, env, 0)
+
+
+async def seeded_file(path: Path, env: dict, calls: int) -> dict:
+    """A fresh file seeded by the demo's seeder with `calls` calls (and 500 prospects); its
+    marker, with the seeding's time (bench/scale_data.py)."""
     from bench.scale_data import read_marker
 
     await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "bench.scale_data", str(path), "0", "500"],
+        [sys.executable, "-m", "bench.scale_data", str(path), str(calls), "500"],
         env=env,
         cwd=REPO,
         check=True,
