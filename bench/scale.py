@@ -573,6 +573,7 @@ async def bench_import(args, workdir: Path) -> list[Row]:
     api = Api(target, marker, workdir / "api-import-shuffled.log")
     try:
         await api.ready()
+        workspace = marker["workspaces"][0]["id"]
         write_call_lines(lines, target, workspace, args.calls, ordered=False)
         shuffled = await import_beside(api, env_import, workspace, lines, None)
     finally:
@@ -595,7 +596,7 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             f"{rate:,.0f}/s ({first.seconds:.0f} s) vs {seed_rate:,.0f}/s "
             f"({seeded_calls:,} calls in {seeding['seedSeconds']:.0f} s): {ratio:.2f}",
             ">= 0.5",
-            f"ERRORS (exit {first.exit}, {first.imported:,} imported)"
+            f"ERRORS (exit {first.exit}, {first.imported:,} imported, {first.errors} failed)"
             if failed
             else verdict(ratio >= 0.5),
         ),
@@ -622,7 +623,8 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             f"{shuffled_rate:,.0f}/s ({shuffled.seconds:.0f} s) vs {seed_rate:,.0f}/s: "
             f"{shuffled_rate / seed_rate:.2f}",
             "reported",
-            f"ERRORS (exit {shuffled.exit}, {shuffled.imported:,} imported)"
+            f"ERRORS (exit {shuffled.exit}, {shuffled.imported:,} imported, "
+            f"{shuffled.errors} failed)"
             if shuffled_failed
             else "INFO",
         ),

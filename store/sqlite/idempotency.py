@@ -92,8 +92,8 @@ async def write_once(
 
 class Idempotency:
     """Idempotency-Key records of a workspace: claimed while a request runs, then holding the
-    response to replay, until they expire (the expiry sweep deletes them, and a claim deletes
-    the expired ones it meets)."""
+    response to replay, until they expire (the expiry sweep deletes them, and a claim replaces
+    its own key's expired record)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
