@@ -283,12 +283,13 @@ class Engine:
             # unless it is a single statement, which sees one snapshot anyway.
             try:
                 if write:
-                    # The unit's statements, from its BEGIN up to its COMMIT (statements_done).
+                    # After the writers of other processes that were waiting (turns.py).
+                    if not self._turns.begin(conn, deadline, self._busy_ms):
+                        raise StoreBusy("the database stayed busy for too long")
+                    # The unit's statements, from its BEGIN up to its COMMIT (statements_done:
+                    # waiting for the write lock above does not count).
                     self._statements(True)
                     try:
-                        # After the writers of other processes that were waiting (turns.py).
-                        if not self._turns.begin(conn, deadline, self._busy_ms):
-                            raise StoreBusy("the database stayed busy for too long")
                         result = fn(conn, *args)
                     finally:
                         self._statements(False)

@@ -50,6 +50,35 @@ async def test_the_pace_waits_for_a_write_unit_s_statements(store, fail):
 
 
 @pytest.mark.sqlite
+async def test_the_pace_goes_on_while_the_writer_waits_for_the_file(store):
+    """Another process's writer holds the file's write lock: this process's writer waits for
+    it, needing no interpreter, so the caller's own work goes on meanwhile."""
+    other = sqlite3.connect(store.engine.path, isolation_level=None, check_same_thread=False)
+    try:
+        async with store.heavy_writes() as pace:
+            other.execute("BEGIN IMMEDIATE")  # the other writer's unit is under way
+            unit = _unit(*_open(), False)
+            writing = asyncio.ensure_future(store.engine.write(unit, timeout=10))
+            await asyncio.sleep(0.3)  # the writer is waiting for the lock by now
+            assert not writing.done()
+            await asyncio.wait_for(pace(), 2)  # at once, though the write is not done
+            assert not writing.done()
+            other.execute("COMMIT")
+            await asyncio.wait_for(writing, 10)
+    finally:
+        if other.in_transaction:
+            other.execute("ROLLBACK")
+        other.close()
+
+
+def _open() -> tuple[threading.Event, threading.Event]:
+    """The events of a unit that is released from the start."""
+    entered, release = threading.Event(), threading.Event()
+    release.set()
+    return entered, release
+
+
+@pytest.mark.sqlite
 async def test_heavy_writes_copy_the_log_beside_the_writer(store):
     """A thread of its own copies the write-ahead log while the writer writes; every
     HEAVY_CHECKPOINT_EVERY units the writer copies it whole, so the log stays that size."""
