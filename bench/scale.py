@@ -583,12 +583,9 @@ async def bench_import(args, workdir: Path) -> list[Row]:
     rate = first.imported / first.seconds
     ratio = rate / seed_rate
     p99 = percentile(first.reads, 0.99)
-    failed = first.exit != 0 or first.imported != args.calls or first.errors
     writes = second.writes
     write_p99 = percentile(writes, 0.99)
-    second_failed = second.exit != 0 or second.imported != more or second.errors
     shuffled_rate = shuffled.imported / shuffled.seconds
-    shuffled_failed = shuffled.exit != 0 or shuffled.imported != args.calls or shuffled.errors
     return [
         Row(
             "L17",
@@ -596,9 +593,7 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             f"{rate:,.0f}/s ({first.seconds:.0f} s) vs {seed_rate:,.0f}/s "
             f"({seeded_calls:,} calls in {seeding['seedSeconds']:.0f} s): {ratio:.2f}",
             ">= 0.5",
-            f"ERRORS (exit {first.exit}, {first.imported:,} imported, {first.errors} failed)"
-            if failed
-            else verdict(ratio >= 0.5),
+            first.problem() if first.failed(args.calls) else verdict(ratio >= 0.5),
         ),
         Row(
             "L18",
@@ -613,9 +608,7 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             f"p50 {ms(percentile(writes, 0.5))}, p99 {ms(write_p99)} ({len(writes)} probes); "
             f"{second.imported / second.seconds:,.0f} calls/s",
             "no error, p99 < 2 s",
-            f"ERRORS (exit {second.exit}, {second.imported:,} imported, {second.errors} failed)"
-            if second_failed
-            else verdict(write_p99 < 2.0),
+            second.problem() if second.failed(more) else verdict(write_p99 < 2.0),
         ),
         Row(
             "L20",
@@ -623,10 +616,7 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             f"{shuffled_rate:,.0f}/s ({shuffled.seconds:.0f} s) vs {seed_rate:,.0f}/s: "
             f"{shuffled_rate / seed_rate:.2f}",
             "reported",
-            f"ERRORS (exit {shuffled.exit}, {shuffled.imported:,} imported, "
-            f"{shuffled.errors} failed)"
-            if shuffled_failed
-            else "INFO",
+            shuffled.problem() if shuffled.failed(args.calls) else "INFO",
         ),
     ]
 
@@ -671,6 +661,15 @@ class Imported:
     reads: list[float]
     writes: list[float]
     errors: int
+
+    def failed(self, expected: int) -> bool:
+        """Whether the import did not create every one of its `expected` lines, or a probe of
+        the API failed."""
+        return self.exit != 0 or self.imported != expected or self.errors > 0
+
+    def problem(self) -> str:
+        """The result column of a row whose run failed."""
+        return f"ERRORS (exit {self.exit}, {self.imported:,} imported, {self.errors} failed)"
 
 
 async def import_beside(
