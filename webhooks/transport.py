@@ -26,8 +26,6 @@ from yarl import URL
 from webhooks.networks import Address, Network, is_allowed, parse_networks, refusal
 
 MAX_URL_LENGTH = 2048
-# Connections kept per receiver (host, port, scheme); the caller bounds attempts per endpoint.
-CONNECTIONS_PER_HOST = 8
 # Bytes asked of the response stream at a time while it is drained.
 _CHUNK = 16384
 # URLs whose parse and literal-address check a transport keeps (then it starts afresh).
@@ -213,8 +211,11 @@ class Transport:
                 resolver=CheckedResolver(self._policy, self._getaddrinfo, scheme),
                 # Every new connection resolves and checks afresh; pooled ones need no lookup.
                 use_dns_cache=False,
-                limit=0,  # a slow receiver must not hold slots another receiver needs
-                limit_per_host=CONNECTIONS_PER_HOST,
+                # No cap, in total or per host: the dispatcher bounds the attempts in flight
+                # (per endpoint and per process), and a cap per host would let the slow
+                # endpoints of one host hold the connections its other endpoints need.
+                limit=0,
+                limit_per_host=0,
                 ssl=self._ssl,
             )
             session = aiohttp.ClientSession(

@@ -56,7 +56,6 @@ class Receiver:
     def __init__(self) -> None:
         self.requests: list[Received] = []
         self.plan: Plan = lambda request, number: Answer()
-        self.in_flight = 0
         self.max_in_flight: dict[str, int] = {}  # path -> the most requests at once
         self._current: dict[str, int] = {}
         self.server: HTTPServer | None = None
@@ -75,6 +74,11 @@ class Receiver:
         if self.server is not None:
             self.server.stop()
             await self.server.close_all_connections()
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being answered now, every path together."""
+        return sum(self._current.values())
 
     def url(self, path: str = "hook") -> str:
         return f"http://127.0.0.1:{self.port}/{path}"

@@ -285,6 +285,38 @@ async def test_a_slow_endpoint_holds_back_neither_another_nor_the_api(
     assert receiver.max_in_flight["slow"] == 3  # never more than the limit at once
 
 
+async def test_slow_endpoints_of_one_host_leave_its_other_endpoints_connections(
+    api, new_list, receiver, start_dispatcher
+):
+    """Endpoints often share a host (one receiver service, a path per integration): three slow
+    ones holding their 4 attempts each (12 connections to one host and port) never make a
+    fourth endpoint there wait for a connection."""
+
+    def plan(request, number):
+        return Answer(200, delay=4.0 if request.path.startswith("slow") else 0.0)
+
+    receiver.plan = plan
+    for number in range(3):
+        await create_endpoint(api, receiver.url(f"slow{number}"))
+    await create_endpoint(api, receiver.url("fast"))
+    start_dispatcher(webhook_max_in_flight_per_endpoint=4)
+    for number in range(6):
+        await new_list(f"List {number}")
+    await wait_for(lambda: receiver.in_flight >= 12, timeout=8, what="the slow attempts")
+    await wait_for(lambda: len(receiver.ids("fast")) >= 6, timeout=2, what="the fast deliveries")
+    assert receiver.in_flight >= 12  # while the slow ones still hold their connections
+    slow = [f"slow{number}" for number in range(3)]
+    await wait_for(
+        lambda: all(len(receiver.ids(path)) >= 6 for path in slow), timeout=20, what="the rest"
+    )
+    await asyncio.sleep(0.5)
+    # Each attempt had its connection at once: none timed out waiting for one and was sent
+    # again, so each endpoint got its 6 events once, 4 at a time.
+    for path in slow:
+        assert len(receiver.ids(path)) == len(set(receiver.ids(path))) == 6, path
+        assert receiver.max_in_flight[path] == 4, path
+
+
 async def test_two_dispatchers_share_an_endpoint_s_in_flight_limit(
     api, new_list, receiver, start_dispatcher
 ):
