@@ -11,10 +11,9 @@ existed have it set to their `occurredAt` when the store opens them.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import uuid
 
-from store.clock import new_id, utcnow
+from store.clock import name_id, new_id, utcnow
 
 TYPES = ("call", "note", "email", "list_added", "meeting_booked", "status_change")
 TIMELINE_ORDER = [("occurredAt", -1), ("_id", -1)]
@@ -32,7 +31,6 @@ INSERT_BATCH = 5000
 # Ids of derived activities (a call's entry, a list membership) are derived from what they
 # record, so writing them again is idempotent.
 DERIVED_IDS = uuid.UUID("6f1c0a3e-2b7d-4c59-9e8a-3d5b7f2a1c90")
-_DERIVED_PREFIX = DERIVED_IDS.bytes
 DISPOSITION_WORDS = {
     "connected": "connected",
     "no_answer": "no answer",
@@ -49,13 +47,8 @@ def to_ms(value: dt.datetime) -> dt.datetime:
 
 
 def derived_id(*parts: str) -> str:
-    """uuid5(DERIVED_IDS, "/".join(parts)) as text, made without uuid.UUID (the imports of
-    history make two per call)."""
-    digest = bytearray(hashlib.sha1(_DERIVED_PREFIX + "/".join(parts).encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """uuid5(DERIVED_IDS, "/".join(parts)) as text."""
+    return name_id(DERIVED_IDS, "/".join(parts))
 
 
 def activity_document(

@@ -27,6 +27,7 @@ import dataclasses
 import datetime as dt
 import uuid
 
+from store.clock import name_id
 from store.paging import Position
 
 ENABLED, DISABLED = "enabled", "disabled"
@@ -41,7 +42,7 @@ BY_REQUEST = "disabled through the API"
 
 def delivery_id(endpoint_id: str, event_id: str, generation: int) -> str:
     """The one id of an event's delivery to an endpoint in a generation (idempotent inserts)."""
-    return str(uuid.uuid5(DELIVERY_IDS, f"{endpoint_id}/{event_id}/{generation}"))
+    return name_id(DELIVERY_IDS, f"{endpoint_id}/{event_id}/{generation}")
 
 
 def current_secret(secrets: list[dict]) -> str:

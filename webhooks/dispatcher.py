@@ -83,6 +83,7 @@ class Dispatcher:
         self.max_in_flight = max_in_flight
         self.rand = rand or random.Random()
         self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the one it runs on, once started
         self.owner = new_id()  # the first part of this dispatcher's lease tokens
         self.ahead = per_endpoint if ahead is None else ahead
         # An attempt starts only with this much of its lease left (it ends within the timeout).
@@ -98,6 +99,7 @@ class Dispatcher:
 
     def start(self) -> Dispatcher:
         self._task = asyncio.ensure_future(self._run())
+        self._loop = self._task.get_loop()
         return self
 
     async def stop(self, timeout: float = 10.0) -> None:
@@ -244,7 +246,8 @@ class Dispatcher:
                 self._wake.set()
                 continue
             self._running[endpoint_id] += 1
-            task = asyncio.ensure_future(self._attempt(claim))
+            assert self._loop is not None  # claims are made by the started loop
+            task = self._loop.create_task(self._attempt(claim))
             self._attempts.add(task)
             task.add_done_callback(functools.partial(self._ended, endpoint_id))
         if not queue:
