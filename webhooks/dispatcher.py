@@ -7,10 +7,12 @@ event (idempotently) and then moves the position; a `recover` is worked off the 
 its own generation, up to that position. Whenever attempt slots are free (and whenever an
 attempt ends) it claims due deliveries, at most `max_in_flight` held at once in this process and
 `per_endpoint` in flight per endpoint across every process (the store counts the leases), and
-runs each attempt as a task of its own: a slow receiver holds its own slots, never the loop,
-another endpoint or a request. Of an endpoint no other process is sending to, it claims up to
-`per_endpoint` more than it sends at once and starts the next as soon as one ends, so that the
-claim's write overlaps the attempts instead of standing between them (store.webhooks.allowance);
+sends them with up to `per_endpoint` senders per endpoint, each a task that sends the
+endpoint's claimed deliveries one after another: a slow receiver holds its own slots, never the
+loop, another endpoint or a request. Of an endpoint no other process is sending to, it claims up
+to `per_endpoint` more than it sends at once, and a sender sends the next as soon as its attempt
+ends, so that the claim's write overlaps the attempts instead of standing between them
+(store.webhooks.allowance);
 claims it does not start (its endpoint disabled meanwhile, its lease too short for an attempt,
 the process stopping) are given back at once. An attempt's outcome decides what follows: a 2xx
 is delivered; anything else is tried again on the retry schedule (webhooks/schedule.py) and,
@@ -88,7 +90,7 @@ class Dispatcher:
         self.ahead = per_endpoint if ahead is None else ahead
         # An attempt starts only with this much of its lease left (it ends within the timeout).
         self.lease_needed = dt.timedelta(seconds=transport.timeout)
-        self._attempts: set[asyncio.Task] = set()
+        self._senders: set[asyncio.Task] = set()  # one per attempt in flight
         self._running: collections.Counter[str] = collections.Counter()  # per endpoint
         self._queued: dict[str, collections.deque[Claim]] = {}  # claimed, waiting to start
         self._release: list[Claim] = []  # claimed, never to be started: to give back
@@ -114,8 +116,8 @@ class Dispatcher:
         for queue in self._queued.values():
             self._release.extend(queue)
         self._queued.clear()
-        if self._attempts:
-            _, pending = await asyncio.wait(set(self._attempts), timeout=timeout)
+        if self._senders:
+            _, pending = await asyncio.wait(set(self._senders), timeout=timeout)
             for task in pending:
                 task.cancel()
             if pending:
@@ -233,34 +235,41 @@ class Dispatcher:
 
     @property
     def held(self) -> int:
-        """Claims this process holds: attempts in flight and claims waiting to start."""
-        return len(self._attempts) + sum(len(queue) for queue in self._queued.values())
+        """Claims this process holds: attempts in flight (a sender each) and claims waiting."""
+        return len(self._senders) + sum(len(queue) for queue in self._queued.values())
 
     def _start(self, endpoint_id: str) -> None:
-        """Start the endpoint's waiting claims while its in-flight limit allows."""
-        queue = self._queued.get(endpoint_id)
-        while queue and self._running[endpoint_id] < self.per_endpoint:
+        """Start senders for the endpoint's waiting claims while its in-flight limit allows."""
+        waiting = len(self._queued.get(endpoint_id, ()))
+        assert self._loop is not None  # claims are made by the started loop
+        while waiting > 0 and self._running[endpoint_id] < self.per_endpoint:
+            waiting -= 1
+            self._running[endpoint_id] += 1
+            task = self._loop.create_task(self._send(endpoint_id))
+            self._senders.add(task)
+            task.add_done_callback(functools.partial(self._ended, endpoint_id))
+
+    async def _send(self, endpoint_id: str) -> None:
+        """One of the endpoint's slots: its waiting claims one attempt after another, the next
+        one sent as soon as the previous one ends (no task or callback in between), until
+        none waits."""
+        while not self._stopping and (queue := self._queued.get(endpoint_id)):
             claim = queue.popleft()
+            if not queue:
+                del self._queued[endpoint_id]
             if claim.until - utcnow() < self.lease_needed:  # it could outlive its lease
                 self._release.append(claim)
-                self._wake.set()
-                continue
-            self._running[endpoint_id] += 1
-            assert self._loop is not None  # claims are made by the started loop
-            task = self._loop.create_task(self._attempt(claim))
-            self._attempts.add(task)
-            task.add_done_callback(functools.partial(self._ended, endpoint_id))
-        if not queue:
-            self._queued.pop(endpoint_id, None)
+            else:
+                await self._attempt(claim)
+            self._wake.set()  # an outcome to record, a slot to claim for
 
     def _ended(self, endpoint_id: str, task: asyncio.Task) -> None:
-        self._attempts.discard(task)
+        self._senders.discard(task)
         self._running[endpoint_id] -= 1
         if self._running[endpoint_id] <= 0:
             del self._running[endpoint_id]
-        if not self._stopping:
+        if not self._stopping:  # claims that came while it was leaving
             self._start(endpoint_id)
-        self._wake.set()
 
     async def record(self) -> None:
         """Record the outcomes of the attempts that ended since the last time, in one batch
