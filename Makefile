@@ -34,12 +34,12 @@ test-embedded: $(STAMP)
 test-wire: $(STAMP)
 	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(PYTEST_ARGS)
 
-# Benchmarks of the hot paths (bench/run.py, rows P1a..P7b and S1..S3): each figure against its
+# Benchmarks of the hot paths (bench/run.py, rows P1a..P10b and S1..S3): each figure against its
 # baseline in the same run, one table of ratios, under 5 minutes on 2 cores.
 bench: $(STAMP)
 	$(PY) -m bench
 
-# The API on the embedded SQLite store with 1,000,000 calls (bench/scale.py, rows L1..L18):
+# The API on the embedded SQLite store with 1,000,000 calls (bench/scale.py, rows L1..L20):
 # pages, deep cursors, metrics, uploads and memory at that size. The data is seeded once and
 # cached in bench/.data/. `make bench` runs it too; `make bench-scale CALLS=100000` for a quick
 # look.

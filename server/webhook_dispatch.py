@@ -13,8 +13,6 @@ from webhooks.networks import parse_networks
 from webhooks.schedule import parse_schedule
 from webhooks.transport import Policy, Transport
 
-SECRET_OVERLAP = dt.timedelta(hours=24)  # a rotated-out secret still signs this long
-
 
 def webhook_policy(config: Config) -> Policy:
     return Policy(
