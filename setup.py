@@ -54,6 +54,9 @@ setup(
         "aiohttp>=3.10,<4",
         # aiohttp's URL type: webhooks/transport.py judges a URL exactly as aiohttp parses it.
         "yarl>=1.9,<2",
+        # /metrics on the metrics listener (metrics_port; server/metrics.py), imported only when
+        # metrics are on; its multiprocess mode sums the workers of `serve --processes N`.
+        "prometheus-client>=0.20",
     ],
     extras_require={
         "test": [
@@ -79,6 +82,14 @@ setup(
             "duckdb==2.0.1",
             # tests/webhooks: signatures verified with the Standard Webhooks reference library.
             "standardwebhooks>=1.0",
+            # tests/server/test_tracing.py: the spans, through the SDK's in-memory exporter.
+            "workspace-data-api[otel]",
+        ],
+        # Tracing (server/tracing.py): on when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+        "otel": [
+            "opentelemetry-sdk>=1.25",
+            "opentelemetry-exporter-otlp-proto-http>=1.25",
+            "opentelemetry-instrumentation-tornado>=0.46b0",
         ],
         # integrations/dlt/: the dlt source of the API and its loader into DuckDB.
         "dlt": ["dlt[duckdb]==1.31.0", "duckdb==2.0.1"],

@@ -177,6 +177,8 @@ class APIHandler(RequestHandler):
             raise APIError("payload_too_large", f"the body must be at most {limit} bytes")
         if self.auth_required:
             if not self.store.indexes_ready:
+                if (metrics := self.settings.get("metrics")) is not None:
+                    metrics.store_error(None)
                 raise APIError(
                     "service_unavailable",
                     "the database is not ready yet",
@@ -243,6 +245,8 @@ class APIHandler(RequestHandler):
         for name, value in verdict.headers.items():
             self.set_header(name, value)
         if not verdict.allowed:
+            if (metrics := self.settings.get("metrics")) is not None:
+                metrics.rate_limited.inc()
             raise APIError(
                 "rate_limited",
                 f"the workspace's rate limit ({limiter.limit} requests "
@@ -364,6 +368,8 @@ class APIHandler(RequestHandler):
         if isinstance(value, APIError | HTTPError):
             return
         if isinstance(value, DB_DOWN):
+            if (metrics := self.settings.get("metrics")) is not None:
+                metrics.store_error(value)
             log.warning("database unavailable: %s (request %s)", db_reason(value), self.request_id)
             return
         log.error("unhandled error in request %s", self.request_id, exc_info=value)

@@ -81,6 +81,8 @@ class Recording(IdempotentHandler):
             recorded = await self.store.calls.record(self.workspace_id, calls, once=self.once)
         except Refused as exc:
             raise refused(exc.refusal) from None
+        if (metrics := self.settings.get("metrics")) is not None:
+            metrics.imported("calls", (one.outcome for one in recorded))
         self.answer(recorded)
 
 

@@ -80,9 +80,12 @@ class ContactsHandler(IdempotentHandler):
         target = await store.lists.get(self.workspace_id, self.list_id)
         if target is None:
             raise not_found("list")
-        self.answer(
-            await store.prospects.add_to_list(self.workspace_id, target, contacts, once=self.once)
+        upload = await store.prospects.add_to_list(
+            self.workspace_id, target, contacts, once=self.once
         )
+        if (metrics := self.settings.get("metrics")) is not None:
+            metrics.imported("contacts", (entry["outcome"] for entry in upload.results))
+        self.answer(upload)
 
     def reply(self, upload: Upload) -> Reply:
         return Reply(

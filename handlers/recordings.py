@@ -170,11 +170,13 @@ class RecordingHandler(StreamingHandler):
         write = self.connection.write
         self.flush()
         sent = True
+        relayed = 0  # body bytes handed to the client's connection
         try:
             while pieces := await response.next_pieces():
                 for piece in pieces:
                     # IOStream.write takes any buffer; HTTP1Connection.write's hint says bytes.
                     pending = write(piece)  # type: ignore[arg-type]
+                    relayed += len(piece)
                 await pending
                 stream = self.connection.stream
                 if stream.closed():
@@ -183,6 +185,7 @@ class RecordingHandler(StreamingHandler):
                     # The rest moves inside the kernel, socket to socket (Linux, plain TCP).
                     moved = await response.splice_to(stream.socket, stream.closed)
                     count_written(self.connection, moved)
+                    relayed += moved
         except (StreamClosedError, DownstreamClosed):
             return  # the client went away; closing the response stops the provider
         except UpstreamError as exc:
@@ -193,6 +196,9 @@ class RecordingHandler(StreamingHandler):
                 raise upstream_failed() from None  # nothing went out yet: a clean 502
             # Bytes went out under a 200/206: only a cut connection tells the client.
             self.connection.close()
+        finally:
+            if relayed and (metrics := self.settings.get("metrics")) is not None:
+                metrics.recording_bytes.inc(relayed)
 
     def on_connection_close(self) -> None:
         super().on_connection_close()
@@ -203,6 +209,8 @@ class RecordingHandler(StreamingHandler):
 
     def note_failure(self, reason: str) -> None:
         # `reason` comes from UpstreamError messages, which never name host, path or secrets.
+        if (metrics := self.settings.get("metrics")) is not None:
+            metrics.upstream_errors.inc()
         log.warning("recording upstream failure: %s (request %s)", reason, self.request_id)
 
 

@@ -17,7 +17,7 @@ import logging
 import struct
 import termios
 import time
-from typing import cast
+from typing import Any, cast
 
 from tornado.http1connection import HTTP1Connection
 from tornado.ioloop import IOLoop
@@ -39,19 +39,24 @@ class StreamSlots:
     in flight at once, so that an ordinary request's query never queues behind a batch read
     of every open stream (the store's reads share a few threads or connections)."""
 
-    def __init__(self, per_workspace: int):
+    def __init__(self, per_workspace: int, gauge: Any = None):
         self.per_workspace = per_workspace
         self.open: dict[str, int] = {}
         self.database_turns = asyncio.Semaphore(DATABASE_TURNS)
+        self.gauge = gauge  # wsapi_streams_open (server.metrics) when metrics are on
 
     def take(self, workspace_id: str) -> bool:
         count = self.open.get(workspace_id, 0)
         if count >= self.per_workspace:
             return False
         self.open[workspace_id] = count + 1
+        if self.gauge is not None:
+            self.gauge.inc()
         return True
 
     def give_back(self, workspace_id: str) -> None:
+        if self.gauge is not None and workspace_id in self.open:
+            self.gauge.dec()
         count = self.open.get(workspace_id, 0) - 1
         if count > 0:
             self.open[workspace_id] = count
@@ -61,7 +66,11 @@ class StreamSlots:
 
 def stream_slots(settings: dict) -> StreamSlots:
     if "stream_slots" not in settings:
-        settings["stream_slots"] = StreamSlots(settings["config"].max_streams_per_workspace)
+        metrics = settings.get("metrics")
+        settings["stream_slots"] = StreamSlots(
+            settings["config"].max_streams_per_workspace,
+            metrics.streams_open if metrics is not None else None,
+        )
     return settings["stream_slots"]
 
 

@@ -13,6 +13,7 @@ from tornado.httpserver import HTTPServer
 
 from handlers.base import NotFoundHandler
 from schemas import Schemas
+from schemas.openapi import ENDPOINTS as ENDPOINT_FILES
 from server.auth import KeyService, resolve_secret
 from server.config import Config, ConfigError
 from server.gate import Gate
@@ -61,18 +62,72 @@ def make_app(
     )
     services.setdefault("cursors", Cursors(auth.subkey("cursors")))
     services.setdefault("webhook_policy", webhook_policy(config))
+    services.setdefault("metrics", None)  # server.metrics.Metrics when metrics_port is set
+    schemas = Schemas()
+    routes = collect_handlers()
+    log_function: Callable[[tornado.web.RequestHandler], None] = access_log
+    if (metrics := services["metrics"]) is not None:
+        metrics.learn_routes(routes, endpoint_paths(schemas))
+        log_function = counted(metrics.observe)
+        writer = getattr(store, "event_writer", None)  # both backends' (store/*/events.py)
+        if writer is not None:
+            writer.observe = metrics.event_recorded
     settings = dict(
         config=config,
         store=store,
         auth=auth,
-        schemas=Schemas(),
+        schemas=schemas,
         max_body_bytes=config.max_body_bytes,
-        log_function=access_log,
+        log_function=log_function,
         debug=False,
         xsrf_cookies=False,
         **services,
     )
-    return tornado.web.Application(collect_handlers(), **settings)
+    return tornado.web.Application(routes, **settings)
+
+
+def endpoint_paths(schemas: Schemas) -> list[str]:
+    """The path templates of the OpenAPI document's operations (/v1/calls/{id})."""
+    return [doc["path"] for sid, doc in schemas.documents.items() if sid.startswith(ENDPOINT_FILES)]
+
+
+def counted(
+    observe: Callable[[tornado.web.RequestHandler], None],
+) -> Callable[[tornado.web.RequestHandler], None]:
+    """The log function with metrics on: the request's figures, then its access line."""
+
+    def log_function(handler: tornado.web.RequestHandler) -> None:
+        observe(handler)
+        access_log(handler)
+
+    return log_function
+
+
+def make_metrics_app(
+    config: Config, store: Store, metrics: Any, schemas: Schemas
+) -> tornado.web.Application:
+    """The metrics listener's application (`metrics_port`): /metrics, /healthz and /readyz
+    (the API's own readiness check), a JSON 404 for everything else; never the API. Its access
+    lines are written for failed requests only (a scrape every few seconds is no news)."""
+    from handlers.health import default_handlers as health
+    from handlers.metrics import default_handlers as exposition
+
+    return tornado.web.Application(
+        [*exposition, *health, (r".*", NotFoundHandler)],
+        config=config,
+        store=store,
+        metrics=metrics,
+        schemas=schemas,
+        max_body_bytes=config.max_body_bytes,
+        log_function=failures_only,
+        debug=False,
+        xsrf_cookies=False,
+    )
+
+
+def failures_only(handler: tornado.web.RequestHandler) -> None:
+    if handler.get_status() >= 400:
+        access_log(handler)
 
 
 async def open_services(
@@ -112,8 +167,14 @@ def http_server(app: tornado.web.Application, config: Config) -> HTTPServer:
     """An HTTPServer with the service's limits: bodies over max_body_bytes get the API's 413 at
     any size (server.gate), and idle or slow clients are disconnected (idle_connection_timeout
     also bounds the wait for a request's headers)."""
+    metrics = app.settings.get("metrics")
     return HTTPServer(
-        Gate(app, config.max_body_bytes, linger_seconds=min(5, config.body_timeout_seconds)),
+        Gate(
+            app,
+            config.max_body_bytes,
+            linger_seconds=min(5, config.body_timeout_seconds),
+            in_flight=metrics.in_flight if metrics is not None else None,
+        ),
         max_body_size=max(config.max_body_bytes * 4, 4 * 1024 * 1024),
         max_header_size=16 * 1024,
         idle_connection_timeout=config.idle_timeout_seconds,

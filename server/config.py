@@ -22,6 +22,8 @@ class Config:
     host: str
     port: int
     processes: int
+    metrics_host: str
+    metrics_port: int
     mongodb_uri: str
     sqlite_path: str
     sqlite_synchronous: str
@@ -122,6 +124,16 @@ def validate(config: Config) -> None:
         raise ConfigError(f"port must be between 1 and 65535, not {config.port}")
     if config.key_cache_seconds > 5:
         raise ConfigError("key_cache_seconds must be at most 5 (revoked keys must stop within 5 s)")
+    if not 0 <= config.metrics_port < 65536:
+        raise ConfigError(
+            f"metrics_port must be 0 (no metrics listener) or a port, not {config.metrics_port}"
+        )
+    if (
+        config.metrics_port
+        and config.metrics_port == config.port
+        and (config.metrics_host == config.host)
+    ):
+        raise ConfigError("metrics_port must differ from port: the API never serves /metrics")
     if config.processes < 1:
         raise ConfigError("processes must be at least 1")
     if config.rate_limit_per_minute < 1:

@@ -32,11 +32,14 @@ class Gate(httputil.HTTPServerConnectionDelegate):
         app: httputil.HTTPServerConnectionDelegate,
         max_body_bytes: int,
         linger_seconds: float = 5.0,
+        in_flight: Any = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.linger_seconds = linger_seconds
         self.inflight = 0
+        # The wsapi_http_requests_in_flight gauge (server.metrics) when metrics are on.
+        self.in_flight_gauge = in_flight
 
     def start_request(
         self, server_conn: object, request_conn: httputil.HTTPConnection
@@ -94,6 +97,8 @@ class _Request(httputil.HTTPMessageDelegate):
         assert isinstance(start_line, httputil.RequestStartLine)  # a server reads requests
         self.started = True
         self.gate.inflight += 1
+        if self.gate.in_flight_gauge is not None:
+            self.gate.in_flight_gauge.inc()
         path, _, query = start_line.path.partition("?")
         if query.count("&") >= MAX_QUERY_FIELDS:  # as counted by urllib.parse.parse_qsl
             self.conn.query_fields_over = MAX_QUERY_FIELDS
@@ -147,6 +152,8 @@ class _Request(httputil.HTTPMessageDelegate):
         if self.started:
             self.started = False
             self.gate.inflight -= 1
+            if self.gate.in_flight_gauge is not None:
+                self.gate.in_flight_gauge.dec()
 
     def finish(self) -> None:
         self.body_done = True

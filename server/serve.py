@@ -22,18 +22,21 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 
+from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 
-from server.app import freeze_heap, http_server, make_app, open_services
+from server import metrics_files
+from server.app import freeze_heap, http_server, make_app, make_metrics_app, open_services
 from server.auth import resolve_secret
 from server.config import Config, ConfigError, validate, validate_webhooks
 from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.gate import Gate
 from server.logs import secrets_of, setup_logging
+from server.tracing import start as start_tracing
 from server.webhook_dispatch import dispatcher
 from store.contract import Store
 from store.database import open_store
@@ -68,24 +71,43 @@ def serve(config: Config, args: argparse.Namespace) -> int:
         # anything is logged, and never workers dying one after another.
         asyncio.run(check_store(config))
     sockets = listen(config)
-    if config.processes == 1:
-        return asyncio.run(run_worker(config, sockets))
-    return supervise(config.processes, lambda: asyncio.run(run_worker(config, sockets)))
+    # The metrics listener (metrics_port): bound once like the API's, served by every worker.
+    metrics_sockets = (
+        listen_at(config.metrics_host, config.metrics_port) if config.metrics_port else []
+    )
+    metrics_dir = None
+    try:
+        if config.processes == 1:
+            os.environ.pop(metrics_files.ENV, None)  # this process's figures, in memory
+            return asyncio.run(run_worker(config, sockets, metrics_sockets))
+        if metrics_sockets:  # every worker's figures in files there, summed by a scrape
+            metrics_dir = metrics_files.create()
+        return supervise(
+            config.processes,
+            lambda: asyncio.run(run_worker(config, sockets, metrics_sockets)),
+            on_death=metrics_files.worker_died if metrics_dir else None,
+        )
+    finally:
+        if metrics_dir is not None:
+            metrics_files.remove(metrics_dir)
 
 
 def listen(config: Config, patience: float = BIND_PATIENCE) -> list[socket.socket]:
-    """Bind the listening sockets. A port still held for a moment is waited for: the workers
+    """Bind the API's listening sockets."""
+    return listen_at(config.host, config.port, patience)
+
+
+def listen_at(host: str, port: int, patience: float = BIND_PATIENCE) -> list[socket.socket]:
+    """Bind listening sockets. A port still held for a moment is waited for: the workers
     of a supervisor that was killed (SIGKILL) are stopping on their parent-death signal, and
     close their copies of the socket within moments."""
     deadline = time.monotonic() + patience
     while True:
         try:
-            return bind_sockets(config.port, config.host)
+            return bind_sockets(port, host)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
-                raise ConfigError(
-                    f"cannot listen on {config.host}:{config.port}: {exc.strerror}"
-                ) from exc
+                raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
             time.sleep(0.1)
 
 
@@ -102,8 +124,11 @@ async def check_store(config: Config) -> None:
     await store.close()
 
 
-async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
-    """Serve on the bound sockets until SIGTERM/SIGINT, then shut down gracefully."""
+async def run_worker(
+    config: Config, sockets: list[socket.socket], metrics_sockets: Sequence[socket.socket] = ()
+) -> int:
+    """Serve on the bound sockets (and the metrics listener's, if any) until SIGTERM/SIGINT,
+    then shut down gracefully."""
     if config.throwaway:
         log.warning(
             "MONGODB_URI=memory: using a throwaway SQLite file. NOTHING IS PERSISTED; all data "
@@ -124,22 +149,45 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
     indexes = None
     if not store.indexes_ready:
         indexes = asyncio.create_task(ensure_indexes_when_reachable(store))
-    app = make_app(config, store, auth)
+    metrics = None
+    if metrics_sockets:
+        from server.metrics import Metrics  # prometheus_client: imported only when on
+
+        metrics = Metrics()
+    # Spans per request and store call, when OTEL_EXPORTER_OTLP_ENDPOINT is set (server.tracing).
+    tracing = start_tracing()
+    app = make_app(config, tracing.wrap(store) if tracing else store, auth, metrics=metrics)
     sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
     events = EventSweeper.from_config(store, config).start()
-    webhooks = dispatcher(store, config).start()
+    webhooks = dispatcher(store, config, metrics).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
+    apps, servers = [app], [server]
+    if metrics is not None:
+        apps.append(make_metrics_app(config, store, metrics, app.settings["schemas"]))
+        servers.append(
+            HTTPServer(
+                apps[-1],
+                max_header_size=16 * 1024,
+                idle_connection_timeout=config.idle_timeout_seconds,
+                body_timeout=config.body_timeout_seconds,
+            )
+        )
+        servers[-1].add_sockets(metrics_sockets)
     freeze_heap()
     log.info("serving on http://%s:%s/v1 (pid %d)", config.host, config.port, os.getpid())
+    if metrics is not None:
+        log.info("metrics on http://%s:%s/metrics", config.metrics_host, config.metrics_port)
     stop = asyncio.Event()
     for signum in STOP_SIGNALS:
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked since the fork, if any
     await stop.wait()
 
-    app.settings["draining"] = True  # /readyz: 503 from now on
-    server.stop()  # no new connections; requests on open ones are still served
+    for each in apps:
+        each.settings["draining"] = True  # /readyz: 503 from now on
+    for listener in servers:
+        listener.stop()  # no new connections; requests on open ones are still served
     gate = server.request_callback
     assert isinstance(gate, Gate)  # server.app.http_server's
     deadline = time.monotonic() + config.shutdown_timeout_seconds
@@ -151,7 +199,8 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
             gate.inflight,
             config.shutdown_timeout_seconds,
         )
-    await server.close_all_connections()
+    for listener in servers:
+        await listener.close_all_connections()
     if indexes:
         indexes.cancel()
     await webhooks.stop(config.shutdown_timeout_seconds)
@@ -159,6 +208,8 @@ async def run_worker(config: Config, sockets: list[socket.socket]) -> int:
     await auth.usage.stop()  # writes the keys' last uses still queued
     await events.stop()
     await store.close()
+    if tracing is not None:
+        tracing.stop()
     log.info("stopped (pid %d)", os.getpid())
     return 0
 
@@ -182,9 +233,12 @@ async def ensure_indexes_when_reachable(store: Store, delay: float = 0.5) -> Non
         delay = min(delay * 2, MAX_RETRY_DELAY)
 
 
-def supervise(count: int, work: Callable[[], int]) -> int:
+def supervise(
+    count: int, work: Callable[[], int], on_death: Callable[[int], None] | None = None
+) -> int:
     """Fork `count` workers running `work()` and keep them running until SIGTERM/SIGINT, which
-    is passed on to every worker. A worker that dies is restarted, unless workers keep dying."""
+    is passed on to every worker. A worker that dies is restarted, unless workers keep dying;
+    `on_death(pid)` is called for each worker that ended (the metrics files' bookkeeping)."""
     children: dict[int, float] = {}  # pid -> start time
     stopping = False
 
@@ -229,6 +283,8 @@ def supervise(count: int, work: Callable[[], int]) -> int:
         except ChildProcessError:
             break
         started = children.pop(pid, None)
+        if on_death is not None and started is not None:
+            on_death(pid)
         if started is None or stopping:
             continue
         log.error("worker %d exited (%s); restarting it", pid, describe(status))

@@ -5,6 +5,7 @@ loop (webhooks/dispatcher.py) started with the app and stopped with it."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from server.config import Config
 from store.contract import Store
@@ -21,8 +22,9 @@ def webhook_policy(config: Config) -> Policy:
     )
 
 
-def dispatcher(store: Store, config: Config) -> Dispatcher:
-    """A dispatcher for `store` (not started: `.start()` on the running loop)."""
+def dispatcher(store: Store, config: Config, metrics: Any = None) -> Dispatcher:
+    """A dispatcher for `store` (not started: `.start()` on the running loop); `metrics`
+    (server.metrics.Metrics) counts its attempts when metrics are on."""
     return Dispatcher(
         store,
         Transport(webhook_policy(config)),
@@ -34,4 +36,5 @@ def dispatcher(store: Store, config: Config) -> Dispatcher:
         disable_after=dt.timedelta(hours=config.webhook_disable_after_hours),
         retention=dt.timedelta(days=config.event_retention_days),
         retention_interval=config.expiry_sweep_seconds,
+        observe=metrics.webhook_attempt if metrics is not None else None,
     )

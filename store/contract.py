@@ -555,6 +555,11 @@ class WebhookDeliveries(Protocol):
         """The endpoint's attempts newest first (ties by id), after `after`."""
         ...
 
+    async def backlog(self) -> int:
+        """Operator scope: how many deliveries are pending (neither delivered nor failed), every
+        workspace together (the `wsapi_webhook_backlog` metric; an index count)."""
+        ...
+
     async def delete_expired(
         self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
     ) -> int:

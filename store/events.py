@@ -117,6 +117,11 @@ def first_id_at(at: dt.datetime) -> str:
     return f"{head[:8]}-{head[8:]}-7000-8000-000000000000"
 
 
+def event_time(event_id: str) -> dt.datetime:
+    """The instant an event id carries (to the millisecond): when the event was recorded."""
+    return EPOCH + dt.timedelta(milliseconds=int(event_id.replace("-", "")[:12], 16))
+
+
 def _ticks(event_id: str) -> int:
     """The time an id carries: its first 48 bits and its 12-bit fraction."""
     hexa = event_id.replace("-", "")

@@ -33,17 +33,17 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from store.clock import new_id, utcnow
 from store.contract import Store
 from store.errors import StoreError
-from store.events import StoredEvent
+from store.events import StoredEvent, event_time
 from store.paging import Position
 from store.webhooks import GONE, Attempt, Claim, FanoutClaim
 from webhooks import signing
 from webhooks.schedule import RETRY_AFTER_STATUSES, next_delay
-from webhooks.transport import Outcome, Transport
+from webhooks.transport import Outcome, Transport, outcome_kind
 
 log = logging.getLogger("workspace_api")
 
@@ -71,7 +71,11 @@ class Dispatcher:
         max_in_flight: int = MAX_IN_FLIGHT,
         ahead: int | None = None,
         rand: random.Random | None = None,
+        observe: Callable[[str, float | None], None] | None = None,
     ) -> None:
+        # Told each attempt's outcome (transport.outcome_kind) and, when delivered, the seconds
+        # since its event was recorded (the metrics of server.metrics).
+        self.observe = observe
         self.store = store
         self.transport = transport
         self.schedule = tuple(schedule)
@@ -327,6 +331,9 @@ class Dispatcher:
             delivered=delivered,
         )
         self._done.append((claim, attempt))
+        if self.observe is not None:
+            lag = (ended - event_time(claim.event_id)).total_seconds() if delivered else None
+            self.observe(outcome_kind(outcome), lag)
         if disable is not None:
             self._disable.append((claim, disable, ended))
             self._release.extend(self._queued.pop(claim.endpoint_id, ()))

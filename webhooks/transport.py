@@ -80,6 +80,22 @@ class Outcome:
     retry_after: float | None  # seconds, from Retry-After on a 429 or 503
 
 
+# Phrases of attempts this service refused to make (the outbound policy, an unusable URL).
+REFUSED_PREFIXES = ("address not allowed", "http only inside", "invalid url")
+
+
+def outcome_kind(outcome: Outcome) -> str:
+    """The attempt's outcome for the metrics: delivered, timeout, refused (never sent: the
+    policy or the URL) or failed (any other answer or network error)."""
+    if outcome.error is None:
+        return "delivered"
+    if outcome.error == "timeout":
+        return "timeout"
+    if outcome.error.startswith(REFUSED_PREFIXES):
+        return "refused"
+    return "failed"
+
+
 class AddressRefused(Exception):
     """The policy refuses an address the host resolved to (or the literal address).
     `rule` names the rule; None means plain http outside webhook_allowed_networks."""

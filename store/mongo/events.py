@@ -29,6 +29,7 @@ show `_evt` (every projection lists its fields).
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import datetime as dt
 import logging
@@ -130,6 +131,7 @@ class EventWriter:
         self.db = db
         self.col = db["events"]
         self.enabled = True
+        self.observe: Callable[[str, int], None] | None = None  # (event type, count): metrics
         self.clock = EventClock()
 
     def begin(self) -> Pending:
@@ -170,6 +172,9 @@ class EventWriter:
         ]
         if events:
             await self.col.insert_many(events, ordered=False)
+            if self.observe is not None:
+                for kind, count in collections.Counter(e["type"] for e in events).items():
+                    self.observe(kind, count)
         touched = dict(wanted)
         if inserted:
             touched["activities"] = [

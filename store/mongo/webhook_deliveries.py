@@ -345,6 +345,10 @@ class WebhookDeliveries:
         last = Position(shown[-1]["at"], shown[-1]["_id"]) if shown else None
         return AttemptPage([attempt_record(doc) for doc in shown], len(docs) > page_size, last)
 
+    async def backlog(self) -> int:
+        """Counted on the attempt_due index (state first)."""
+        return await self.col.count_documents({"state": PENDING})
+
     async def delete_expired(
         self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
     ) -> int:

@@ -13,9 +13,10 @@ they never go backwards, whichever process of the host writes.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from store.events import TYPES, EventClock, EventPage, StoredEvent
 from store.paging import Position
@@ -59,6 +60,8 @@ class EventWriter:
 
     def __init__(self, sources: dict[str, Source]) -> None:
         self.enabled = True
+        # Told (event type, count) of each write's events, on the writer thread (metrics).
+        self.observe: Callable[[str, int], None] | None = None
         self.clock = EventClock()
         self.inserts = {resource: insert_sql(source) for resource, source in sources.items()}
 
@@ -87,6 +90,9 @@ class EventWriter:
             rows.setdefault(resource, []).append((event_id, workspace_id, kind, ms(at), record_id))
         for resource, values in rows.items():
             conn.executemany(self.inserts[resource], values)
+        if self.observe is not None:
+            for kind, count in collections.Counter(kinds.values()).items():
+                self.observe(kind, count)
         return len(kinds)
 
 

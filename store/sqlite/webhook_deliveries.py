@@ -228,6 +228,17 @@ class WebhookDeliveries:
         last = Position(shown[-1]["at"], shown[-1]["_id"]) if shown else None
         return AttemptPage([attempt_record(doc) for doc in shown], len(docs) > page_size, last)
 
+    async def backlog(self) -> int:
+        """Counted on the (state, endpointId, nextAttemptAt) index, without reading a row."""
+
+        def count(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT count(*) FROM webhook_deliveries WHERE state = ?", (PENDING,)
+            ).fetchone()
+            return int(row[0])
+
+        return await self.engine.read(count, snapshot=False)
+
     async def delete_expired(
         self, before: dt.datetime, batch: int = 1000, max_batches: int = 10
     ) -> int:
