@@ -23,6 +23,7 @@ from typing import Any
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 from tornado.web import RequestHandler
 
@@ -55,7 +56,9 @@ class Metrics:
         # No `_created` series: a start time per counter child, which nothing here reads.
         prometheus_client.disable_created_metrics()
         self.registry = registry = CollectorRegistry(auto_describe=True)
-        self.content_type = prometheus_client.CONTENT_TYPE_LATEST
+        # The classic text format (0.0.4), which every Prometheus server reads; the names here
+        # need nothing of the newer one's.
+        self.content_type = CONTENT_TYPE_PLAIN_0_0_4
         self.requests = Counter(
             "wsapi_http_requests_total",
             "HTTP requests answered, by method, route template and status code.",
