@@ -30,7 +30,7 @@ from tests.server.metrics_helpers import (
     value,
 )
 from tests.server.test_serve import free_port
-from tests.webhooks.receiver import Answer, Receiver, wait_for
+from tests.webhooks.receiver import Answer, Receiver
 
 LIMIT = 12  # the rate limit per minute of these tests' workspaces
 REQUESTS = "wsapi_http_requests_total"
