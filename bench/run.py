@@ -17,6 +17,8 @@ the same run, printed as one table of ratios with targets.
 - P10a, P10b webhooks (bench/webhooks.py): deliveries per second from one API process against
   a bare aiohttp loop posting the same pre-signed bodies, and the lag from a write's
   acknowledgement to its delivery at 100 writes per second.
+- M1a, M1b what metrics cost (bench/metrics_cost.py): GET /users and the GET /calls page of P3
+  with metrics on against off, the same API twice in one process, interleaved.
 - S1-S3 streamed responses under abuse (bench/streams.py): stalled readers, concurrent
   timelines.
 
@@ -69,6 +71,7 @@ FIGURES = {
     "P8": ("P8a", "P8b"),
     "P9": ("P9",),
     "P10": ("P10a", "P10b"),
+    "M1": ("M1a", "M1b"),
     "S1": ("S1",),
     "S2": ("S2",),
     "S3": ("S3",),
@@ -1118,6 +1121,10 @@ async def run_all(
             from bench import webhooks
 
             rows += await webhooks.run_rows(bench, only, settings == QUICK)
+        if "M1" in only:  # metrics on vs off (bench/metrics_cost.py)
+            from bench import metrics_cost
+
+            rows += await metrics_cost.run_rows(bench)
         if only & {"S1", "S2", "S3"}:  # stalled readers, long timelines (bench/streams.py)
             from bench import streams
 

@@ -77,6 +77,9 @@ async def main(args) -> None:
     app = build_app(config, store, auth)
     api_sockets = bind_sockets(0, "127.0.0.1")
     http_server(app, config).add_sockets(api_sockets)
+    if args.metrics:  # bench.metrics_cost (M1): the same API with metrics on, on a port of its own
+        metrics_ports = serve_with_metrics(config, store, auth)
+        info.update(metrics_api_port=metrics_ports[0], metrics_port=metrics_ports[1])
     bare_app = bare.make_bare_app(store, info, counts)
     bare_sockets = bind_sockets(0, "127.0.0.1")
     http_server(bare_app, config).add_sockets(bare_sockets)
@@ -94,6 +97,22 @@ async def main(args) -> None:
         },
     )
     await serve_until_stopped(info)
+
+
+def serve_with_metrics(config, store, auth) -> tuple[int, int]:
+    """A second API app on the same store, with metrics on (as `serve` with metrics_port builds
+    it), and its metrics listener: (API port, metrics port)."""
+    from server.app import make_metrics_app
+    from server.metrics import Metrics
+
+    metrics = Metrics()
+    app = make_app(config, store, auth, metrics=metrics)
+    api_sockets = bind_sockets(0, "127.0.0.1")
+    http_server(app, config).add_sockets(api_sockets)
+    listener = make_metrics_app(config, store, metrics, app.settings["schemas"])
+    metrics_sockets = bind_sockets(0, "127.0.0.1")
+    http_server(listener, config).add_sockets(metrics_sockets)
+    return api_sockets[0].getsockname()[1], metrics_sockets[0].getsockname()[1]
 
 
 async def serve_until_stopped(info: dict) -> None:
@@ -134,6 +153,9 @@ def parse_args(argv=None):
     parser.add_argument("--rate-limit", type=int, default=BENCH_RATE_LIMIT)
     parser.add_argument("--sqlite-path", help="a SQLite file instead of a throwaway one")
     parser.add_argument("--synchronous", choices=("full", "normal"), default="full")
+    parser.add_argument(
+        "--metrics", action="store_true", help="also the API with metrics on (bench M1)"
+    )
     return parser.parse_args(argv)
 
 
