@@ -168,13 +168,18 @@ def http_server(app: tornado.web.Application, config: Config) -> HTTPServer:
     any size (server.gate), and idle or slow clients are disconnected (idle_connection_timeout
     also bounds the wait for a request's headers)."""
     metrics = app.settings.get("metrics")
+    gate = Gate(
+        app,
+        config.max_body_bytes,
+        linger_seconds=min(5, config.body_timeout_seconds),
+        # Workers of `serve --processes N` move their in-flight gauge per request (its value
+        # lives in a file a scrape sums); one process reads the gate's count at scrape time.
+        in_flight=metrics.in_flight if metrics is not None and metrics.multiprocess else None,
+    )
+    if metrics is not None and not metrics.multiprocess:
+        metrics.in_flight.set_function(lambda: gate.inflight)
     return HTTPServer(
-        Gate(
-            app,
-            config.max_body_bytes,
-            linger_seconds=min(5, config.body_timeout_seconds),
-            in_flight=metrics.in_flight if metrics is not None else None,
-        ),
+        gate,
         max_body_size=max(config.max_body_bytes * 4, 4 * 1024 * 1024),
         max_header_size=16 * 1024,
         idle_connection_timeout=config.idle_timeout_seconds,

@@ -11,7 +11,8 @@ Labels never carry a workspace, key, user or record id: `route` is the route's t
 (/v1/calls/{id}), found once per handler class when the application is assembled; a request
 that matched no route is counted under UNMATCHED, never under its path. The request path costs
 one dict lookup, one counter increment and one histogram observation (label children bound once
-and kept), in the application's log function.
+and kept), in the application's log function; the in-flight gauge reads the gate's count at
+scrape time (with --processes N each worker moves its own, which a scrape sums).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Metrics:
     settings (`settings["metrics"]`); None there when metrics are off."""
 
     def __init__(self) -> None:
+        self.multiprocess = multiprocess()
         # No `_created` series: a start time per counter child, which nothing here reads.
         prometheus_client.disable_created_metrics()
         self.registry = registry = CollectorRegistry(auto_describe=True)
@@ -224,7 +226,7 @@ class Metrics:
     def exposition(self) -> bytes:
         """The text format of every figure: this process's, or with --processes N every
         worker's summed (the files in PROMETHEUS_MULTIPROC_DIR)."""
-        if multiprocess():
+        if self.multiprocess:
             registry = CollectorRegistry()
             MultiProcessCollector(registry)
             return prometheus_client.generate_latest(registry)

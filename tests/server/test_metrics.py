@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import time
 import uuid
 
@@ -204,6 +205,41 @@ async def test_the_listeners_serve_apart(tmp_path):
             assert headers["Content-Type"] == "application/problem+json"
         finally:
             server.kill()
+
+
+def held_request(port: int) -> socket.socket:
+    """A request in flight: its head sent, its body not yet (closed by the caller)."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    conn.sendall(
+        b"POST /v1/lists HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n{"
+    )
+    return conn
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_requests_in_flight_are_counted_until_they_end(tmp_path, processes):
+    server = MetricsServe(
+        tmp_path,
+        {"MONGODB_URI": "memory"}
+        if processes == "1"
+        else {"MONGODB_URI": "", "WSAPI_SQLITE_PATH": str(tmp_path / "db.sqlite3")},
+        "--processes",
+        processes,
+    )
+    try:
+        server.wait_up("/readyz")
+        held = [held_request(server.port) for _ in range(3)]
+        server.scrape_until(
+            lambda s: value(s, "wsapi_http_requests_in_flight") == 3, "three requests in flight"
+        )
+        for conn in held:
+            conn.close()
+        server.scrape_until(
+            lambda s: value(s, "wsapi_http_requests_in_flight") == 0, "none in flight"
+        )
+    finally:
+        server.kill()
 
 
 def test_a_database_that_is_down_is_503_in_its_series(tmp_path):
