@@ -168,6 +168,7 @@ async def run_worker(
         servers.append(
             HTTPServer(
                 apps[-1],
+                max_body_size=64 * 1024,  # it takes no bodies: GETs only
                 max_header_size=16 * 1024,
                 idle_connection_timeout=config.idle_timeout_seconds,
                 body_timeout=config.body_timeout_seconds,
