@@ -31,6 +31,7 @@ from tests.server.metrics_helpers import (
     value,
 )
 from tests.server.test_serve import free_port
+from tests.server.test_wire_faults import new_workspace, own_server  # noqa: F401 - a fixture
 from tests.webhooks.receiver import Answer, Receiver
 
 LIMIT = 12  # the rate limit per minute of these tests' workspaces
@@ -265,6 +266,44 @@ def test_a_database_that_is_down_is_503_in_its_series(tmp_path):
     assert value(samples, REQUESTS, method="GET", route="/v1/users", status="503") == 3
     assert value(samples, REQUESTS, method="GET", route="/readyz", status="503") == 1
     assert value(samples, "wsapi_store_errors_total", reason="not_ready") == 3
+    assert value(samples, "wsapi_store_up") == 0
+    promtool_check("metrics", text=text)
+
+
+@pytest.mark.wire
+async def test_a_database_lost_while_serving_is_503_in_its_series(
+    tmp_path,
+    own_server,  # noqa: F811 - the fixture imported above
+):
+    """The database server stops under a serving process: the API's 503s are counted by status
+    and as store errors, and the store is reported down (wire tier: a server process to stop)."""
+    workspace, database = await new_workspace(own_server.uri, "Lost")
+    env = {
+        "MONGODB_URI": own_server.uri,
+        "WSAPI_DATABASE": database,
+        "WSAPI_SECRET": TEST_SECRET,
+        "WSAPI_DB_TIMEOUT_SECONDS": "1",
+    }
+    server = MetricsServe(tmp_path, env)
+    try:
+        await asyncio.to_thread(server.wait_up, "/readyz")
+        url = server.origin + "/v1/lists"
+        assert (await asyncio.to_thread(fetch, url, workspace.key))[0] == 200
+        await asyncio.to_thread(own_server.stop)
+        for _ in range(3):
+            status, headers, _ = await asyncio.to_thread(fetch, url, workspace.key)
+            assert status == 503 and headers["Retry-After"] == "5"
+        text, samples = await asyncio.to_thread(server.scrape)
+    finally:
+        server.kill()
+    assert value(samples, REQUESTS, method="GET", route="/v1/lists", status="200") == 1
+    assert value(samples, REQUESTS, method="GET", route="/v1/lists", status="503") == 3
+    lost = sum(
+        value(samples, "wsapi_store_errors_total", reason=reason)
+        for reason in ("unavailable", "timeout")
+    )
+    assert lost == 3
+    assert value(samples, "wsapi_store_errors_total", reason="not_ready") == 0
     assert value(samples, "wsapi_store_up") == 0
     promtool_check("metrics", text=text)
 
