@@ -34,7 +34,7 @@ test-embedded: $(STAMP)
 test-wire: $(STAMP)
 	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(PYTEST_ARGS)
 
-# Benchmarks of the hot paths (bench/run.py, rows P1a..P10b and S1..S3): each figure against its
+# Benchmarks of the hot paths (bench/run.py, rows P1a..P10b, M1a, M1b and S1..S3): each figure against its
 # baseline in the same run, one table of ratios, under 5 minutes on 2 cores.
 bench: $(STAMP)
 	$(PY) -m bench
