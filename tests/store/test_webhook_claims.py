@@ -115,3 +115,20 @@ async def test_a_released_claim_is_due_again_with_its_attempt_uncounted(store):
     # A stale release (the lease is another owner's now) leaves the new claim alone.
     await deliveries.release(claims, utcnow())
     assert await deliveries.claim(utcnow(), LEASE, 64, 4, owner="three") == []
+
+
+async def test_the_backlog_counts_pending_deliveries_of_every_workspace(store):
+    """webhook_deliveries.backlog (the wsapi_webhook_backlog metric): pending deliveries, claimed
+    or not, every workspace together; delivered and failed ones are not counted."""
+    deliveries = store.webhook_deliveries
+    assert await deliveries.backlog() == 0
+    await endpoint_with(store, "ws-a", 3)
+    await endpoint_with(store, "ws-b", 2)
+    assert await deliveries.backlog() == 5
+    claims = await deliveries.claim(utcnow(), LEASE, 64, 4, owner="one")
+    assert len(claims) == 5
+    assert await deliveries.backlog() == 5  # in flight is still pending
+    now = utcnow()
+    failed = [(claims[0], Attempt(now, 500, 3, "http 500", None, False))]  # no retry left
+    await deliveries.finish([*delivered(claims[1:3]), *failed])
+    assert await deliveries.backlog() == 2
