@@ -73,7 +73,7 @@ def as_table(env: dict, *argv: str) -> dict[str, list[dict[str, str]]]:
         index += 2
         while index < len(lines) and not lines[index].endswith(":"):
             line = lines[index]
-            ends = starts[1:] + [len(line)]
+            ends = [*starts[1:], len(line)]
             rows.append({n: line[a:b].strip() for n, a, b in zip(names, starts, ends, strict=True)})
             index += 1
         tables[title[:-1]] = rows

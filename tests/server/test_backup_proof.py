@@ -6,6 +6,7 @@ backup goes on with no gap and no repeat."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -204,7 +205,7 @@ def test_a_backup_during_an_import_and_api_writes_restores_whole(tmp_path):
     assert oct(copy.stat().st_mode & 0o777) == "0o600"
 
     # The copy on its own: whole, and everything acknowledged before the backup started.
-    with sqlite3.connect(copy) as conn:
+    with contextlib.closing(sqlite3.connect(copy)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         count = conn.execute("SELECT count(*) FROM calls WHERE workspaceId = ?", (imports_ws,))
         in_copy = count.fetchone()[0]
