@@ -1,5 +1,6 @@
 """Operator commands (workspaces, users, keys) against the configured store (the SQLite file or
-MongoDB): their command-line syntax, their dispatch and their output. The entry point
+MongoDB): their command-line syntax and their dispatch; each prints a table, or JSON with
+`--json` (server/output.py). The entry point
 (server/cli.py) and the demo's stdin console both parse with `add_admin_commands`, so the
 commands read the same in both places."""
 
@@ -12,6 +13,7 @@ import sys
 from server.app import open_services
 from server.auth import KeyService, parse_scopes
 from server.config import Config
+from server.output import emit
 from store.contract import Store
 from store.keys import DEFAULT_SCOPES, SCOPES, ordered
 
@@ -20,29 +22,50 @@ MAX_EXPIRY_DAYS = 36_500
 ADMIN_COMMANDS = ("workspaces", "users", "keys")
 
 
+def _printing() -> argparse.ArgumentParser:
+    """The option every admin command has: how it prints what it shows."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--json", action="store_true", help="print one JSON document instead of a table"
+    )
+    return parent
+
+
 def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     """Add the admin commands to an argparse subparsers object."""
+    printing = [_printing()]
     workspaces = sub.add_parser("workspaces", help="manage workspaces").add_subparsers(
         dest="action", required=True
     )
-    create = workspaces.add_parser("create", help="create a workspace")
+    create = workspaces.add_parser("create", help="create a workspace", parents=printing)
     create.add_argument("name")
+    workspaces.add_parser("list", help="list every workspace", parents=printing)
+    rename = workspaces.add_parser("rename", help="rename a workspace", parents=printing)
+    rename.add_argument("workspace_id")
+    rename.add_argument("name")
 
     users = sub.add_parser("users", help="manage workspace users").add_subparsers(
         dest="action", required=True
     )
-    create = users.add_parser("create", help="create a user")
+    listing = users.add_parser("list", help="list a workspace's users", parents=printing)
+    listing.add_argument("--workspace", required=True)
+    listing.add_argument(
+        "--include-deleted", action="store_true", help="list the deleted users too"
+    )
+    create = users.add_parser("create", help="create a user", parents=printing)
     create.add_argument("--workspace", required=True)
     create.add_argument("--email", required=True)
     create.add_argument("--first-name", required=True)
     create.add_argument("--last-name", required=True)
-    delete = users.add_parser("delete", help="delete a user (hidden from GET /users)")
+    delete = users.add_parser(
+        "delete", help="delete a user (hidden from GET /users)", parents=printing
+    )
     delete.add_argument("user_id")
 
     keys = sub.add_parser("keys", help="manage API keys").add_subparsers(
         dest="action", required=True
     )
-    create = keys.add_parser("create", help="create a key (shown once)")
+    create = keys.add_parser("create", help="create a key (shown once)", parents=printing)
     create.add_argument("--workspace", required=True)
     create.add_argument("--name", required=True)
     create.add_argument(
@@ -59,9 +82,13 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
         metavar="DAYS",
         help="the key stops working this many days from now (default: never)",
     )
-    listing = keys.add_parser("list", help="list a workspace's keys")
+    listing = keys.add_parser(
+        "list", help="list a workspace's keys (scopes, expiry, last use)", parents=printing
+    )
     listing.add_argument("--workspace", required=True)
-    revoke = keys.add_parser("revoke", help="revoke a key (refused within seconds)")
+    revoke = keys.add_parser(
+        "revoke", help="revoke a key (refused within seconds)", parents=printing
+    )
     revoke.add_argument("key_id")
 
 
@@ -91,13 +118,6 @@ def admin_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def emit(value: object) -> None:
-    """Admin output: one JSON document on stdout, for people and scripts alike."""
-    from handlers.jsonio import dumps
-
-    print(dumps(value, indent=2))
-
-
 class AdminError(Exception):
     """An admin command could not be carried out; the message says why."""
 
@@ -122,7 +142,7 @@ async def run_admin(
         services = await open_services(config)
     store, auth = services
     try:
-        emit(await _dispatch(store, auth, args))
+        emit(await _dispatch(store, auth, args), args.json)
     except AdminError as exc:
         print(f"workspace-api: {exc}", file=sys.stderr)
         return 1
@@ -136,6 +156,16 @@ async def _dispatch(store: Store, auth: KeyService, args: argparse.Namespace) ->
     command = (args.command, args.action)
     if command == ("workspaces", "create"):
         return {"workspace": await store.workspaces.create(args.name)}
+    if command == ("workspaces", "list"):
+        return {"workspaces": await store.workspaces.list()}
+    if command == ("workspaces", "rename"):
+        renamed = await store.workspaces.rename(args.workspace_id, args.name)
+        if renamed is None:
+            raise AdminError(f"no workspace {args.workspace_id}")
+        return {"workspace": renamed}
+    if command == ("users", "list"):
+        await _workspace(store, args.workspace)
+        return {"users": await store.users.list(args.workspace, args.include_deleted)}
     if command == ("users", "create"):
         await _workspace(store, args.workspace)
         return {

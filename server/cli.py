@@ -1,5 +1,6 @@
 """The `workspace-api` entry point: parses the command line and dispatches to serve, demo,
-provider, events or the admin commands; it is the only module that imports all of them."""
+provider, events, import, backup, restore or the admin commands; it is the only module that
+imports all of them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from server.admin import add_admin_commands
+from server.backup import add_backup_commands
 from server.config import ConfigError, load_config
 from server.importer import add_import_command
 from server.tail import add_events_commands
@@ -215,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_admin_commands(sub)
     add_import_command(sub)
     add_events_commands(sub)
+    add_backup_commands(sub)
     return parser
 
 
@@ -252,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
             args.host = config.host if args.host is None else args.host
             args.port = config.port if args.port is None else args.port
             return run_demo(config, args)
+        if args.command in ("backup", "restore"):
+            from server.backup import run_backup, run_restore
+
+            return (run_backup if args.command == "backup" else run_restore)(config, args)
         if args.command == "import":
             from server.importer import run_import
 

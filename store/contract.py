@@ -49,6 +49,11 @@ class Workspaces(Protocol):
         """Operator scope: every workspace, oldest first."""
         ...
 
+    async def rename(self, workspace_id: str, name: str) -> dict | None:
+        """Operator scope (admin CLI only): give a workspace a new name; its record, or None
+        when there is no such workspace."""
+        ...
+
 
 class Users(Protocol):
     """The people who dial; a deleted user keeps its record with deletedAt set."""
@@ -73,6 +78,11 @@ class Users(Protocol):
 
     async def workspace_of(self, user_id: str) -> str | None:
         """Operator scope (admin CLI only): which workspace a user id belongs to."""
+        ...
+
+    async def list(self, workspace_id: str, include_deleted: bool = False) -> builtins.list[dict]:
+        """The workspace's users, oldest first, each with its `deletedAt` (null while active);
+        the deleted ones only with `include_deleted` (admin CLI)."""
         ...
 
 

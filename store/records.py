@@ -18,6 +18,11 @@ def user_record(doc: dict) -> dict:
     }
 
 
+def admin_user_record(doc: dict) -> dict:
+    """A user as the admin commands show it: the API's record and when it was deleted."""
+    return {**user_record(doc), "deletedAt": doc.get("deletedAt")}
+
+
 LIST_FIELDS = dict.fromkeys(
     ("_id", "name", "source", "ownerUserId", "createdAt", "updatedAt", "prospectsCount"), 1
 )  # a list's stored fields that its record shows (a projection)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.clock import new_id, utcnow
 from store.mongo.errors import translate_errors
+from store.records import admin_user_record
 from store.records import user_record as _record
 
 USER_FIELDS = {"_id": 1, "email": 1, "firstName": 1, "lastName": 1, "createdAt": 1}
@@ -61,3 +63,11 @@ class Users:
         """Operator scope (admin CLI only): which workspace a user id belongs to."""
         doc = await self.col.find_one({"_id": user_id}, {"workspaceId": 1})
         return doc and doc["workspaceId"]
+
+    async def list(self, workspace_id: str, include_deleted: bool = False) -> builtins.list[dict]:
+        """The workspace's users with their deletedAt, oldest first (admin CLI)."""
+        query: dict = {"workspaceId": workspace_id}
+        if not include_deleted:
+            query["deletedAt"] = None
+        cursor = self.col.find(query).sort([("createdAt", 1), ("_id", 1)])
+        return [admin_user_record(doc) async for doc in cursor]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.clock import new_id, utcnow
@@ -31,3 +32,10 @@ class Workspaces:
         """Operator scope (admin CLI, demo): every workspace, oldest first."""
         cursor = self.col.find({}).sort([("createdAt", 1), ("_id", 1)])
         return [workspace_record(doc) async for doc in cursor]
+
+    async def rename(self, workspace_id: str, name: str) -> dict | None:
+        """Operator scope (admin CLI only): the workspace's new record, or None."""
+        doc = await self.col.find_one_and_update(
+            {"_id": workspace_id}, {"$set": {"name": name}}, return_document=ReturnDocument.AFTER
+        )
+        return doc and workspace_record(doc)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import secrets
 
 from store.clock import new_id, utcnow
 from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document, key_record
-from store.records import user_record, workspace_record
+from store.records import admin_user_record, user_record, workspace_record
 from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, ms, to_doc
 
@@ -40,6 +41,18 @@ class Workspaces:
             return [workspace_record(to_doc(row)) for row in rows]
 
         return await self.engine.read(listing)
+
+    async def rename(self, workspace_id: str, name: str) -> dict | None:
+        """Operator scope (admin CLI only): the workspace's new record, or None."""
+
+        def rename(conn):
+            conn.execute('UPDATE workspaces SET name = ? WHERE "_id" = ?', (name, workspace_id))
+            row = conn.execute(
+                'SELECT * FROM workspaces WHERE "_id" = ?', (workspace_id,)
+            ).fetchone()
+            return row and workspace_record(to_doc(row))
+
+        return await self.engine.write(rename)
 
 
 class Users:
@@ -113,6 +126,19 @@ class Users:
             return row and row[0]
 
         return await self.engine.read(find)
+
+    async def list(self, workspace_id: str, include_deleted: bool = False) -> builtins.list[dict]:
+        """The workspace's users with their deletedAt, oldest first (admin CLI)."""
+        active = "" if include_deleted else " AND deletedAt IS NULL"
+
+        def listing(conn):
+            rows = conn.execute(
+                f"SELECT * FROM users WHERE workspaceId = ?{active} ORDER BY createdAt, _id",
+                (workspace_id,),
+            )
+            return [admin_user_record(to_doc(row)) for row in rows]
+
+        return await self.engine.read(listing)
 
 
 class Keys:

@@ -23,7 +23,7 @@ async def test_admin_commands_manage_workspaces_users_and_keys(
     store, _auth = services
 
     async def admin(*argv):
-        code = await run_admin(config, build_parser().parse_args(list(argv)), services)
+        code = await run_admin(config, build_parser().parse_args([*argv, "--json"]), services)
         out = capsys.readouterr()
         return code, (json.loads(out.out) if out.out.strip() else None), out.err
 
@@ -75,7 +75,7 @@ async def test_keys_have_scopes_expiry_and_last_use(config, services, capsys, an
     store, auth = services
 
     async def admin(*argv):
-        code = await run_admin(config, build_parser().parse_args(list(argv)), services)
+        code = await run_admin(config, build_parser().parse_args([*argv, "--json"]), services)
         out = capsys.readouterr()
         return code, (json.loads(out.out) if out.out.strip() else None), out.err
 
@@ -299,7 +299,7 @@ def test_admin_commands_typed_into_the_demo_revoke_a_key_within_5_seconds(tmp_pa
         base, workspace = keys["baseUrl"], keys["workspaces"][0]
         assert http("GET", base + "/users", workspace["apiKey"])[0] == 200
 
-        process.stdin.write(f"keys list --workspace {workspace['id']}\n")
+        process.stdin.write(f"keys list --workspace {workspace['id']} --json\n")
         process.stdin.write("lists drop everything\n")  # not an admin command: refused
         process.stdin.flush()
         while '"keys": [' not in log.read_text():

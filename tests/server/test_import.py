@@ -215,8 +215,8 @@ def command(env: dict, *args: str, stdin: str | None = None) -> subprocess.Compl
 
 
 def answer(env: dict, *args: str) -> dict:
-    """The JSON a successful `workspace-api ARGS` prints."""
-    done = command(env, *args)
+    """The JSON a successful admin command `workspace-api ARGS --json` prints."""
+    done = command(env, *args, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -25,7 +25,7 @@ def file_env(path) -> dict:
 
 def admin(path, *argv) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "server.cli", *argv],
+        [sys.executable, "-m", "server.cli", *argv, "--json"],
         capture_output=True,
         text=True,
         timeout=60,
