@@ -81,6 +81,19 @@ def pytest_configure(config):
         "server_db: needs a database server that several processes share; runs on "
         "the wire and mongodb tiers",
     )
+    config.addinivalue_line(
+        "markers",
+        "image: builds the container image and serves it from its root filesystem; runs on "
+        "the embedded tier only (the image serves its own store, never the one under test)",
+    )
+
+
+# The container image test serves the image's own embedded store, whatever the tier: run once
+# per `make test`, on the embedded tier, so the image is not built twice.
+IMAGE_ON_EMBEDDED_TIER = (
+    "the container image test does not use the store under test (the image serves its own "
+    "embedded store): it runs on the embedded tier only"
+)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -102,6 +115,8 @@ def pytest_collection_modifyitems(config, items):
         for marker in item.iter_markers("server_limit"):
             if reason := wire.limit(marker.args[0]):
                 item.add_marker(pytest.mark.skip(reason=reason))
+        if item.get_closest_marker("image") and TIER != "embedded":
+            item.add_marker(pytest.mark.skip(reason=IMAGE_ON_EMBEDDED_TIER))
 
     deselected = [item for item in items if not wanted(item)]
     if deselected:
