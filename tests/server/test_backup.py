@@ -189,3 +189,58 @@ def test_a_damaged_backup_or_another_database_is_not_restored(tmp_path, populate
         assert path.read_bytes() == original
     assert workspaces(path) == ["Before"]
     assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.sqlite
+def test_the_service_writes_while_a_backup_runs_and_the_copy_is_its_first_snapshot(
+    tmp_path, populated, monkeypatch
+):
+    """Between two steps of the backup (one page each), the API records a call and answers 201:
+    the writer never waits for the backup. The copy is the database as the backup started: the
+    call is not in it (a backup started over after the write would hold it), and it is whole."""
+    from store.sqlite import backup
+    from tests.server.test_backup_proof import live_call, request
+
+    path, env = populated
+    workspace = answer(env, "workspaces", "create", "Writes")["workspace"]["id"]
+    user = answer(
+        env, "users", "create", "--workspace", workspace, "--email", "u@x.example",
+        "--first-name", "U", "--last-name", "X",
+    )["user"]["id"]  # fmt: skip
+    key = answer(env, "keys", "create", "--workspace", workspace, "--name", "k", "--scope",
+                 "read,ingest")["apiKey"]  # fmt: skip
+    server = Server(tmp_path, WSAPI_SQLITE_PATH=str(path), WSAPI_SECRET="", MONGODB_URI="")
+    written: list[str] = []
+    steps: list[int] = []
+
+    def progress(copied: int, total: int) -> None:
+        steps.append(copied)
+        if len(steps) == 1:  # the backup is under way: its read transaction is open
+            status, body = request(server.origin, key, "POST", "/v1/calls", live_call(user, 0))
+            assert status == 201, body
+            written.append(body["call"]["id"])
+
+    monkeypatch.setattr(backup, "STEP_PAGES", 1)
+    copy = tmp_path / "copy.sqlite3"
+    try:
+        server.wait_until_up()
+        backup.copy_online(path, copy, progress=progress)
+    finally:
+        server.stop()
+    assert len(steps) > 2 and written  # several steps, the write between the first two
+    assert backup.problems(copy) == []
+    conn = sqlite3.connect(copy)
+    try:
+        assert conn.execute('SELECT count(*) FROM calls WHERE "_id" = ?', written).fetchone() == (
+            0,
+        )
+        assert conn.execute("SELECT count(*) FROM workspaces").fetchone() == (2,)
+    finally:
+        conn.close()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute('SELECT count(*) FROM calls WHERE "_id" = ?', written).fetchone() == (
+            1,
+        )
+    finally:
+        conn.close()
