@@ -79,6 +79,9 @@ setup(
             "duckdb==2.0.1",
             # tests/webhooks: signatures verified with the Standard Webhooks reference library.
             "standardwebhooks>=1.0",
+            # tests/handlers/test_provider_callbacks.py: callbacks signed and checked with the
+            # provider's own RequestValidator.
+            "twilio>=9",
         ],
         # integrations/dlt/: the dlt source of the API and its loader into DuckDB.
         "dlt": ["dlt[duckdb]==1.31.0", "duckdb==2.0.1"],
