@@ -4,10 +4,12 @@ Not the real provider and never used in production: `telephony.upstream` is what
 to talk to a provider. This one is a Twilio-like recordings endpoint with switchable faults.
 
 Serves ``GET|HEAD /2010-04-01/Accounts/{AccountSid}/Recordings/{ref}.mp3`` behind HTTP Basic
-auth, with single byte ranges, strong ETags and ``If-Range``. A recording is a virtual file that
-repeats one short clip encoded once with lameenc, so a recording of any size is served from
-constant memory. Tests switch faults on `ProviderFaults` and read what the provider saw from
-`ProviderStats`; the CLI runs it standalone through `run_provider`.
+auth, with single byte ranges, strong ETags and ``If-Range``; and places calls
+(``POST .../Calls.json``, with their signed callbacks: telephony/simulated_calls.py). A
+recording is a virtual file that repeats one short clip encoded once with lameenc, so a
+recording of any size is served from constant memory. Tests switch faults on `ProviderFaults`
+and read what the provider saw from `ProviderStats`; the CLI runs it standalone through
+`run_provider`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ import tornado.web
 from tornado.http1connection import HTTP1Connection
 from tornado.httputil import HTTPServerRequest
 from tornado.iostream import IOStream, StreamClosedError
+
+from telephony.simulated_calls import CallPlacer, calls_route
 
 # The simulated third party logs apart from the API, and its access lines (debug level) name
 # neither the account nor the host, so a demo process mixing both logs leaks neither.
@@ -401,6 +405,7 @@ class ProviderState:
     library: ProviderLibrary
     faults: ProviderFaults
     stats: ProviderStats
+    calls: CallPlacer
 
 
 def _log_request(handler: tornado.web.RequestHandler) -> None:
@@ -420,6 +425,7 @@ def make_provider_app(
     library: ProviderLibrary | None = None,
     faults: ProviderFaults | None = None,
     stats: ProviderStats | None = None,
+    calls: CallPlacer | None = None,
 ) -> tornado.web.Application:
     """The provider as a Tornado application; `app.settings["provider"]` holds its state."""
     state = ProviderState(
@@ -428,10 +434,11 @@ def make_provider_app(
         library or ProviderLibrary(),
         faults or ProviderFaults(),
         stats or ProviderStats(),
+        calls or CallPlacer(account_id, auth_token),
     )
     route = rf"/{API_VERSION}/Accounts/([^/]+)/Recordings/([^/]+)\.mp3"
     return tornado.web.Application(
-        [(route, MediaHandler, {"server": state})],
+        [(route, MediaHandler, {"server": state}), calls_route(state.calls)],
         log_function=_log_request,
         provider=state,
     )
@@ -462,6 +469,10 @@ class ProviderServer:
     def stats(self) -> ProviderStats:
         return self.state.stats
 
+    @property
+    def calls(self) -> CallPlacer:
+        return self.state.calls
+
     def url_for(self, ref: str) -> str:
         return (
             f"{self.base_url}/{API_VERSION}/Accounts/{self.state.account_id}/Recordings/{ref}.mp3"
@@ -471,6 +482,7 @@ class ProviderServer:
         """Stop listening, release stalled requests and close every open connection."""
         self.server.stop()
         self.state.faults.clear()
+        await self.state.calls.stop()
         await self.server.close_all_connections()
 
 
@@ -483,9 +495,11 @@ async def start_provider(
     library: ProviderLibrary | None = None,
     faults: ProviderFaults | None = None,
     stats: ProviderStats | None = None,
+    calls: CallPlacer | None = None,
 ) -> ProviderServer:
-    """Start a provider on host:port (0 picks a free port) in the running event loop."""
-    app = make_provider_app(account_id, auth_token, library, faults, stats)
+    """Start a provider on host:port (0 picks a free port) in the running event loop; `calls`
+    places its calls (by default in real time)."""
+    app = make_provider_app(account_id, auth_token, library, faults, stats, calls)
     sockets = tornado.netutil.bind_sockets(port, host)
     server = tornado.httpserver.HTTPServer(app)
     server.add_sockets(sockets)
