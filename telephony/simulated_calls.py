@@ -128,14 +128,19 @@ class CallPlacer:
             events.update(value.replace(",", " ").split())
         events.add("completed")  # the final status is always sent
         sid = "CA" + secrets.token_hex(16)
+
+        def last(name: str) -> str | None:
+            values = form.get(name)
+            return values[-1] if values else None
+
         call = PlacedCall(
             sid=sid,
             to=form["To"][-1],
             from_=form["From"][-1],
-            status_callback=(form.get("StatusCallback") or [None])[-1],
+            status_callback=last("StatusCallback"),
             events=frozenset(events),
-            record=(form.get("Record") or ["false"])[-1].lower() == "true",
-            recording_callback=(form.get("RecordingStatusCallback") or [None])[-1],
+            record=(last("Record") or "").lower() == "true",
+            recording_callback=last("RecordingStatusCallback"),
             outcome=self.outcome(sid),
         )
         self.calls[sid] = call
