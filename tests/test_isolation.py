@@ -274,8 +274,8 @@ def demo(io_loop, store, auth) -> Demo:
             final = {
                 "status": "completed",
                 "direction": "outbound",
-                "from": "+12125550142",
-                "to": f"+1415555{len(workspace['name']):04d}",
+                "from": f"+1646555{int(wid[:4], 16) % 10000:04d}",
+                "to": f"+1718555{int(wid[4:8], 16) % 10000:04d}",
                 "endedAt": 1_780_000_000_000,
                 "duration": 60,
                 "answeredBy": None,
