@@ -491,3 +491,53 @@ async def test_callbacks_have_their_own_limit(provider, ws_a, clock, callback_li
     assert over.json()["code"] == "rate_limited"
     clock.advance(61)
     assert (await provider.status(sid(203), "initiated", T0)).code == 204
+
+
+# --- the database failing mid-callback -----------------------------------------------------------
+
+
+@pytest.fixture
+def faults(store, auth, monkeypatch):
+    from tests.handlers.test_safe_writes import MongoFaults, SQLiteFaults
+
+    monkeypatch.setattr(auth.usage, "note", lambda *args: None)  # requests' own steps only
+    return SQLiteFaults(store) if store.backend == "sqlite" else MongoFaults(store, monkeypatch)
+
+
+async def test_a_final_status_failing_at_each_step_is_recorded_once_by_the_providers_retry(
+    provider, dialer, store, ws_a, faults
+):
+    """A recording held, then the call's final status with the database failing at each of
+    its steps in turn: 503 (the provider retries), and the retry leaves one call, with its
+    recording, one timeline entry and one call.created event."""
+    query = {"userId": ws_a.users[0]["id"]}
+    failures, step = 0, 0
+    while True:
+        step += 1
+        call_sid = sid(500 + step)
+        assert (await provider.recording(call_sid)).code == 204
+        end = T0 + dt.timedelta(minutes=4)
+        faults.arm(step)
+        response = await provider.status(call_sid, "completed", end, query, CallDuration="200")
+        faults.disarm()
+        if response.code == 204:
+            break  # the fault came after the last step
+        assert response.code == 503 and response.headers["Retry-After"], response
+        failures += 1
+        retry = await provider.status(call_sid, "completed", end, query, CallDuration="200")
+        assert retry.code == 204, (step, retry)
+        call_id = sid_call_id(ws_a.id, call_sid)
+        call = (await dialer.get(f"/v1/calls/{call_id}")).json()["call"]
+        assert call["hasRecording"] is True and call["durationSeconds"] == 200, step
+        calls = [c for c in await store.documents("calls") if c["_id"] == call_id]
+        entries = [a for a in await store.documents("activities") if a.get("callId") == call_id]
+        created = [
+            e
+            for e in await store.documents("events")
+            if e["type"] == "call.created" and e["resourceId"] == call_id
+        ]
+        assert len(calls) == len(entries) == len(created) == 1, (step, entries, created)
+        assert step < 100
+    assert failures >= 3  # state read, record, settle, the recording's change
+    total = (await dialer.get("/v1/calls")).json()["total"]
+    assert total == step == len([c for c in await store.documents("calls")])
