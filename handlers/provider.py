@@ -25,6 +25,7 @@ from telephony.signatures import HEADER, valid
 
 FORM_TYPE = re.compile(r"^application/x-www-form-urlencoded\s*(;.*)?$", re.IGNORECASE)
 CALL_SID = re.compile(r"^CA[0-9a-fA-F]{32}$")
+MAX_FIELDS = 1000  # a provider's callback has a few dozen
 # One answer for every refused callback (a bad or missing signature, another account, an
 # unknown workspace): it tells a prober nothing.
 SIGNATURE_REFUSED = "the request is not signed for this service"
@@ -40,7 +41,7 @@ def flow(settings: dict) -> CallbackFlow:
 
 
 class CallbackHandler(APIHandler):
-    """One kind of provider callback; `apply` is what it does once accepted."""
+    """One kind of provider callback, checked in `prepare`; the subclass's `post` applies it."""
 
     auth_required = False
     query_schemas = {"POST": "/schemas/queries/provider-callback.json"}
@@ -64,11 +65,16 @@ class CallbackHandler(APIHandler):
                 "the database is not ready yet",
                 headers={"Retry-After": RETRY_AFTER_DB},
             )
-        pairs = parse_qsl(
-            self.request.body.decode("utf-8", "replace"),
-            keep_blank_values=True,
-            max_num_fields=1000,
-        )
+        try:
+            pairs = parse_qsl(
+                self.request.body.decode("utf-8", "replace"),
+                keep_blank_values=True,
+                max_num_fields=MAX_FIELDS,
+            )
+        except ValueError:  # more fields than any callback has
+            raise APIError(
+                "invalid_request", f"the form has more than {MAX_FIELDS} fields"
+            ) from None
         signed: dict[str, list[str]] = {}
         for name, value in pairs:
             signed.setdefault(name, []).append(value)

@@ -285,6 +285,13 @@ async def test_a_signed_form_that_breaks_its_schema_is_400_and_a_json_body_415(p
         headers={"Content-Type": "application/json"},
     )
     assert as_json.code == 415
+    crowded = await provider.client.fetch(
+        f"/v1/provider/callbacks/{provider.workspace_id}/status",
+        "POST",
+        body="&".join(f"f{n}=x" for n in range(1001)),
+        headers=FORM,
+    )
+    assert crowded.code == 400
 
 
 # --- statuses and times ---------------------------------------------------------------------------
