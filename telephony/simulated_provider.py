@@ -409,12 +409,12 @@ class ProviderState:
 
 
 def _log_request(handler: tornado.web.RequestHandler) -> None:
-    ref = handler.path_args[1] if len(handler.path_args) > 1 else "-"
+    what = f"recording {handler.path_args[1]}" if len(handler.path_args) > 1 else "calls"
     log.debug(
-        "%d %s recording %s %.1fms",
+        "%d %s %s %.1fms",
         handler.get_status(),
         handler.request.method,
-        ref,
+        what,
         1000.0 * handler.request.request_time(),
     )
 
