@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_simulated_provider(args: argparse.Namespace) -> int:
-    from telephony.simulated_provider import run_provider
+    from telephony.simulated_standalone import run_provider
 
     sizes = {}
     for item in args.size:

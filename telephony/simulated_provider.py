@@ -4,12 +4,10 @@ Not the real provider and never used in production: `telephony.upstream` is what
 to talk to a provider. This one is a Twilio-like recordings endpoint with switchable faults.
 
 Serves ``GET|HEAD /2010-04-01/Accounts/{AccountSid}/Recordings/{ref}.mp3`` behind HTTP Basic
-auth, with single byte ranges, strong ETags and ``If-Range``; and places calls
-(``POST .../Calls.json``, with their signed callbacks: telephony/simulated_calls.py). A
-recording is a virtual file that repeats one short clip encoded once with lameenc, so a
+auth, with single byte ranges, strong ETags and ``If-Range``, and places calls (simulated_calls).
+A recording is a virtual file that repeats one short clip encoded once with lameenc, so a
 recording of any size is served from constant memory. Tests switch faults on `ProviderFaults`
-and read what the provider saw from `ProviderStats`; the CLI runs it standalone through
-`run_provider`.
+and read `ProviderStats`; `workspace-api provider` runs it alone (simulated_standalone).
 """
 
 from __future__ import annotations
@@ -24,9 +22,7 @@ import hashlib
 import hmac
 import logging
 import math
-import os
 import re
-import signal
 import socket
 import struct
 import time
@@ -55,9 +51,6 @@ SAMPLE_RATE = 44_100
 BITRATE_KBPS = 128
 CLIP_SECONDS = 4
 MIN_CLIPS, MAX_CLIPS = 2, 75  # derived recordings last 8..300 s
-
-ENV_ACCOUNT_ID = "WSAPI_PROVIDER_ACCOUNT_ID"
-ENV_AUTH_TOKEN = "WSAPI_PROVIDER_AUTH_TOKEN"
 
 
 # --- audio -------------------------------------------------------------------------------
@@ -410,13 +403,8 @@ class ProviderState:
 
 def _log_request(handler: tornado.web.RequestHandler) -> None:
     what = f"recording {handler.path_args[1]}" if len(handler.path_args) > 1 else "calls"
-    log.debug(
-        "%d %s %s %.1fms",
-        handler.get_status(),
-        handler.request.method,
-        what,
-        1000.0 * handler.request.request_time(),
-    )
+    ms = 1000.0 * handler.request.request_time()
+    log.debug("%d %s %s %.1fms", handler.get_status(), handler.request.method, what, ms)
 
 
 def make_provider_app(
@@ -505,43 +493,3 @@ async def start_provider(
     server.add_sockets(sockets)
     bound_port = sockets[0].getsockname()[1]
     return ProviderServer(server, host, bound_port, app.settings["provider"])
-
-
-async def serve_until_signalled(provider: ProviderServer) -> None:
-    """Keep `provider` serving until SIGINT or SIGTERM, then stop it."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    await provider.stop()
-
-
-def run_provider(
-    host: str,
-    port: int,
-    account_id: str | None = None,
-    auth_token: str | None = None,
-    sizes: Mapping[str, int] | None = None,
-    missing: Iterable[str] = (),
-) -> None:
-    """Run a provider until SIGINT/SIGTERM. Credentials default to the environment
-    variables WSAPI_PROVIDER_ACCOUNT_ID and WSAPI_PROVIDER_AUTH_TOKEN."""
-    account_id = account_id or os.environ.get(ENV_ACCOUNT_ID)
-    auth_token = auth_token or os.environ.get(ENV_AUTH_TOKEN)
-    if not account_id or not auth_token:
-        raise SystemExit(
-            f"provider credentials missing: pass --account-id/--auth-token or set "
-            f"{ENV_ACCOUNT_ID} and {ENV_AUTH_TOKEN}"
-        )
-    library = ProviderLibrary(sizes, missing)
-
-    async def main() -> None:
-        base_clip()  # encode before the first request, not during it
-        provider = await start_provider(
-            host, port, account_id=account_id, auth_token=auth_token, library=library
-        )
-        log.info("simulated provider listening on %s", provider.base_url)
-        await serve_until_signalled(provider)
-
-    asyncio.run(main())
