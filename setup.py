@@ -82,6 +82,9 @@ setup(
             "duckdb==2.0.1",
             # tests/webhooks: signatures verified with the Standard Webhooks reference library.
             "standardwebhooks>=1.0",
+            # tests/handlers/test_provider_callbacks.py: callbacks signed and checked with the
+            # provider's own RequestValidator.
+            "twilio>=9",
             # tests/server/test_tracing.py: the spans, through the SDK's in-memory exporter.
             "workspace-data-api[otel]",
         ],

@@ -12,12 +12,8 @@ import asyncio
 import json
 import os
 
-from telephony.simulated_provider import (
-    ProviderLibrary,
-    base_clip,
-    serve_until_signalled,
-    start_provider,
-)
+from telephony.simulated_provider import ProviderLibrary, base_clip, start_provider
+from telephony.simulated_standalone import serve_until_signalled
 
 
 async def main(args) -> None:

@@ -73,6 +73,7 @@ class Operation:
     scope: str | None  # the key scope it needs (x-required-scope); None: none, or any key
     params: list[Param]
     body: list[dict] | None
+    body_media: str
     body_tree: list[Node]
     example: str
     responses: list[Response]
@@ -114,7 +115,9 @@ class View:
     # --- operations ------------------------------------------------------------------------
 
     def operation(self, path: str, method: str, op: dict) -> Operation:
-        body = op.get("requestBody", {}).get("content", {}).get("application/json")
+        # The body's one media type: JSON, or a form (the provider's callbacks).
+        content = op.get("requestBody", {}).get("content", {})
+        body_media, body = next(iter(content.items()), ("application/json", None))
         responses = []
         for status, spec in op["responses"].items():
             content = spec.get("content", {})
@@ -151,6 +154,7 @@ class View:
             scope=op.get("x-required-scope"),
             params=[self.param(p) for p in op.get("parameters", [])],
             body=self.type_parts(body["schema"]) if body else None,
+            body_media=body_media,
             body_tree=self.tree(body["schema"]) if body else [],
             example=example,
             responses=responses,

@@ -2,9 +2,11 @@
 (or serving a kept data file), with the simulated telephony provider beside it.
 
 It writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey", "readOnlyApiKey",
-"ingestApiKey"}]} once it serves, prints the banner, runs the admin console on its standard
-input and, with `--live-calls-per-minute N`, the live writer (a dialer writing through the API
-with the ingest keys); Ctrl-C stops it all.
+"ingestApiKey"}], "provider": {"accountSid", "authToken"}} once it serves, prints the banner,
+runs the admin console on its standard input and, with `--live-calls-per-minute N`, the live
+writer (a dialer writing through the API with the ingest keys, or with `--live-via provider`
+placing its calls through the simulated provider, whose signed callbacks record them: the
+demo's `public_base_url` is its own base URL); Ctrl-C stops it all.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from tornado.netutil import bind_sockets
 
 from demo.console import admin_console
 from demo.data import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Scale
-from demo.live import live_writer
+from demo.live import LiveWriter, live_writer
+from demo.provider_dialer import ProviderRecorder
 from demo.seeding import Progress, anchor, demo_keys, estimate, seed
 from server.app import freeze_heap, http_server, make_app, open_services
 from server.config import Config, env_name, validate_webhooks
@@ -31,6 +34,7 @@ from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.logs import secrets_of, setup_logging
 from server.webhook_dispatch import dispatcher
+from telephony.simulated_calls import CallPlacer
 from telephony.simulated_provider import ProviderLibrary, start_provider
 
 log = logging.getLogger("workspace_api")
@@ -40,6 +44,8 @@ log = logging.getLogger("workspace_api")
 DEMO_RATE_LIMIT = 60_000
 # The demo's webhooks may reach a receiver on this machine (unless the operator set the key).
 DEMO_WEBHOOK_NETWORKS = "127.0.0.0/8"
+# Real seconds a simulated second of the provider's calls takes (1: real time). For tests.
+PACE_ENV = "WSAPI_DEMO_PROVIDER_PACE"
 
 
 def run_demo(config: Config, args: argparse.Namespace) -> int:
@@ -95,25 +101,41 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
     setup_logging(config.log_level, secrets_of(config))  # now also scrubs the provider's
     sockets = bind_sockets(config.port, config.host)
     port = sockets[0].getsockname()[1]
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    # Listening on every address: name the loopback one, a URL that works from this machine.
+    origin = reachable(f"http://{host}:{port}")
+    config = config.replace(public_base_url=origin)  # the provider calls back this address
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
     sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
     events = EventSweeper.from_config(store, config).start()
     webhooks = dispatcher(store, config).start()
     freeze_heap()
-    host = f"[{config.host}]" if ":" in config.host else config.host
-    # Listening on every address: name the loopback one, a URL that works from this machine.
-    origin = reachable(f"http://{host}:{port}")
+    provider = {"accountSid": config.provider_account_id, "authToken": config.provider_auth_token}
     write_private(
         Path(args.keys_file),
-        json.dumps({"baseUrl": f"{origin}/v1", "workspaces": workspaces}, indent=2),
+        json.dumps(
+            {"baseUrl": f"{origin}/v1", "workspaces": workspaces, "provider": provider}, indent=2
+        ),
     )
     live = getattr(args, "live_calls_per_minute", 0)
+    via = getattr(args, "live_via", "http")
     writer = None
-    if live:
+    if live and via == "provider":
+        recorder = ProviderRecorder(
+            config.provider_url,
+            config.provider_account_id,
+            config.provider_auth_token,
+            f"{origin}/v1",
+            {w["id"]: w["ingestApiKey"] for w in workspaces},
+        )
+        ids = [w["id"] for w in workspaces]
+        placing = LiveWriter(store, ids, live, recorder, region=config.default_region)
+        writer = asyncio.ensure_future(placing.run())
+    elif live:
         writer = asyncio.ensure_future(
             live_writer(store, f"{origin}/v1", workspaces, live, region=config.default_region).run()
         )
-    print(banner(origin, workspaces, args.keys_file, args.data, live), flush=True)
+    print(banner(origin, workspaces, args.keys_file, args.data, live, via), flush=True)
     try:
         await admin_console(config, store, auth)
         await asyncio.Event().wait()
@@ -148,12 +170,17 @@ async def start_simulated_provider(config: Config) -> Config:
     recordings come from it (and MISSING_RECORDING_REF is missing there)."""
     account_id = "AC" + secrets.token_hex(16)
     auth_token = secrets.token_hex(16)
+    try:
+        pace = float(os.environ.get(PACE_ENV) or 1)
+    except ValueError:
+        pace = 1.0
     provider = await start_provider(
         "127.0.0.1",
         0,
         account_id=account_id,
         auth_token=auth_token,
         library=ProviderLibrary(missing=[MISSING_RECORDING_REF]),
+        calls=CallPlacer(account_id, auth_token, pace=max(pace, 0.001)),
     )
     return config.replace(
         provider_url=provider.base_url,
@@ -168,7 +195,12 @@ def reachable(origin: str) -> str:
 
 
 def banner(
-    origin: str, workspaces: list[dict], keys_file: str, data: str | None = None, live: int = 0
+    origin: str,
+    workspaces: list[dict],
+    keys_file: str,
+    data: str | None = None,
+    live: int = 0,
+    via: str = "http",
 ) -> str:
     """What the demo prints once it serves: where, with which key, and what to try first."""
     origin = reachable(origin)
@@ -188,7 +220,14 @@ def banner(
         f"  Ingest   : {workspaces[0]['ingestApiKey']}  (scope ingest: a dialer's writes)",
         f"  All keys : {keys_file}",
         *(
-            [f"  Live     : {live} new calls a minute in each workspace, recorded through the API"]
+            [
+                f"  Live     : {live} new calls a minute in each workspace, "
+                + (
+                    "placed through the simulated provider (its callbacks record them)"
+                    if via == "provider"
+                    else "recorded through the API"
+                )
+            ]
             if live
             else []
         ),

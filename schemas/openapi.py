@@ -43,6 +43,11 @@ TAGS = [
         "POST /lists/{listId}/contacts, GET /lists.",
     ),
     ("Calls", "Calls and their recordings."),
+    (
+        "Calls from the provider",
+        "The telephony provider's signed status and recording callbacks, which record the calls "
+        "your dialer places through it, and the calls kept aside for want of a user.",
+    ),
     ("Prospects", "Prospects and their activity timelines."),
     (
         "Exports",
@@ -150,6 +155,12 @@ REQUEST_HEADERS = {
         "the end, of any length, means the last byte); answered with 206, or 416 when it "
         "cannot be satisfied.",
         {"type": "string", "pattern": "^bytes=\\d*-\\d*$"},
+    ),
+    "X-Twilio-Signature": (
+        "The provider's signature of the callback: base64 of the HMAC-SHA1, keyed by the "
+        "provider account's auth token, of the URL it called (the service's public_base_url, "
+        "path and query) followed by each form parameter, sorted by name, as name then value.",
+        {"type": "string"},
     ),
     "If-Range": (
         "An ETag from an earlier response: the Range applies only while the recording "
@@ -275,7 +286,7 @@ def problem_responses(codes: list[str], auth: bool, head: bool) -> dict:
         status, title, meaning = PROBLEMS[code]
         headers = {
             "401": ["WWW-Authenticate"],
-            "403": ["WWW-Authenticate"],
+            "403": [] if code == "invalid_signature" else ["WWW-Authenticate"],
             "429": ["Retry-After"],
             "503": ["Retry-After"],
             "416": ["Content-Range"],
@@ -326,7 +337,8 @@ def operation(endpoint: dict, schemas: Schemas, head: bool = False) -> dict:
         media = {"schema": schema_ref(endpoint["body"])}
         if "bodyExample" in endpoint:
             media["example"] = endpoint["bodyExample"]
-        op["requestBody"] = {"required": True, "content": {"application/json": media}}
+        media_type = endpoint.get("bodyMediaType", "application/json")
+        op["requestBody"] = {"required": True, "content": {media_type: media}}
     responses = {
         status: response(spec, auth, head) for status, spec in endpoint["responses"].items()
     }

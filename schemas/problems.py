@@ -38,6 +38,13 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "changed; the request counted against the rate limit. Use a key with "
         "that scope.",
     ),
+    "invalid_signature": (
+        403,
+        "Invalid signature",
+        "A provider callback without a valid X-Twilio-Signature for this URL and these "
+        "parameters, from another provider account, or for no workspace of this service. "
+        "Nothing was written.",
+    ),
     "not_found": (
         404,
         "Not found",
@@ -62,7 +69,8 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
     "unsupported_media_type": (
         415,
         "Unsupported media type",
-        "A request body must be sent as Content-Type: application/json.",
+        "A request body must be sent as Content-Type: application/json (a provider callback: "
+        "application/x-www-form-urlencoded).",
     ),
     "range_not_satisfiable": (
         416,

@@ -31,6 +31,7 @@ HANDLER_MODULES = [
     "handlers.users",
     "handlers.lists",
     "handlers.calls",
+    "handlers.provider",
     "handlers.recordings",
     "handlers.prospects",
     "handlers.activities",
@@ -59,6 +60,12 @@ def make_app(
     services.setdefault("upstream", UpstreamClient.from_config(config))
     services.setdefault(
         "rate_limiter", RateLimiter(counters_for(store), config.rate_limit_per_minute)
+    )
+    services.setdefault(
+        "callback_limiter",
+        RateLimiter(
+            counters_for(store), config.provider_callbacks_per_minute, name="provider-callbacks"
+        ),
     )
     services.setdefault("cursors", Cursors(auth.subkey("cursors")))
     services.setdefault("webhook_policy", webhook_policy(config))

@@ -184,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
         "a call's notes change); 0 writes none",
     )
     demo.add_argument(
+        "--live-via",
+        choices=("http", "provider"),
+        default="http",
+        help="how the live calls arrive: http (a dialer posting each finished call with "
+        "POST /v1/calls) or provider (placed through the simulated telephony provider, whose "
+        "signed status and recording callbacks record them)",
+    )
+    demo.add_argument(
         "--sync-settle-seconds",
         type=_seconds,
         default=None,
@@ -292,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_simulated_provider(args: argparse.Namespace) -> int:
-    from telephony.simulated_provider import run_provider
+    from telephony.simulated_standalone import run_provider
 
     sizes = {}
     for item in args.size:

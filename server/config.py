@@ -54,6 +54,9 @@ class Config:
     provider_auth_token: str
     provider_connect_timeout: float
     provider_header_timeout: float
+    public_base_url: str
+    provider_callbacks_per_minute: int
+    provider_pending_days: float
     log_level: str
 
     @property
@@ -156,6 +159,15 @@ def validate(config: Config) -> None:
         raise ConfigError("expiry_sweep_seconds must be positive")
     if config.event_retention_days <= 0:
         raise ConfigError("event_retention_days must be positive")
+    if config.provider_callbacks_per_minute < 1:
+        raise ConfigError("provider_callbacks_per_minute must be at least 1")
+    if config.provider_pending_days <= 0:
+        raise ConfigError("provider_pending_days must be positive")
+    if config.public_base_url and not config.public_base_url.startswith(("http://", "https://")):
+        raise ConfigError(
+            "public_base_url (WSAPI_PUBLIC_BASE_URL) must be an http:// or https:// URL, such as "
+            "https://api.example.com"
+        )
 
 
 def validate_webhooks(config: Config) -> None:

@@ -79,14 +79,18 @@ class RateLimiter:
         limit: int,
         window: int = 60,
         clock: Callable[[], float] = time.time,
+        name: str = POLICY,
     ) -> None:
         """`counters` is store.ratelimits or `LocalCounters` (see `counters_for`); `clock`
-        returns Unix time in seconds (injectable)."""
+        returns Unix time in seconds (injectable). A limit `name`d other than "workspace"
+        (the provider's callbacks) counts in windows of its own."""
         self.counters = counters
         self.limit = limit
         self.window = window
         self.clock = clock
-        self.policy = f'"{POLICY}";q={limit};w={window}'
+        self.name = name
+        self.key_prefix = "" if name == POLICY else f"{name}:"
+        self.policy = f'"{name}";q={limit};w={window}'
 
     def window_of(self, workspace_id: str, now: float) -> tuple[float, float]:
         """The (start, end) in Unix seconds of the workspace's window that contains `now`."""
@@ -99,7 +103,7 @@ class RateLimiter:
         now = self.clock()
         start, end = self.window_of(workspace_id, now)
         count = await self.counters.hit(
-            workspace_id,
+            self.key_prefix + workspace_id,
             EPOCH + dt.timedelta(seconds=start),
             # Kept one window longer than needed, so hosts with slightly skewed clocks still
             # find the window's counter instead of starting it again.
@@ -109,6 +113,6 @@ class RateLimiter:
         reset = max(1, math.ceil(end - now))
         headers = {
             "RateLimit-Policy": self.policy,
-            "RateLimit": f'"{POLICY}";r={remaining};t={reset}',
+            "RateLimit": f'"{self.name}";r={remaining};t={reset}',
         }
         return Verdict(count <= self.limit, remaining, reset, headers)

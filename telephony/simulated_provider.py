@@ -4,10 +4,10 @@ Not the real provider and never used in production: `telephony.upstream` is what
 to talk to a provider. This one is a Twilio-like recordings endpoint with switchable faults.
 
 Serves ``GET|HEAD /2010-04-01/Accounts/{AccountSid}/Recordings/{ref}.mp3`` behind HTTP Basic
-auth, with single byte ranges, strong ETags and ``If-Range``. A recording is a virtual file that
-repeats one short clip encoded once with lameenc, so a recording of any size is served from
-constant memory. Tests switch faults on `ProviderFaults` and read what the provider saw from
-`ProviderStats`; the CLI runs it standalone through `run_provider`.
+auth, with single byte ranges, strong ETags and ``If-Range``, and places calls (simulated_calls).
+A recording is a virtual file that repeats one short clip encoded once with lameenc, so a
+recording of any size is served from constant memory. Tests switch faults on `ProviderFaults`
+and read `ProviderStats`; `workspace-api provider` runs it alone (simulated_standalone).
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ import hashlib
 import hmac
 import logging
 import math
-import os
 import re
-import signal
 import socket
 import struct
 import time
@@ -39,6 +37,8 @@ from tornado.http1connection import HTTP1Connection
 from tornado.httputil import HTTPServerRequest
 from tornado.iostream import IOStream, StreamClosedError
 
+from telephony.simulated_calls import CallPlacer, calls_route
+
 # The simulated third party logs apart from the API, and its access lines (debug level) name
 # neither the account nor the host, so a demo process mixing both logs leaks neither.
 log = logging.getLogger("simulated_provider")
@@ -51,9 +51,6 @@ SAMPLE_RATE = 44_100
 BITRATE_KBPS = 128
 CLIP_SECONDS = 4
 MIN_CLIPS, MAX_CLIPS = 2, 75  # derived recordings last 8..300 s
-
-ENV_ACCOUNT_ID = "WSAPI_PROVIDER_ACCOUNT_ID"
-ENV_AUTH_TOKEN = "WSAPI_PROVIDER_AUTH_TOKEN"
 
 
 # --- audio -------------------------------------------------------------------------------
@@ -401,17 +398,13 @@ class ProviderState:
     library: ProviderLibrary
     faults: ProviderFaults
     stats: ProviderStats
+    calls: CallPlacer
 
 
 def _log_request(handler: tornado.web.RequestHandler) -> None:
-    ref = handler.path_args[1] if len(handler.path_args) > 1 else "-"
-    log.debug(
-        "%d %s recording %s %.1fms",
-        handler.get_status(),
-        handler.request.method,
-        ref,
-        1000.0 * handler.request.request_time(),
-    )
+    what = f"recording {handler.path_args[1]}" if len(handler.path_args) > 1 else "calls"
+    ms = 1000.0 * handler.request.request_time()
+    log.debug("%d %s %s %.1fms", handler.get_status(), handler.request.method, what, ms)
 
 
 def make_provider_app(
@@ -420,6 +413,7 @@ def make_provider_app(
     library: ProviderLibrary | None = None,
     faults: ProviderFaults | None = None,
     stats: ProviderStats | None = None,
+    calls: CallPlacer | None = None,
 ) -> tornado.web.Application:
     """The provider as a Tornado application; `app.settings["provider"]` holds its state."""
     state = ProviderState(
@@ -428,10 +422,11 @@ def make_provider_app(
         library or ProviderLibrary(),
         faults or ProviderFaults(),
         stats or ProviderStats(),
+        calls or CallPlacer(account_id, auth_token),
     )
     route = rf"/{API_VERSION}/Accounts/([^/]+)/Recordings/([^/]+)\.mp3"
     return tornado.web.Application(
-        [(route, MediaHandler, {"server": state})],
+        [(route, MediaHandler, {"server": state}), calls_route(state.calls)],
         log_function=_log_request,
         provider=state,
     )
@@ -462,6 +457,10 @@ class ProviderServer:
     def stats(self) -> ProviderStats:
         return self.state.stats
 
+    @property
+    def calls(self) -> CallPlacer:
+        return self.state.calls
+
     def url_for(self, ref: str) -> str:
         return (
             f"{self.base_url}/{API_VERSION}/Accounts/{self.state.account_id}/Recordings/{ref}.mp3"
@@ -471,6 +470,7 @@ class ProviderServer:
         """Stop listening, release stalled requests and close every open connection."""
         self.server.stop()
         self.state.faults.clear()
+        await self.state.calls.stop()
         await self.server.close_all_connections()
 
 
@@ -483,51 +483,13 @@ async def start_provider(
     library: ProviderLibrary | None = None,
     faults: ProviderFaults | None = None,
     stats: ProviderStats | None = None,
+    calls: CallPlacer | None = None,
 ) -> ProviderServer:
-    """Start a provider on host:port (0 picks a free port) in the running event loop."""
-    app = make_provider_app(account_id, auth_token, library, faults, stats)
+    """Start a provider on host:port (0 picks a free port) in the running event loop; `calls`
+    places its calls (by default in real time)."""
+    app = make_provider_app(account_id, auth_token, library, faults, stats, calls)
     sockets = tornado.netutil.bind_sockets(port, host)
     server = tornado.httpserver.HTTPServer(app)
     server.add_sockets(sockets)
     bound_port = sockets[0].getsockname()[1]
     return ProviderServer(server, host, bound_port, app.settings["provider"])
-
-
-async def serve_until_signalled(provider: ProviderServer) -> None:
-    """Keep `provider` serving until SIGINT or SIGTERM, then stop it."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    await provider.stop()
-
-
-def run_provider(
-    host: str,
-    port: int,
-    account_id: str | None = None,
-    auth_token: str | None = None,
-    sizes: Mapping[str, int] | None = None,
-    missing: Iterable[str] = (),
-) -> None:
-    """Run a provider until SIGINT/SIGTERM. Credentials default to the environment
-    variables WSAPI_PROVIDER_ACCOUNT_ID and WSAPI_PROVIDER_AUTH_TOKEN."""
-    account_id = account_id or os.environ.get(ENV_ACCOUNT_ID)
-    auth_token = auth_token or os.environ.get(ENV_AUTH_TOKEN)
-    if not account_id or not auth_token:
-        raise SystemExit(
-            f"provider credentials missing: pass --account-id/--auth-token or set "
-            f"{ENV_ACCOUNT_ID} and {ENV_AUTH_TOKEN}"
-        )
-    library = ProviderLibrary(sizes, missing)
-
-    async def main() -> None:
-        base_clip()  # encode before the first request, not during it
-        provider = await start_provider(
-            host, port, account_id=account_id, auth_token=auth_token, library=library
-        )
-        log.info("simulated provider listening on %s", provider.base_url)
-        await serve_until_signalled(provider)
-
-    asyncio.run(main())

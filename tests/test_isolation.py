@@ -15,7 +15,7 @@ import json
 import random
 import re
 import uuid
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -52,6 +52,16 @@ NOTE = {
     "details": {"text": "hello"},
 }
 OWN = {"a_list", "a_user", "a_prospect"}  # placeholders for A's own records
+# The telephony provider's account, whose callbacks the service accepts.
+ACCOUNT = "AC" + "3d" * 16
+TOKEN = "8badf00d8badf00d8badf00d8badf00d"
+PUBLIC = "https://api.isolation.example"
+
+
+def pending_sid(workspace: dict) -> str:
+    """The CallSid of the final status kept aside in each seeded workspace."""
+    return "CA" + uuid.uuid5(uuid.NAMESPACE_URL, workspace["id"]).hex
+
 
 # route pattern -> (method, path with {placeholders}, JSON body or None). A placeholder is
 # filled once with B's value and once with a fresh value of the same shape; both answers must be
@@ -172,6 +182,11 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
     r"/v1/webhook-endpoints/([^/]+)/recover": [
         ("POST", "/v1/webhook-endpoints/{webhook}/recover", {"since": "2099-01-01T00:00:00Z"}),
     ],
+    r"/v1/provider/pending-calls": [("GET", "/v1/provider/pending-calls", None)],
+    r"/v1/provider/pending-calls/([^/]+)/resolve": [
+        ("POST", "/v1/provider/pending-calls/{pending_sid}/resolve", {"userId": "{a_user}"}),
+        ("POST", "/v1/provider/pending-calls/{pending_sid}/resolve", {"userId": "{user}"}),
+    ],
     r"/v1/reporting/dialer-metrics": [
         ("GET", f"/v1/reporting/dialer-metrics?{METRICS}", None),
         ("GET", f"/v1/reporting/dialer-metrics?{METRICS}&userId={{user}}", None),
@@ -185,7 +200,14 @@ def config():
     """The exports cover every seeded record at once, and events show at once (no settle
     period), so that they show everything there is to leak and each workspace's feed holds its
     own."""
-    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS="0"))
+    return load_config(
+        environ=test_environ(
+            WSAPI_SYNC_SETTLE_SECONDS="0",
+            WSAPI_PROVIDER_ACCOUNT_ID=ACCOUNT,
+            WSAPI_PROVIDER_AUTH_TOKEN=TOKEN,
+            WSAPI_PUBLIC_BASE_URL=PUBLIC,
+        )
+    )
 
 
 class Demo:
@@ -249,6 +271,22 @@ def demo(io_loop, store, auth) -> Demo:
             await store.lists.set_count(wid, listing["id"], 1)
             call = (await store.calls.page(wid, Window(1, None))).items[0]
             await store.calls.change(wid, call["id"], {"notes": f"Live notes {workspace['name']}"})
+            final = {
+                "status": "completed",
+                "direction": "outbound",
+                "from": f"+1646555{int(wid[:4], 16) % 10000:04d}",
+                "to": f"+1718555{int(wid[4:8], 16) % 10000:04d}",
+                "endedAt": 1_780_000_000_000,
+                "duration": 60,
+                "answeredBy": None,
+                "userId": None,
+                "prospectId": None,
+                "listId": None,
+            }
+            now = utcnow()
+            await store.provider_calls.keep_pending(
+                wid, pending_sid(workspace), final, "missing_user", now, now + dt.timedelta(days=7)
+            )
             await store.webhook_endpoints.create(
                 wid,
                 f"https://93.184.215.14/hooks/{wid}",
@@ -283,6 +321,7 @@ def b_values(demo: Demo) -> dict[str, str]:
         "phone": prospects[0]["phoneE164"],
         "call": next(c["_id"] for c in demo.of("b", "calls") if c.get("recordingRef")),
         "webhook": demo.of("b", "webhook_endpoints")[0]["_id"],
+        "pending_sid": pending_sid(demo.b),
     }
 
 
@@ -298,6 +337,8 @@ def fresh_values(demo: Demo, like: dict[str, str]) -> dict[str, str]:
                 candidate = f"{local[:-2]}{rng.randint(10, 99)}x@{domain}"
             elif name == "phone":
                 candidate = value[:-4] + f"{rng.randint(0, 9999):04d}"
+            elif name == "pending_sid":
+                candidate = "CA" + rng.randbytes(16).hex()
             elif name == "events_cursor":  # a cursor's shape with a signature of no one's
                 payload, _ = value.split(".")
                 mac = base64.urlsafe_b64encode(rng.randbytes(16)).rstrip(b"=").decode()
@@ -441,3 +482,61 @@ async def test_each_events_feed_holds_its_workspaces_events_only(demo, origin):
         assert {"list.created", "call.updated", "prospect.created"} <= {e["type"] for e in events}
         assert ids <= {doc.get("_id") for _, doc in demo.docs[getattr(demo, mine)["id"]]}
         assert not ids & {doc.get("_id") for _, doc in demo.docs[getattr(demo, theirs)["id"]]}
+
+
+async def test_one_workspaces_provider_callbacks_never_touch_anothers(demo, store, origin):
+    """Callbacks signed for A's URL change A only: B's user, prospect, list and pending CallSid
+    in them are unknown to A, and a callback signed for A's URL sent to B's is refused."""
+    from twilio.request_validator import RequestValidator
+
+    client = Client(origin, None)
+    values = b_values(demo)
+    b_sid = pending_sid(demo.b)
+
+    async def callback(workspace_id: str, kind: str, params: dict, query: str = "", to=None):
+        path = f"/v1/provider/callbacks/{workspace_id}/{kind}{query}"
+        params = {"AccountSid": ACCOUNT, **params}
+        signature = RequestValidator(TOKEN).compute_signature(PUBLIC + path, params)
+        sent = path if to is None else path.replace(workspace_id, to)
+        return await client.fetch(
+            sent,
+            "POST",
+            body=urlencode(params),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "X-Twilio-Signature": signature,
+            },
+        )
+
+    final = {
+        "CallSid": b_sid,
+        "CallStatus": "completed",
+        "Direction": "outbound-api",
+        "From": "+12125550142",
+        "To": values["phone"],
+        "CallDuration": "30",
+    }
+    a_id, b_id = demo.a["id"], demo.b["id"]
+    for query in (
+        f"?userId={values['user']}",
+        f"?userId={demo.of('a', 'users')[0]['_id']}&prospectId={values['prospect']}",
+        f"?userId={demo.of('a', 'users')[0]['_id']}&listId={values['list']}",
+    ):
+        assert (await callback(a_id, "status", final, query)).code == 204
+    recording = {
+        "CallSid": b_sid,
+        "RecordingSid": "RE" + "4a" * 16,
+        "RecordingStatus": "completed",
+        "RecordingDuration": "25",
+    }
+    assert (await callback(a_id, "recording", recording)).code == 204
+    moved = await callback(a_id, "status", final, f"?userId={values['user']}", to=b_id)
+    assert moved.code == 403 and moved.json()["code"] == "invalid_signature"
+
+    after = await snapshot(store, [demo.a, demo.b])
+    assert after[b_id] == demo.docs[b_id], "B's data changed"
+    a_states = [d for c, d in after[a_id] if c == "provider_calls" and d["callSid"] == b_sid]
+    assert len(a_states) == 1 and a_states[0]["pendingReason"] == "unknown_list"
+    assert a_states[0]["recordingSid"] == "RE" + "4a" * 16
+    b_pending = await store.provider_calls.pending(b_id, utcnow())
+    assert [p["callSid"] for p in b_pending] == [b_sid] and not b_pending[0]["hasRecording"]

@@ -76,6 +76,17 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
         "GET": ("read", "/v1/calls/{call}/recording", None),
         "HEAD": ("read", "/v1/calls/{call}/recording", None),
     },
+    r"/v1/provider/pending-calls": {
+        "GET": ("ingest", "/v1/provider/pending-calls", None),
+        "HEAD": ("ingest", "/v1/provider/pending-calls", None),
+    },
+    r"/v1/provider/pending-calls/([^/]+)/resolve": {
+        "POST": (
+            "ingest",
+            "/v1/provider/pending-calls/CA0123456789abcdef0123456789abcdef/resolve",
+            {"userId": "{user}"},
+        ),
+    },
     r"/v1/prospects": {
         "GET": ("read", "/v1/prospects", None),
         "HEAD": ("read", "/v1/prospects", None),

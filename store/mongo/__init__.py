@@ -24,6 +24,7 @@ from store.mongo.keys import Keys
 from store.mongo.lists import Lists
 from store.mongo.metrics import DialerMetrics, fill_metric_fields
 from store.mongo.prospects import Prospects
+from store.mongo.provider_calls import ProviderCalls
 from store.mongo.ratelimits import RateLimits
 from store.mongo.settings import Settings
 from store.mongo.users import Users
@@ -63,6 +64,7 @@ class MongoStore:
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)
         self.idempotency = Idempotency(db)
+        self.provider_calls = ProviderCalls(db)
         self.settings = Settings()
         # False until ensure_indexes() has succeeded: the API answers 503 until then, because
         # the unique indexes are what keeps concurrent writes free of duplicates.

@@ -1,16 +1,16 @@
 """Every index of the service, each prefixed by workspaceId, created idempotently at start-up.
 
 docs/deployment.md's index table documents which query each one serves. The exceptions to the
-prefix rule are the indexes read across workspaces: the expiry indexes (`EXPIRY`:
-Idempotency-Key records, rate-limit windows, leases), single-field on the expiry time, read by
-the expiry sweep (store/mongo/expiry.py), and the markers' `events_pending`, read by the event
-sweep (whose retention deletes use `_id`: event ids sort as their instants), and the webhook
-dispatcher's (`fanout_due`, `attempt_due`, `finished`: the fan-outs and attempts that are due,
-and finished deliveries past retention, in every workspace). Where the server
-has TTL indexes the expiry indexes are TTL indexes (`ttl`), so MongoDB removes expired records
-by itself too; a server that refuses TTL indexes (FerretDB 1.24: `expireAfterSeconds` is not
-implemented) gets a plain index (`expiry`) on the same field and the sweep alone. Idempotency
-records and leases are found by `_id` (workspace and name).
+prefix rule are the indexes read across workspaces: the expiry indexes (`EXPIRY`: Idempotency-
+Key records, rate-limit windows, leases, provider call states), single-field on the expiry time,
+read by the expiry sweep (store/mongo/expiry.py), and the markers' `events_pending`, read by the
+event sweep (whose retention deletes use `_id`: event ids sort as their instants), and the
+webhook dispatcher's (`fanout_due`, `attempt_due`, `finished`: the fan-outs and attempts that
+are due, and finished deliveries past retention, in every workspace). Where the server has TTL
+indexes the expiry indexes are TTL indexes (`ttl`), so MongoDB removes expired records by itself
+too; a server that refuses TTL indexes (FerretDB 1.24: `expireAfterSeconds` is not implemented)
+gets a plain index (`expiry`) on the same field and the sweep alone. Idempotency records and
+leases are found by `_id` (workspace and name).
 """
 
 from __future__ import annotations
@@ -111,6 +111,12 @@ INDEXES: dict[str, list[IndexModel]] = {
             name="ws_endpoint_state",
         ),
     ],
+    "provider_calls": [
+        # The callbacks kept aside, newest first.
+        IndexModel(
+            [("workspaceId", ASC), ("receivedAt", DESC), ("callSid", DESC)], name="ws_pending"
+        ),
+    ],
     "webhook_attempts": [
         IndexModel(
             [("workspaceId", ASC), ("endpointId", ASC), ("at", DESC), ("_id", DESC)],
@@ -141,7 +147,12 @@ for _collection in ("calls", "prospects", "lists", "activities"):
 PARTIAL_REFUSED = frozenset({238, 115, 197})
 
 # The collections whose records expire, and the field that holds each record's expiry time.
-EXPIRY = {"idempotency": "expiresAt", "rate_limits": "expireAt", "leases": "expiresAt"}
+EXPIRY = {
+    "idempotency": "expiresAt",
+    "rate_limits": "expireAt",
+    "leases": "expiresAt",
+    "provider_calls": "expiresAt",
+}
 # The server's answers to a TTL index that mean "no TTL indexes here" (not a conflict with an
 # existing index, which an operator has to look at): NotImplemented, CommandNotSupported,
 # InvalidIndexSpecificationOption.

@@ -23,6 +23,7 @@ from store.sqlite.idempotency import Idempotency, delete_expired_idempotency
 from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
+from store.sqlite.provider_calls import ProviderCalls, delete_expired_provider_calls
 from store.sqlite.ratecounts import SharedCounters, counters_path
 from store.sqlite.small import Keys, Settings, Users, Workspaces
 from store.sqlite.webhook_deliveries import WebhookDeliveries
@@ -106,6 +107,7 @@ class SQLiteStore:
         self.metrics = DialerMetrics(self.engine)
         self.settings = Settings(self.engine)
         self.idempotency = Idempotency(self.engine)
+        self.provider_calls = ProviderCalls(self.engine)
         self.indexes_ready = False
 
     @property
@@ -194,14 +196,16 @@ class SQLiteStore:
     async def sweep_expired(
         self, now: dt.datetime, batch: int = 1000, max_batches: int = 10
     ) -> int:
-        """Delete expired Idempotency-Key records in bounded batches; how many were deleted.
-        (Rate-limit windows reuse their slots in the counters file; SQLite needs no leases.)"""
+        """Delete expired Idempotency-Key records and provider call states in bounded batches;
+        how many were deleted. (Rate-limit windows reuse their slots in the counters file;
+        SQLite needs no leases.)"""
         deleted = 0
-        for _ in range(max_batches):
-            found = await self.engine.write(delete_expired_idempotency, now, batch)
-            deleted += found
-            if found < batch:
-                break
+        for delete in (delete_expired_idempotency, delete_expired_provider_calls):
+            for _ in range(max_batches):
+                found = await self.engine.write(delete, now, batch)
+                deleted += found
+                if found < batch:
+                    break
         return deleted
 
     async def documents(self, collection: str) -> list[dict]:

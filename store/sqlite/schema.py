@@ -3,8 +3,8 @@
 Columns carry the same names as the MongoDB documents' fields (`_id`, `workspaceId`,
 `createdAt`, ...), so one record shape serves both backends. Instants are INTEGER milliseconds
 since the Unix epoch (UTC), booleans 0/1, `listIds` and `details` JSON text. Each index starts
-with `workspaceId` but the expiry sweep's (`idempotency_expire`); docs/deployment.md lists them
-beside the MongoDB ones.
+with `workspaceId` but the expiry sweep's (`idempotency_expire`, `provider_calls_expire`);
+docs/deployment.md lists them beside the MongoDB ones.
 """
 
 from __future__ import annotations
@@ -90,6 +90,13 @@ TABLES = {
     "endpointId TEXT NOT NULL, deliveryId TEXT NOT NULL, eventId TEXT NOT NULL, "
     "eventType TEXT NOT NULL, attempt INTEGER NOT NULL, at INTEGER NOT NULL, "
     "statusCode INTEGER, durationMs INTEGER NOT NULL, error TEXT, nextAttemptAt INTEGER",
+    # What is remembered of a call the telephony provider reports, between its callbacks
+    # (store/provider_calls.py): progress instants, a recording that came first, a final status
+    # kept aside (`final`, JSON text) and the call it became (`callId`).
+    "provider_calls": "workspaceId TEXT NOT NULL, callSid TEXT NOT NULL, initiatedAt INTEGER, "
+    "answeredAt INTEGER, recordingSid TEXT, recordingDurationSeconds INTEGER, final TEXT, "
+    "pendingReason TEXT, receivedAt INTEGER, callId TEXT, expiresAt INTEGER NOT NULL, "
+    "PRIMARY KEY (workspaceId, callSid)",
 }
 # Columns added to a table after files with that table were written: created with the table in
 # a new file, added (NULL in the existing rows) when an older file opens.
@@ -114,7 +121,14 @@ DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
 # limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).
 RETIRED = ("rate_limits",)
-WITHOUT_ROWID = {"settings", "memberships", "counters", "idempotency", "call_quarters"}
+WITHOUT_ROWID = {
+    "settings",
+    "memberships",
+    "counters",
+    "idempotency",
+    "call_quarters",
+    "provider_calls",
+}
 
 INDEXES = {
     "users_ws_active_created": "users (workspaceId, deletedAt, createdAt, _id)",
@@ -158,6 +172,9 @@ INDEXES = {
     "webhook_attempts_ws_endpoint_newest": (
         "webhook_attempts (workspaceId, endpointId, at DESC, _id DESC)"
     ),
+    # The callbacks kept aside, newest first; and the expiry sweep's (across workspaces).
+    "provider_calls_ws_pending": "provider_calls (workspaceId, receivedAt DESC, callSid DESC)",
+    "provider_calls_expire": "provider_calls (expiresAt)",
 }
 
 INSTANTS = {
@@ -182,9 +199,11 @@ INSTANTS = {
     "nextAttemptAt",
     "leaseUntil",
     "at",
+    "initiatedAt",
+    "receivedAt",
 }
 BOOLEANS = {"hasRecording", "meetingBooked"}
-JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes"}
+JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes", "final"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",

@@ -9,7 +9,7 @@
 // Usage: node generated/dist/call-every-operation.js BASE_URL API_KEY OUTPUT_DIR INGEST_KEY
 
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
+import { createHmac, randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -26,7 +26,7 @@ type Endpoint = Schemas["records.webhook-endpoint"];
 type EndpointWithSecret = Schemas["records.webhook-endpoint-secret"];
 type Attempt = Schemas["records.webhook-attempt"];
 
-const [baseUrl, key, output, ingestKey] = process.argv.slice(2);
+const [baseUrl, key, output, ingestKey, workspaceId, accountSid, authToken] = process.argv.slice(2);
 const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
 const anonymous = createClient<paths>({ baseUrl });
 const called: Record<string, number> = {};
@@ -377,6 +377,65 @@ async function exerciseWebhookEndpoint(created: EndpointWithSecret): Promise<voi
   assert.ok(remaining.every((e) => e.id !== created.id));
 }
 
+// X-Twilio-Signature: base64 HMAC-SHA1 of the URL the provider called and the sorted form fields.
+function providerSignature(url: string, params: Record<string, string>): string {
+  const text = url + Object.keys(params).sort().map((name) => name + params[name]).join("");
+  return createHmac("sha1", authToken).update(text).digest("base64");
+}
+
+const formBody = (body: Record<string, unknown>): string =>
+  new URLSearchParams(Object.entries(body).map(([k, v]) => [k, String(v)])).toString();
+
+// The provider's signed callbacks of a call without a userId (kept aside, its recording held),
+// a refused signature, the call listed as pending and resolved for a user.
+async function providerCallbacks(dialer: typeof api, userId: string): Promise<void> {
+  const sid = `CA${randomUUID().replaceAll("-", "")}`;
+  const callbacks = `${baseUrl}/v1/provider/callbacks/${workspaceId}`;
+  const path = { params: { path: { workspaceId } } };
+  const status: Schemas["requests.provider-status-callback"] = {
+    AccountSid: accountSid, CallSid: sid, CallStatus: "completed", From: "+12125550142",
+    To: "+14155550177", Direction: "outbound-api", CallDuration: "42",
+  };
+  const form = (signature: string) => ({
+    bodySerializer: formBody,
+    headers: { "Content-Type": "application/x-www-form-urlencoded", "X-Twilio-Signature": signature },
+  });
+  const signed = providerSignature(`${callbacks}/status`, status);
+  const accepted = await anonymous.POST("/v1/provider/callbacks/{workspaceId}/status", {
+    ...path, body: status, ...form(signed),
+  });
+  called["receiveProviderStatusCallback"] = accepted.response.status;
+  assert.equal(accepted.response.status, 204);
+  const forged = await anonymous.POST("/v1/provider/callbacks/{workspaceId}/status", {
+    ...path, body: status, ...form(signed.split("").reverse().join("")),
+  });
+  assert.equal(readProblem("receiveProviderStatusCallback", forged.error, forged.response, 403).code, "invalid_signature");
+  const recording: Schemas["requests.provider-recording-callback"] = {
+    AccountSid: accountSid, CallSid: sid, RecordingSid: `RE${randomUUID().replaceAll("-", "")}`,
+    RecordingStatus: "completed", RecordingDuration: "40",
+  };
+  const attached = await anonymous.POST("/v1/provider/callbacks/{workspaceId}/recording", {
+    ...path, body: recording, ...form(providerSignature(`${callbacks}/recording`, recording)),
+  });
+  called["receiveProviderRecordingCallback"] = attached.response.status;
+  assert.equal(attached.response.status, 204);
+  const pending = expectOk("listPendingCalls", await dialer.GET("/v1/provider/pending-calls"));
+  const kept = pending.pendingCalls.find((p) => p.callSid === sid);
+  assert.ok(kept);
+  assert.deepEqual(
+    [kept.reason, kept.hasRecording, kept.disposition, kept.direction, kept.userId, kept.status],
+    ["missing_user", true, "connected", "outbound", null, "completed"],
+  );
+  assert.deepEqual([kept.fromNumber, kept.toNumber, kept.prospectId, kept.listId], ["+12125550142", "+14155550177", null, null]);
+  assert.ok(kept.startedAt < kept.endedAt && kept.endedAt < kept.expiresAt && kept.receivedAt && kept.answeredAt);
+  expectHead("listPendingCallsHead", (await dialer.HEAD("/v1/provider/pending-calls")).response);
+  const resolved = expectOk("resolvePendingCall", await dialer.POST("/v1/provider/pending-calls/{callSid}/resolve", {
+    params: { path: { callSid: sid } }, body: { userId },
+  }), 201);
+  const call = readCall(resolved.call);
+  assert.deepEqual([call.userId, call.hasRecording, call.durationSeconds, call.recordingDurationSeconds], [userId, true, 42, 40]);
+}
+
 async function main(): Promise<Record<string, unknown>> {
   const live = expectOk("getLiveness", await anonymous.GET("/healthz"));
   assert.equal(live.status, "ok");
@@ -522,6 +581,7 @@ async function main(): Promise<Record<string, unknown>> {
     },
   }), 201);
   assert.equal(readActivity(logged.activity).type, "note");
+  await providerCallbacks(dialer, users[0].id);
 
   const selector = { params: { query: { prospectId: calls[0].prospectId } } };
   const timeline = expectOk("getProspectActivities", await api.GET("/v1/prospect-activities", selector));

@@ -45,6 +45,8 @@ def test_each_row_names_the_environment_variable_that_overrides_the_key():
             value = "memory"
         elif key == "sqlite_synchronous":  # one of its values (not the default)
             value = "normal"
+        elif key == "public_base_url":  # a URL
+            value = "https://documented.example"
         config = load_config(environ={variable: value})
         assert getattr(config, key) == KINDS[FIELDS[key].type](value), key
 

@@ -85,7 +85,15 @@ def demo(tmp_path_factory):
         _log,
     ):
         first = keys["workspaces"][0]
-        yield keys["baseUrl"].removesuffix("/v1"), first["apiKey"], first["ingestApiKey"]
+        provider = keys["provider"]
+        yield (
+            keys["baseUrl"].removesuffix("/v1"),
+            first["apiKey"],
+            first["ingestApiKey"],
+            first["id"],
+            provider["accountSid"],
+            provider["authToken"],
+        )
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +122,7 @@ def operation_ids(document: dict) -> set[str]:
 
 
 def recording_of(demo, name: str) -> bytes:
-    origin, key, _ = demo
+    origin, key = demo[0], demo[1]
     call_id = name.removeprefix("call-").removesuffix(".mp3")
     request = urllib.request.Request(
         f"{origin}/v1/calls/{call_id}/recording", headers={"Authorization": f"Bearer {key}"}
@@ -172,7 +180,7 @@ def test_generated_python_client_calls_every_operation(demo, document, tmp_path)
     )
     assert "Success: no issues found" in checked, checked
 
-    origin, key, ingest = demo
+    origin, key, ingest, workspace, account, token = demo
     saved = tmp_path / "saved"
     saved.mkdir()
     report = json.loads(
@@ -183,6 +191,9 @@ def test_generated_python_client_calls_every_operation(demo, document, tmp_path)
             key,
             str(saved),
             ingest,
+            workspace,
+            account,
+            token,
             env={"PYTHONPATH": str(generated)},
         )
         .strip()
@@ -210,7 +221,7 @@ def test_generated_typescript_client_calls_every_operation(npm_tools, demo, docu
     )
     run(str(npm_tools / "tsc"), "-p", "tsconfig.json", cwd=CLIENTS)  # strict: see tsconfig
 
-    origin, key, ingest = demo
+    origin, key, ingest, workspace, account, token = demo
     output = run(
         "node",
         str(generated / "dist" / "call-every-operation.js"),
@@ -218,6 +229,9 @@ def test_generated_typescript_client_calls_every_operation(npm_tools, demo, docu
         key,
         str(tmp_path),
         ingest,
+        workspace,
+        account,
+        token,
         cwd=CLIENTS,
     )
     report = json.loads(output.strip().splitlines()[-1])

@@ -77,6 +77,14 @@ async def test_reference_page_documents_every_operation(anon):
         or "count against your workspace's rate limit" in html
     )
     assert 'id="api-key"' in html
+    # the provider's callbacks: form bodies, no key, no try-it form
+    for operation_id in ("receiveProviderStatusCallback", "receiveProviderRecordingCallback"):
+        start = html.index(f'id="op-{operation_id}"')
+        article = html[start : html.index("</article>", start)]
+        assert 'data-auth="none"' in html[start - 200 : start + 400]
+        assert '<span class="media">application/x-www-form-urlencoded</span>' in article
+        assert "X-Twilio-Signature" in article and 'class="try"' not in article
+    assert 'id="op-listPendingCalls"' in html and 'id="op-resolvePendingCall"' in html
     # text from the schemas is escaped, never markup
     assert "Bearer &lt;API key&gt;" in html and "<API key>" not in html
 

@@ -18,6 +18,7 @@ from schemas.openapi import (
 )
 from schemas.problems import PROBLEMS
 from server.app import collect_handlers
+from tests.helpers import Client
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,8 @@ def test_documented_parameters_and_bodies_are_what_the_handlers_validate(documen
         query = schemas.documents[endpoint.get("query", "/schemas/queries/none.json")]
         names = [p["name"] for p in op.get("parameters", []) if p.get("in") == "query"]
         assert names == list(query.get("properties", {})), endpoint["$id"]
-        body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+        media_type = endpoint.get("bodyMediaType", "application/json")
+        body = op.get("requestBody", {}).get("content", {}).get(media_type, {})
         if "body" in endpoint:
             assert schema_id(body["schema"]["$ref"]) == endpoint["body"]
         else:
@@ -250,9 +252,11 @@ async def test_served_without_auth_and_equal_to_the_assembled_document(anon, doc
     assert (await anon.get("/v1/openapi.json?x=1")).code == 400
 
 
-async def test_documented_response_schemas_match_real_responses(api, document):
+async def test_documented_response_schemas_match_real_responses(origin, auth, ws_a, document):
     """Parameterless GETs, and the list flow, validated against their documented schemas."""
     schemas = Schemas()
+    _, key = await auth.create(ws_a.id, "every scope", frozenset({"read", "write", "ingest"}))
+    api = Client(origin, key)
 
     def check(response, method, path, status):
         assert response.code == status, response
@@ -283,7 +287,7 @@ async def test_documented_response_schemas_match_real_responses(api, document):
             continue
         check(response, "GET", path, 200)
         checked.add(path)
-    assert {"/v1/users", "/v1/lists", "/v1/openapi.json"} <= checked
+    assert {"/v1/users", "/v1/lists", "/v1/openapi.json", "/v1/provider/pending-calls"} <= checked
 
     users = (await api.get("/v1/users")).json()["users"]
     created = await api.post("/v1/lists", {"name": "Docs", "ownerUserId": users[0]["id"]})
@@ -325,7 +329,10 @@ def test_every_operation_says_the_scope_it_needs(document):
         handler = next(r[1] for r in routes if re.fullmatch(r[0], sample_url(path)))
         if op.get("security") == []:
             assert not handler.auth_required and "x-required-scope" not in op, (method, path)
-            assert "403" not in op["responses"]
+            # Only the provider's signed callbacks refuse with 403, and never with a challenge.
+            forbidden = op["responses"].get("403", {"x-problem-codes": ["invalid_signature"]})
+            assert forbidden["x-problem-codes"] == ["invalid_signature"], (method, path)
+            assert "WWW-Authenticate" not in forbidden.get("headers", {})
             continue
         needed = handler.scopes[method]
         if needed == ANY_SCOPE:

@@ -7,6 +7,7 @@ exactly once and every acknowledged list is there. Real processes, real sockets.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import random
 import time
 
@@ -14,8 +15,11 @@ from tornado.httpclient import HTTPClientError
 
 from server.app import open_services
 from server.config import load_config
+from store.ingest import sid_call_id
+from telephony.simulated_calls import CallPlacer, Outcome
+from telephony.simulated_provider import start_provider
 from tests.helpers import Client, make_workspace, test_environ
-from tests.server.test_serve import SECRET, Server, get
+from tests.server.test_serve import SECRET, Server, free_port, get
 
 WRITERS = 16
 KILLS = 3
@@ -29,10 +33,10 @@ def store_environ(tmp_path) -> dict:
     return environ
 
 
-def start(tmp_path, run: int, environ: dict) -> Server:
+def start(tmp_path, run: int, environ: dict, port: int | None = None) -> Server:
     directory = tmp_path / f"run-{run}"
     directory.mkdir()
-    server = Server(directory, WSAPI_RATE_LIMIT_PER_MINUTE="1000000", **environ)
+    server = Server(directory, port=port, WSAPI_RATE_LIMIT_PER_MINUTE="1000000", **environ)
     deadline = time.monotonic() + 60
     while True:  # ready: the store is open and its indexes exist
         assert server.process.poll() is None, server.log.read_text()
@@ -137,3 +141,75 @@ async def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     assert lost == [], f"{len(lost)} acknowledged lists lost"
     assert set(by_name) == sent  # every request wrote its list once, retried or not
     assert retried > 0
+
+
+async def until(condition, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_provider_call_killed_between_its_callbacks_records_itself_after_restart(tmp_path):
+    """The simulated provider places a call; `serve` is killed with SIGKILL after the call's
+    progress callbacks were answered, its final status fails while serve is down and is sent
+    again once serve is back: the call is recorded once, with the instants remembered before
+    the kill, and its recording attached."""
+    account, token = "AC" + "9c" * 16, "feedfacefeedfacefeedfacefeedface"
+    port = free_port()
+    environ = {
+        **store_environ(tmp_path),
+        "WSAPI_PROVIDER_ACCOUNT_ID": account,
+        "WSAPI_PROVIDER_AUTH_TOKEN": token,
+        "WSAPI_PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
+    }
+    store, auth = await open_services(load_config(environ=environ))
+    try:
+        workspace = await make_workspace(store, auth, "Provider crash")
+    finally:
+        await store.close()
+    placer = CallPlacer(
+        account,
+        token,
+        pace=0.05,  # answered after 0.25 s, the final status at 5.25 s
+        outcome=lambda sid: Outcome("completed", 5, 100, "human"),
+        retry_delays=(0.3,) * 100,
+    )
+    provider = await start_provider(account_id=account, auth_token=token, calls=placer)
+    servers = [start(tmp_path, 0, environ, port)]
+    try:
+        base = f"http://127.0.0.1:{port}/v1/provider/callbacks/{workspace.id}"
+        call = placer.place(
+            {
+                "To": ["+14155550111"],
+                "From": ["+12125550142"],
+                "StatusCallback": [f"{base}/status?userId={workspace.users[0]['id']}"],
+                "StatusCallbackEvent": ["initiated answered completed"],
+                "Record": ["true"],
+                "RecordingStatusCallback": [f"{base}/recording"],
+            }
+        )
+        await until(lambda: len(call.callbacks) == 2 and call.callbacks[1].delivered)
+        servers[0].stop()  # SIGKILL between the answer and the final status
+        await until(lambda: len(call.callbacks) == 3 and 0 in call.callbacks[2].attempts)
+        servers.append(start(tmp_path, 1, environ, port))  # the same store and port
+        await placer.idle(timeout=120)
+        client = Client(servers[1].origin, workspace.key)
+        recorded = await client.get(f"/v1/calls/{sid_call_id(workspace.id, call.sid)}")
+        total = (await client.get("/v1/calls")).json()["total"]
+    finally:
+        await provider.stop()
+        for server in servers:
+            server.stop()
+    statuses = [c.params.get("CallStatus") for c in call.callbacks]
+    assert statuses == ["initiated", "in-progress", "completed", None]  # None: the recording
+    assert all(c.delivered for c in call.callbacks)
+    assert call.callbacks[2].attempts[0] == 0  # refused while serve was down, then sent again
+    assert recorded.code == 200, recorded
+    got = recorded.json()["call"]
+    stamp = email.utils.parsedate_to_datetime
+    started, answered = (stamp(c.params["Timestamp"]) for c in call.callbacks[:2])
+    assert got["startedAt"] == started.strftime("%Y-%m-%dT%H:%M:%S.000Z")  # from before the kill
+    assert got["answeredAt"] == answered.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    assert got["durationSeconds"] == 100 and got["hasRecording"] is True
+    assert total == 1

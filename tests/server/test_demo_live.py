@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -281,3 +282,85 @@ def test_a_live_demo_keeps_adding_calls_that_a_sync_client_follows(tmp_path):
         }
         assert {("POST", "/v1/calls", 201), ("PATCH", "/v1/calls/{id}", 200)} <= writes
         assert {w for w in writes if w[2] >= 300} == set(), writes
+
+
+def test_a_live_demo_via_the_provider_records_its_calls_from_signed_callbacks(
+    tmp_path, monkeypatch
+):
+    """`--live-via provider`: the live calls are placed through the simulated provider and
+    recorded by its callbacks alone (the access log shows no POST /v1/calls), recordings
+    included; the keys file's provider credentials sign a callback by hand."""
+    from twilio.request_validator import RequestValidator
+
+    monkeypatch.setenv("WSAPI_DEMO_PROVIDER_PACE", "0.01")  # a 5-minute call in 3 s
+    with running_demo(
+        tmp_path,
+        "--calls",
+        "20",
+        "--prospects",
+        "20",
+        "--timeline",
+        "0",
+        "--live-calls-per-minute",
+        "600",
+        "--live-via",
+        "provider",
+    ) as (_, keys, log):
+        base, key = keys["baseUrl"], keys["workspaces"][0]["readOnlyApiKey"]
+        assert set(keys["provider"]) == {"accountSid", "authToken"}
+        first = get(f"{base}/calls?pageSize=50", key)["total"]
+        deadline = time.monotonic() + 60
+        while True:
+            calls = get(f"{base}/calls?pageSize=100", key)["calls"]
+            live = [c for c in calls if c["createdAt"] >= keys_age(tmp_path)]
+            dispositions = {c["disposition"] for c in live}
+            if len(live) >= 10 and any(c["hasRecording"] for c in live) and len(dispositions) > 1:
+                break
+            assert time.monotonic() < deadline, (len(live), dispositions, log.read_text()[-3000:])
+            time.sleep(0.3)
+        assert get(f"{base}/calls?pageSize=50", key)["total"] > first
+        recorded = next(c for c in live if c["hasRecording"])
+        request = urllib.request.Request(
+            f"{base}/calls/{recorded['id']}/recording", headers={"Authorization": f"Bearer {key}"}
+        )
+        with urllib.request.urlopen(request, timeout=20) as response:
+            assert response.status == 200 and response.read(2) == b"\xff\xfb"  # MP3
+
+        # A callback signed by hand with the keys file's credentials is accepted.
+        workspace = keys["workspaces"][0]
+        users = get(f"{base}/users", workspace["readOnlyApiKey"])["users"]
+        url = f"{base}/provider/callbacks/{workspace['id']}/status?userId={users[0]['id']}"
+        params = {
+            "AccountSid": keys["provider"]["accountSid"],
+            "CallSid": "CA" + "d1" * 16,
+            "CallStatus": "busy",
+            "Direction": "outbound-api",
+            "From": "+12125550142",
+            "To": "+14155550199",
+        }
+        signature = RequestValidator(keys["provider"]["authToken"]).compute_signature(url, params)
+        request = urllib.request.Request(
+            url,
+            data=urllib.parse.urlencode(params).encode(),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "X-Twilio-Signature": signature,
+            },
+        )
+        with urllib.request.urlopen(request, timeout=20) as response:
+            assert response.status == 204
+        text = log.read_text()
+        writes = {
+            (line["method"], re.sub(r"[0-9a-f-]{36}", "{id}", line["path"]), line["status"])
+            for line in map(json.loads, re.findall(r"^\{.*\}$", text, re.M))
+            if line.get("method") == "POST"
+        }
+        assert ("POST", "/v1/provider/callbacks/{id}/status", 204) in writes
+        assert ("POST", "/v1/provider/callbacks/{id}/recording", 204) in writes
+        assert not any(path == "/v1/calls" for _, path, _ in writes)  # no dialer posts
+
+
+def keys_age(tmp_path) -> str:
+    """When the demo wrote its keys file (it serves from then on), as the API writes instants."""
+    written = (tmp_path / "keys.json").stat().st_mtime
+    return dt.datetime.fromtimestamp(written, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")

@@ -19,8 +19,8 @@ from telephony.simulated_provider import (
     base_clip,
     make_ref,
     parse_range,
-    run_provider,
 )
+from telephony.simulated_standalone import run_provider
 
 REF = make_ref("call-1")
 

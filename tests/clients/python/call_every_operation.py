@@ -3,7 +3,9 @@ openapi-python-client generates from /v1/openapi.json, reading every field of ev
 through its generated, typed attribute. Type-checked with `mypy --strict` and run against a live
 demo by tests/e2e/test_generated_clients.py.
 
-Usage: python call_every_operation.py BASE_URL API_KEY OUTPUT_DIR INGEST_KEY
+Usage: python call_every_operation.py BASE_URL API_KEY OUTPUT_DIR INGEST_KEY WORKSPACE_ID
+    PROVIDER_ACCOUNT_SID PROVIDER_AUTH_TOKEN
+(the provider's credentials sign its callbacks; BASE_URL is the service's public_base_url)
 Prints a JSON report: {"called": {operationId: status}, "untyped": [...], "recording": path, ...}.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
+import hmac
 import json
 import re
 import sys
@@ -34,6 +38,13 @@ from workspace_api_client.api.calls import (
     list_calls_head,
     record_call,
     record_calls,
+)
+from workspace_api_client.api.calls_from_the_provider import (
+    list_pending_calls,
+    list_pending_calls_head,
+    receive_provider_recording_callback,
+    receive_provider_status_callback,
+    resolve_pending_call,
 )
 from workspace_api_client.api.dialer_lists import (
     create_list,
@@ -116,15 +127,20 @@ from workspace_api_client.models import (
     NoteActivity,
     PageOfDeliveryAttempts,
     PageSize,
+    PendingCallReason,
+    PendingCalls,
     Problem,
     ProblemCode,
     Prospect,
     ProspectCreatedEvent,
     ProspectMatchOutcome,
     ProspectUpdatedEvent,
+    ProviderRecordingCallback,
+    ProviderStatusCallback,
     RecordACall,
     RecordCalls,
     RecoverWebhookDeliveries,
+    ResolveAPendingCall,
     Sort,
     StatusChangeActivity,
     UploadContacts,
@@ -643,7 +659,105 @@ def dialer_writes(
     assert logged.activity.details.text == "Asked for pricing"
 
 
-def main(base_url: str, key: str, output: Path, ingest_key: str) -> dict[str, object]:
+def provider_signature(token: str, url: str, params: dict[str, Any]) -> str:
+    """X-Twilio-Signature: base64 HMAC-SHA1 of the URL and the sorted form parameters."""
+    text = url + "".join(name + str(params[name]) for name in sorted(params))
+    return base64.b64encode(hmac.new(token.encode(), text.encode(), hashlib.sha1).digest()).decode()
+
+
+def expect_no_content(operation_id: str, response: Response[Any]) -> None:
+    called[operation_id] = response.status_code
+    assert response.status_code == 204, (operation_id, response.status_code, response.content)
+    assert response.content == b""
+
+
+def provider_callbacks(
+    base_url: str,
+    ingest_key: str,
+    workspace: uuid.UUID,
+    account_sid: str,
+    auth_token: str,
+    user: uuid.UUID,
+) -> None:
+    """The provider's signed callbacks of a call without a userId (kept aside, its recording
+    held), a refused signature, the call listed as pending and resolved for a user."""
+    provider = Client(base_url=base_url)
+    dialer = AuthenticatedClient(base_url=base_url, token=ingest_key)
+    sid = f"CA{uuid.uuid4().hex}"
+    callbacks = f"{base_url}/v1/provider/callbacks/{workspace}"
+    status = ProviderStatusCallback(
+        account_sid=account_sid,
+        call_sid=sid,
+        call_status="completed",
+        from_="+12125550142",
+        to="+14155550177",
+        direction="outbound-api",
+        call_duration="42",
+    )
+    signature = provider_signature(auth_token, f"{callbacks}/status", status.to_dict())
+    expect_no_content(
+        "receiveProviderStatusCallback",
+        receive_provider_status_callback.sync_detailed(
+            workspace, client=provider, body=status, x_twilio_signature=signature
+        ),
+    )
+    forged = expect_problem(
+        "receiveProviderStatusCallback",
+        receive_provider_status_callback.sync_detailed(
+            workspace, client=provider, body=status, x_twilio_signature=signature[::-1]
+        ),
+        403,
+    )
+    assert forged.code == ProblemCode.INVALID_SIGNATURE
+    recording = ProviderRecordingCallback(
+        account_sid=account_sid,
+        call_sid=sid,
+        recording_sid=f"RE{uuid.uuid4().hex}",
+        recording_status="completed",
+        recording_duration="40",
+    )
+    signature = provider_signature(auth_token, f"{callbacks}/recording", recording.to_dict())
+    expect_no_content(
+        "receiveProviderRecordingCallback",
+        receive_provider_recording_callback.sync_detailed(
+            workspace, client=provider, body=recording, x_twilio_signature=signature
+        ),
+    )
+    pending: PendingCalls = expect(
+        "listPendingCalls", list_pending_calls.sync_detailed(client=dialer), 200
+    )
+    kept = next(p for p in pending.pending_calls if p.call_sid == sid)
+    assert kept.reason == PendingCallReason.MISSING_USER and kept.has_recording
+    assert kept.disposition == CallDisposition.CONNECTED and kept.user_id is None
+    assert kept.started_at < kept.ended_at < kept.expires_at and kept.received_at
+    assert (kept.status, kept.direction, kept.from_number, kept.to_number) == (
+        "completed",
+        CallDirection.OUTBOUND,
+        "+12125550142",
+        "+14155550177",
+    )
+    assert kept.answered_at is not None and kept.prospect_id is None and kept.list_id is None
+    expect_head("listPendingCallsHead", list_pending_calls_head.sync_detailed(client=dialer))
+    resolved = expect(
+        "resolvePendingCall",
+        resolve_pending_call.sync_detailed(
+            sid, client=dialer, body=ResolveAPendingCall(user_id=user)
+        ),
+        201,
+    )
+    assert resolved.call.user_id == user and resolved.call.has_recording
+    assert resolved.call.duration_seconds == 42 and resolved.call.recording_duration_seconds == 40
+
+
+def main(
+    base_url: str,
+    key: str,
+    output: Path,
+    ingest_key: str,
+    workspace: uuid.UUID,
+    account_sid: str,
+    auth_token: str,
+) -> dict[str, object]:
     api = AuthenticatedClient(base_url=base_url, token=key)
     anonymous = Client(base_url=base_url)
 
@@ -802,6 +916,7 @@ def main(base_url: str, key: str, output: Path, ingest_key: str) -> dict[str, ob
         find_untyped(activity, "exportActivities")
     expect_head("exportActivitiesHead", export_activities_head.sync_detailed(client=api))
     dialer_writes(base_url, ingest_key, api, users[0].id)  # after the exports: not settled yet
+    provider_callbacks(base_url, ingest_key, workspace, account_sid, auth_token, users[0].id)
 
     last = max(call.started_at for call in page.calls).date()
     first = last - dt.timedelta(days=30)
@@ -846,4 +961,7 @@ def main(base_url: str, key: str, output: Path, ingest_key: str) -> dict[str, ob
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4])))
+    base, api_key, out, ingest, workspace_id, account, token = sys.argv[1:8]
+    print(
+        json.dumps(main(base, api_key, Path(out), ingest, uuid.UUID(workspace_id), account, token))
+    )
