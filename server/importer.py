@@ -135,8 +135,8 @@ class Checker:
     def check(self, raw: bytes) -> tuple[Any, list[str]]:
         body: Any = None
         fast = False
-        if self.kind == "calls" and jsonio.SURROGATE_ESCAPE.search(raw) is None:
-            # The fast path: a flat body without surrogate escapes needs no walk over it.
+        if self.kind == "calls" and jsonio.ESCAPES_TO_CHECK.search(raw) is None:
+            # The fast path: a flat body without surrogate or NUL escapes needs no walk over it.
             try:
                 body = jsonio.parse(raw, walk=False)
                 fast = certainly_valid(body)
@@ -146,8 +146,7 @@ class Checker:
             try:
                 body = jsonio.parse(raw)
             except jsonio.JSONInputError as exc:
-                where = f"{exc.pointer}: " if exc.pointer else ""
-                return None, [f"{where}{exc}"]
+                return None, [f"{exc.pointer}: {exc}"]
         if not fast:
             errors = self.schemas.errors(self.schema, body)
             if errors:
