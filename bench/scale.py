@@ -29,10 +29,12 @@ matter), and printed as one table with its target and PASS/MISS:
   a providerCallSid, oldest first as a dialer exports its history and as the seeder writes its
   calls) into an empty workspace of a fresh file, while `serve` runs on it, against
   `demo --calls N` seeding a fresh file in the same run (calls per second of each): >= 0.5;
-  L18 the API's GET /v1/users during the import: p99 < 100 ms. L19: then a tenth as many
-  calls more, while the API also gets a POST /v1/lists every 0.5 s: no error, p99 < 2 s (a
-  write waits for the import's unit under way, store/sqlite/turns.py), and the import's rate
-  meanwhile (every write of another process makes the import's writer drop its page cache).
+  L17 also reports the size of the file's write-ahead log once the import has exited (the
+  import truncates it at its end). L18 the API's GET /v1/users during the import: p99 < 100 ms.
+  L19: then a tenth as many calls more, while the API also gets a POST /v1/lists every 0.5 s:
+  no error, p99 < 2 s (a write waits for the import's unit under way, store/sqlite/turns.py),
+  and the import's rate meanwhile (every write of another process makes the import's writer
+  drop its page cache).
   L20 (information): as many calls in random time order into a fresh file again, against the
   same seeding: the worst order a file can come in (every time-keyed index takes its entries
   at random places).
@@ -591,7 +593,8 @@ async def bench_import(args, workdir: Path) -> list[Row]:
             "L17",
             f"import {args.calls:,} calls / demo seeding (calls per second, same run)",
             f"{rate:,.0f}/s ({first.seconds:.0f} s) vs {seed_rate:,.0f}/s "
-            f"({seeded_calls:,} calls in {seeding['seedSeconds']:.0f} s): {ratio:.2f}",
+            f"({seeded_calls:,} calls in {seeding['seedSeconds']:.0f} s): {ratio:.2f}; "
+            f"write-ahead log after it {first.wal_bytes / 1e6:,.1f} MB",
             ">= 0.5",
             first.problem() if first.failed(args.calls) else verdict(ratio >= 0.5),
         ),
@@ -661,6 +664,7 @@ class Imported:
     reads: list[float]
     writes: list[float]
     errors: int
+    wal_bytes: int  # the file's write-ahead log when the import had exited
 
     def failed(self, expected: int) -> bool:
         """Whether the import did not create every one of its `expected` lines, or a probe of
@@ -711,9 +715,13 @@ async def import_beside(
         await asyncio.sleep(0.05)
     out, _ = waiting.result()
     seconds = time.monotonic() - started
+    wal = Path(f"{env['WSAPI_SQLITE_PATH']}-wal")
+    wal_bytes = wal.stat().st_size if wal.exists() else 0
     summary = json.loads(out) if out else {}
     assert proc.returncode is not None
-    return Imported(seconds, summary.get("created", 0), proc.returncode, reads, writes, errors)
+    return Imported(
+        seconds, summary.get("created", 0), proc.returncode, reads, writes, errors, wal_bytes
+    )
 
 
 def owners(path: Path, workspace_id: str) -> list[str]:

@@ -267,6 +267,9 @@ class APIHandler(RequestHandler):
                 errors.append({"parameter": name, "detail": "must be given at most once"})
                 continue
             text = raw[0].decode("utf-8", "replace")
+            if "\x00" in text:
+                errors.append({"parameter": name, "detail": jsonio.NUL_DETAIL})
+                continue
             prop = schemas.resolve(schema.get("properties", {}).get(name, {}))
             if prop.get("type") == "integer" and INTEGER.fullmatch(text):
                 # A huge number stands for one far outside every documented range, unconverted.
@@ -300,13 +303,15 @@ class APIHandler(RequestHandler):
         if not JSON_TYPE.match(content_type):
             raise APIError("unsupported_media_type", "send the body as application/json")
         if not self.request.body.strip():
-            raise APIError("invalid_request", "a JSON body is required")
+            required = "a JSON body is required"
+            raise APIError("invalid_request", required, [{"pointer": "#", "detail": required}])
         try:
             body = jsonio.parse(self.request.body)
         except jsonio.JSONInputError as exc:
-            if exc.pointer:
-                raise invalid([{"pointer": exc.pointer, "detail": str(exc)}]) from None
-            raise APIError("invalid_request", str(exc)) from None
+            error = {"pointer": exc.pointer, "detail": str(exc)}
+            if exc.pointer == "#":  # the body as a whole: the detail says it all
+                raise APIError("invalid_request", str(exc), [error]) from None
+            raise invalid([error]) from None
         errors = self.settings["schemas"].errors(schema_id, body)
         if errors:
             raise invalid(errors)

@@ -14,6 +14,7 @@ import datetime as dt
 from typing import Any
 from urllib.parse import urlencode
 
+from handlers import jsonio
 from handlers.base import APIError, APIHandler
 from handlers.pagination import decode_cursor
 from handlers.params import instant, problem
@@ -21,6 +22,9 @@ from store.activities import to_ms
 from store.clock import utcnow
 from store.events import RESOURCE, SORT, TYPES
 from store.paging import Position, RawJSON
+
+# How far ahead of the server's clock a `since` may be (a client's clock may run a little fast).
+SINCE_AHEAD = dt.timedelta(minutes=1)
 
 
 def parse_types(raw: str | None) -> str | None:
@@ -45,6 +49,14 @@ class EventsHandler(APIHandler):
             "type": parse_types(self.query.get("type")),
             "since": instant(self.query, "since"),
         }
+        if filters["since"] is not None and filters["since"] > now + SINCE_AHEAD:
+            # The feed would start after events that have not happened yet: nothing, ever.
+            raise problem(
+                "since",
+                "must not be more than a minute ahead of the server's clock (it is "
+                f"{jsonio.format_timestamp(now)} there); take the current time from the Date "
+                "header",
+            )
         token = self.query.get("cursor")
         if token is not None:
             _, filters, after = decode_cursor(self, RESOURCE, token, SORT, filters)

@@ -28,34 +28,54 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class JSONInputError(ValueError):
-    """The body is not JSON this API accepts; the message says why, `pointer` where."""
+    """The body is not JSON this API accepts; the message says why, `pointer` where ("#": the
+    body as a whole)."""
 
-    def __init__(self, message: str, pointer: str | None = None):
+    def __init__(self, message: str, pointer: str = "#"):
         super().__init__(message)
         self.pointer = pointer
+
+
+class _Refused:
+    """Stands, in the parsed value, for a member the parser refused (a number out of range, a
+    repeated or reserved key): the parser's hooks do not know where they are, so the walk over
+    the value raises at the place it finds one."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+NUL_DETAIL = (
+    "must not contain U+0000 (NUL): it is not text that every database can store; leave it out"
+)
 
 
 def _pairs(pairs: list[tuple[str, object]]) -> dict:
     result: dict = {}
     for key, value in pairs:
+        if "\x00" in key:
+            raise JSONInputError(f"a key holds U+0000 (NUL): {key!r} is not allowed")
         if key in result:
-            raise JSONInputError(f"duplicate key {key!r}")
-        if key.startswith("$") or "\x00" in key:
-            raise JSONInputError(f"key {key!r} is not allowed")
-        result[key] = value
+            result[key] = _Refused("is a duplicate key: a key may appear once in an object")
+        elif key.startswith("$"):
+            result[key] = _Refused("is a key that is not allowed (it starts with $)")
+        else:
+            result[key] = value
     return result
 
 
-def _int(text: str) -> int:
+def _int(text: str) -> int | _Refused:
     if len(text) > 20 or abs(int(text)) > MAX_INT:
-        raise JSONInputError("integer out of range")
+        return _Refused("is an integer out of range (at most 2^63 - 1 in size)")
     return int(text)
 
 
-def _float(text: str) -> float:
+def _float(text: str) -> float | _Refused:
     value = float(text)
     if not math.isfinite(value):
-        raise JSONInputError("number out of range")
+        return _Refused("is a number out of range")
     return value
 
 
@@ -64,10 +84,11 @@ def _constant(name: str) -> NoReturn:
 
 
 def _check(value: Any, limit: int, path: str = "#") -> None:
-    """Nesting depth, and strings that UTF-8 cannot store (lone surrogates from \\ud800-style
-    escapes), anywhere in the value; the error points at the place."""
+    """Nesting depth, members the parser refused, and strings that cannot be stored (lone
+    surrogates from \\ud800-style escapes, U+0000), anywhere in the value; the error points at
+    the place."""
     if limit < 0:
-        raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels")
+        raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels", path)
     items = (
         value.items()
         if isinstance(value, dict)
@@ -88,20 +109,25 @@ def _check(value: Any, limit: int, path: str = "#") -> None:
                     "text that can be stored; send it as UTF-8",
                     where,
                 )
+            if "\x00" in child:
+                raise JSONInputError(NUL_DETAIL, where)
         elif isinstance(child, dict | list):
             _check(child, limit - 1, where)
+        elif type(child) is _Refused:
+            raise JSONInputError(child.reason, where)
 
 
-# The only way a lone surrogate gets into parsed JSON: a \ud800-\udfff escape (UTF-8 text
-# cannot hold one).
-SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# The only ways a lone surrogate or a NUL gets into parsed JSON: a \ud800-\udfff or \u0000
+# escape (UTF-8 text cannot hold the one, JSON strings cannot hold a raw control character).
+ESCAPES_TO_CHECK = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)")
 
 
 def parse(body: bytes, walk: bool = True) -> Any:
-    """Parse a request body strictly: no duplicate or $-keys, NaN, huge numbers, deep nesting.
-    `walk=False` leaves out the walk over the value (lone surrogates, nesting depth), for a
-    caller that has found no surrogate escape in `body` (SURROGATE_ESCAPE) and checks the
-    depth itself (the import's fast path for flat call bodies)."""
+    """Parse a request body strictly: no duplicate or $-keys, NaN, huge numbers, deep nesting,
+    lone surrogates or NUL characters. `walk=False` leaves out the walk over the value, for a
+    caller that has found neither escape in `body` (ESCAPES_TO_CHECK), checks the depth itself
+    and takes only values of the types it expects (a refused member is an object of its own
+    type: the import's fast path for flat call bodies)."""
     try:
         value = json.loads(
             body.decode("utf-8"),
@@ -121,7 +147,11 @@ def parse(body: bytes, walk: bool = True) -> Any:
     if not walk:
         return value
     if isinstance(value, str) and SURROGATE.search(value):
-        raise JSONInputError("the body holds a lone surrogate", "#")
+        raise JSONInputError("the body holds a lone surrogate")
+    if isinstance(value, str) and "\x00" in value:
+        raise JSONInputError(f"the body {NUL_DETAIL}")
+    if type(value) is _Refused:
+        raise JSONInputError(f"the body {value.reason}")
     _check(value, MAX_DEPTH)
     return value
 

@@ -130,6 +130,17 @@ def _message(error: ValidationError) -> tuple[list, str]:
     if kind == "required":
         missing = next(name for name in value if name not in instance)
         return [*path, missing], "is required"
+    if kind == "dependentRequired":
+        given, missing = next(
+            (name, need)
+            for name in value
+            if name in instance
+            for need in value[name]
+            if need not in instance
+        )
+        return [*path, missing], f"is required with {given}"
+    if kind in ("not", "minProperties") and schema.get(AT_LEAST_ONE_NON_BLANK):
+        return path, NON_BLANK_MESSAGE
     if kind == "additionalProperties":
         extra = sorted(set(instance) - set(schema.get("properties", {})))
         return [*path, extra[0]], "is not a supported field"

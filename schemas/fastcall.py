@@ -77,4 +77,6 @@ def certainly_valid(body: Any) -> bool:
     if notes is not None and (type(notes) is not str or len(notes) > 10000):
         return False
     seconds = get("recordingDurationSeconds")
+    if (seconds is None) != (get("recordingSid") is None):  # they come together
+        return False
     return seconds is None or (type(seconds) is int and 0 <= seconds <= 86400)

@@ -9,7 +9,8 @@ fast path for calls: schemas/fastcall.py; then handlers/ingest.py), and written 
 store's own writes in batches of BATCH lines, each batch one transaction on SQLite, so a line
 is imported whole or not at all, with totals, metrics, timelines and matching as the API keeps
 them. A bad line is rejected alone (its line number and reasons in the summary, and in
-`--rejects FILE`), the others go on.
+`--rejects FILE`), the others go on. A line longer than the API's body limit is rejected
+without being read into memory: at most the limit plus one byte of a line is ever held.
 
 Importing a file again creates nothing twice: calls are recorded once per providerCallSid, and
 calls without one and activities take ids derived from their line's content; contacts are
@@ -54,6 +55,10 @@ SHOWN_REJECTS = 20  # rejected lines listed in the summary (all of them go to --
 GC_BATCHES = 20  # batches between two garbage collections (import_file)
 SLICE = 50  # lines checked between two looks at the writer (import_file's `pace`)
 PHONE_CACHE = 100_000  # normalised numbers remembered (dialers call the same numbers often)
+# The longest line read by default: config.yaml's max_body_bytes (run_import passes the one
+# configured).
+MAX_LINE = 1048576
+SKIP_CHUNK = 65536  # bytes read at a time past the end of an over-long line
 
 
 def add_import_command(sub: argparse._SubParsersAction) -> None:
@@ -135,8 +140,8 @@ class Checker:
     def check(self, raw: bytes) -> tuple[Any, list[str]]:
         body: Any = None
         fast = False
-        if self.kind == "calls" and jsonio.SURROGATE_ESCAPE.search(raw) is None:
-            # The fast path: a flat body without surrogate escapes needs no walk over it.
+        if self.kind == "calls" and jsonio.ESCAPES_TO_CHECK.search(raw) is None:
+            # The fast path: a flat body without surrogate or NUL escapes needs no walk over it.
             try:
                 body = jsonio.parse(raw, walk=False)
                 fast = certainly_valid(body)
@@ -146,8 +151,7 @@ class Checker:
             try:
                 body = jsonio.parse(raw)
             except jsonio.JSONInputError as exc:
-                where = f"{exc.pointer}: " if exc.pointer else ""
-                return None, [f"{where}{exc}"]
+                return None, [f"{exc.pointer}: {exc}"]
         if not fast:
             errors = self.schemas.errors(self.schema, body)
             if errors:
@@ -212,11 +216,32 @@ class Summary:
         }
 
 
-def lines_of(source: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """(line number, text) of every line that is not blank."""
-    for number, line in enumerate(source, 1):
-        if line.strip():
-            yield number, line
+def lines_of(source: IO[bytes], limit: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, text, bytes read) of every line that is not blank; the text is None for a
+    line longer than `limit` bytes (without its newline), which is read past without being
+    kept: at most `limit` + 1 bytes of a line are ever held, however long it is."""
+    number = 0
+    while line := source.readline(limit + 1):
+        number += 1
+        if len(line) <= limit or line.endswith(b"\n"):
+            if line.strip():
+                yield number, line, len(line)
+            continue
+        size = len(line)
+        del line
+        while chunk := source.readline(SKIP_CHUNK):  # the rest of the line, dropped
+            size += len(chunk)
+            if chunk.endswith(b"\n"):
+                break
+        yield number, None, size
+
+
+def too_long(limit: int) -> list[str]:
+    """The reason a line over the body limit is rejected."""
+    return [
+        f"#: the line is longer than {limit} bytes, the API's body limit (max_body_bytes); "
+        "it was skipped unread"
+    ]
 
 
 async def write_batch(
@@ -273,8 +298,11 @@ async def import_file(
     listing: dict | None = None,
     progress: Callable[[int, int, bool], None] | None = None,
     pace: Callable[[], Awaitable[None]] | None = None,
+    max_line: int = MAX_LINE,
 ) -> None:
     """Read, check and write every line of `source`, a batch written while the next is read.
+    A line longer than `max_line` bytes (the API's body limit: no body it takes is longer) is
+    rejected unread, and the import goes on at the next line.
     On SQLite two batches are under way at once: the later one's rows are made (on a worker
     thread) while the earlier one is written, and the writer takes them in order. With `pace`
     (store.heavy_writes), lines are checked in slices of SLICE, each after `await pace()`: the
@@ -309,12 +337,12 @@ async def import_file(
         await asyncio.sleep(0)  # let the write start before the next batch is checked
 
     try:
-        for number, raw in lines_of(source):
+        for number, raw, size in lines_of(source, max_line):
             if pace is not None and summary.lines % SLICE == 0:
                 await pace()
-            read += len(raw)
+            read += size
             summary.lines += 1
-            value, reasons = checker.check(raw)
+            value, reasons = checker.check(raw) if raw is not None else (None, too_long(max_line))
             if reasons:
                 summary.reject(number, reasons)
             else:
@@ -384,7 +412,16 @@ async def run_import(config: Config, args: argparse.Namespace) -> int:
         try:
             async with store.heavy_writes() as pace:
                 await import_file(
-                    store, args.kind, args.workspace, source, size, summary, listing, bar.show, pace
+                    store,
+                    args.kind,
+                    args.workspace,
+                    source,
+                    size,
+                    summary,
+                    listing,
+                    bar.show,
+                    pace,
+                    config.max_body_bytes,
                 )
         finally:
             if source is not sys.stdin.buffer:

@@ -26,6 +26,10 @@ from yarl import URL
 from webhooks.networks import Address, Network, is_allowed, parse_networks, refusal
 
 MAX_URL_LENGTH = 2048
+# A host name's limits in DNS (RFC 1035 2.3.4): labels of 1 to 63 characters, 253 in all
+# (without the optional trailing dot). The name lookup's IDNA codec raises on a name beyond them.
+MAX_LABEL = 63
+MAX_HOST_NAME = 253
 # Bytes asked of the response stream at a time while it is drained.
 _CHUNK = 16384
 # URLs whose parse and literal-address check a transport keeps (then it starts afresh).
@@ -132,7 +136,8 @@ async def check_url(url: str, policy: Policy, getaddrinfo: GetAddrInfo | None = 
                 addresses = _addresses(
                     await (getaddrinfo or system_getaddrinfo)(host, _port(target))
                 )
-        except (OSError, TimeoutError):
+        except (OSError, TimeoutError, UnicodeError):
+            # UnicodeError: the IDNA codec refusing a name that _parse_url let through.
             addresses = []
         if not addresses:
             return "the host does not resolve"
@@ -275,7 +280,10 @@ class CheckedResolver(AbstractResolver):
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
-        infos = await self._getaddrinfo(host, port)  # OSError becomes "dns lookup failed"
+        try:
+            infos = await self._getaddrinfo(host, port)  # OSError becomes "dns lookup failed"
+        except UnicodeError:  # the IDNA codec refusing the name: no such host, like NONAME
+            raise socket.gaierror(socket.EAI_NONAME, "not a valid host name") from None
         addresses = _addresses(infos)
         if not addresses:
             raise socket.gaierror(socket.EAI_NONAME, "no address")
@@ -378,6 +386,8 @@ def _parse_url(url: str) -> URL:
         raise _InvalidURL("the URL must have a host")
     if not 0 < _port(target) < 65536:
         raise _InvalidURL("the URL's port must be between 1 and 65535")
+    if reason := _host_name_rule(target.raw_host):
+        raise _InvalidURL(reason)
     # aiohttp takes a host with a colon, or of digits and dots, for an address and connects
     # to it without the resolver: such a host must be an address this module can judge.
     if (":" in target.raw_host or target.raw_host.replace(".", "").isdigit()) and _literal(
@@ -385,6 +395,21 @@ def _parse_url(url: str) -> URL:
     ) is None:
         raise _InvalidURL("the URL's host is not a valid address")
     return target
+
+
+def _host_name_rule(host: str) -> str | None:
+    """The DNS rule a host name breaks (an address in brackets is not a name), or None."""
+    if host.startswith("[") or ":" in host:
+        return None
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > MAX_HOST_NAME:
+        return f"the URL's host name must be at most {MAX_HOST_NAME} characters"
+    if any(not 0 < len(label) <= MAX_LABEL for label in name.split(".")):
+        return (
+            f"each label of the URL's host name (between dots) must be 1 to {MAX_LABEL} "
+            "characters long"
+        )
+    return None
 
 
 def _port(target: URL) -> int:

@@ -153,8 +153,9 @@ class SQLiteStore:
         """Around a long run of large write batches (the import): this process's writer gets a
         page cache of HEAVY_CACHE_KB and reads the file through a memory map meanwhile
         (HEAVY_MMAP_BYTES), and leaves checkpoints to a thread beside it
-        (Engine.checkpoint_beside), then a fresh connection as usual. Yields the pace of the
-        caller's own Python work: Engine.statements_done."""
+        (Engine.checkpoint_beside); at the end the write-ahead log is truncated (its size at
+        the peak was the import's, not the database's), then a fresh connection as usual.
+        Yields the pace of the caller's own Python work: Engine.statements_done."""
 
         ends: list[Callable[[], None]] = []
 
@@ -169,6 +170,8 @@ class SQLiteStore:
         finally:
             for end in ends:
                 end()
+            # The log is at its peak (about four batches' pages): back to nothing on disk.
+            await self.engine.truncate_log()
             await self.engine.renew_writer()
             release_free_memory()
 

@@ -44,6 +44,9 @@ log = logging.getLogger("workspace_api")
 READERS = 3  # besides the quick one
 READER_CACHE_KB = 8 * 1024
 WRITER_CACHE_KB = 32 * 1024
+# Bytes the write-ahead log is cut back to when it restarts after a checkpoint copied it whole
+# (PRAGMA journal_size_limit): a log an import grew to hundreds of MB gives the disk back.
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 PROGRESS_STEPS = 20_000  # virtual-machine steps between two deadline checks
 T = TypeVar("T")
 
@@ -242,6 +245,8 @@ class Engine:
             )
             conn.execute(f"PRAGMA cache_size=-{size}")
             conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
+            # A log that grew large (an import) is cut back to this when it next restarts.
+            conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -458,6 +463,23 @@ class Engine:
         loss may take it back, with whatever commits came after it and before the next durable
         one (the log is written in order); a process crash never does."""
         return await self._submit(self._writer, fn, args, True, timeout, durable=durable)
+
+    async def truncate_log(self) -> bool:
+        """On the writer thread, outside any unit: copy the whole write-ahead log into the file
+        and truncate it to nothing (a TRUNCATE checkpoint), after a run of large writes left it
+        at its peak size. False when readers or another process's writer kept it from
+        finishing within the busy timeout (journal_size_limit trims it at the log's next
+        restart then)."""
+
+        def truncate() -> bool:
+            try:
+                busy = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                log.warning("truncating the write-ahead log failed; the next restart trims it")
+                return False
+            return busy[0] == 0
+
+        return await self._writer.submit(truncate)
 
     async def renew_writer(self) -> None:
         """Close the writer thread's connection; the next write opens a fresh one."""

@@ -521,3 +521,22 @@ async def test_mongodb_the_sweep_records_what_a_dead_writer_left(api, store, ws_
     ]
     assert events[1]["data"] == (await api.get(f"/v1/lists/{doc['_id']}")).json()["list"]
     assert (await store.lists.col.find_one({"_id": doc["_id"]}))["_evt"] == []
+
+
+@pytest.mark.parametrize(
+    "ahead", [dt.timedelta(seconds=61), dt.timedelta(days=1), dt.timedelta(days=365 * 900)]
+)
+async def test_a_since_more_than_a_minute_ahead_is_400(api, ahead):
+    since = jsonio.format_timestamp(utcnow() + ahead)
+    response = await api.get(f"/v1/events?since={since}")
+    assert response.code == 400, response
+    assert response.json()["errors"][0]["pointer"] == "#/query/since"
+    assert "a minute ahead" in response.json()["detail"]
+
+
+async def test_a_since_up_to_a_minute_ahead_is_a_clock_running_fast(api):
+    since = jsonio.format_timestamp(utcnow() + dt.timedelta(seconds=50))
+    response = await api.get(f"/v1/events?since={since}")
+    assert response.code == 200, response
+    assert response.json()["events"] == []
+    assert (await api.get(f"/v1/events?cursor={response.json()['nextCursor']}")).code == 200

@@ -7,6 +7,7 @@ configuration: no network allowed beyond the public ones."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 
 import pytest
@@ -197,3 +198,31 @@ async def test_a_repeated_rotation_with_its_key_keeps_one_new_secret(api):
     assert first.code == again.code == 200
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.json()["webhookEndpoint"]["secret"] == first.json()["webhookEndpoint"]["secret"]
+
+
+@pytest.mark.parametrize(
+    ("host", "rule"),
+    [
+        ("a..b.com", "label"),
+        (".example.com", "label"),
+        ("a" * 64 + ".example.com", "label"),
+        (".".join(["a" * 60] * 5), "at most 253 characters"),
+    ],
+    ids=["empty label", "leading dot", "64-character label", "300-character name"],
+)
+async def test_host_names_dns_cannot_hold_are_422_on_create_and_patch(api, caplog, host, rule):
+    caplog.set_level(logging.DEBUG)
+    url = f"https://{host}/hook"
+    created = await api.post(BASE, {"url": url})
+    endpoint = await create(api)
+    patched = await api.fetch(f"{BASE}/{endpoint['id']}", "PATCH", json_body={"url": url})
+    for response in (created, patched):
+        assert response.code == 422, response
+        problem = response.json()
+        assert problem["code"] == "invalid_webhook_url"
+        assert problem["errors"] == [{"pointer": "#/url", "detail": problem["errors"][0]["detail"]}]
+        assert rule in problem["detail"] and "host name" in problem["detail"]
+    listed = (await api.get(BASE)).json()["webhookEndpoints"]
+    assert [(e["id"], e["url"]) for e in listed] == [(endpoint["id"], PUBLIC)]  # none written
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert "Traceback" not in caplog.text

@@ -315,3 +315,40 @@ def post(origin: str, key: str, path: str, body: dict) -> int:
             return response.status
     except urllib.error.HTTPError as error:
         return error.code
+
+
+async def test_a_nul_in_any_text_of_a_line_rejects_that_line(store, ws_a):
+    prospect = await store.prospects.create(ws_a.id, {"email": "p@a.example"})
+    nul = "\u0000"
+    calls = [
+        call(ws_a, prospect["id"], 1, notes=f"a{nul}b"),  # the fast path's field
+        call(ws_a, prospect["id"], 2, fromNumber=f"+1212555{nul}0142"),
+        call(ws_a, None, 3, prospect={"email": f"n{nul}@a.example"}),
+        call(ws_a, prospect["id"], 4, notes="fine"),
+    ]
+    summary, rejects = await run(store, "calls", ws_a.id, calls)
+    assert (summary.created, summary.rejected) == (1, 3)
+    assert [(r["line"], r["reasons"][0].split(":")[0]) for r in rejects] == [
+        (1, "#/notes"),
+        (2, "#/fromNumber"),
+        (3, "#/prospect/email"),
+    ]
+    assert all("U+0000" in r["reasons"][0] for r in rejects)
+    summary, rejects = await run(
+        store, "prospects", ws_a.id, [{"firstName": f"A{nul}"}, {"firstName": "Bo"}]
+    )
+    assert (summary.created, summary.rejected) == (1, 1)
+    assert rejects[0]["reasons"][0].startswith("#/firstName: must not contain U+0000")
+    note = {"prospectId": prospect["id"], "type": "note", "occurredAt": T0}
+    summary, rejects = await run(
+        store,
+        "activities",
+        ws_a.id,
+        [{**note, "details": {"text": f"x{nul}"}}, {**note, "details": {"text": "y"}}],
+    )
+    assert (summary.created, summary.rejected) == (1, 1)
+    assert rejects[0]["reasons"][0].startswith("#/details/text: must not contain U+0000")
+    stored = json.dumps(await store.documents("calls"), default=str) + json.dumps(
+        await store.documents("prospects"), default=str
+    )
+    assert nul not in stored and "\\u0000" not in stored
