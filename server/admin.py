@@ -21,23 +21,26 @@ MAX_EXPIRY_DAYS = 36_500
 
 ADMIN_COMMANDS = ("workspaces", "users", "keys")
 
+# The commands that make a record print its JSON document with or without --json: a script reads
+# the new id, or the API key shown once, from what they print, as it always could.
+CREATES = {("workspaces", "create"), ("users", "create"), ("keys", "create")}
 
-def _printing() -> argparse.ArgumentParser:
+
+def _printing(help: str = "print one JSON document instead of a table") -> argparse.ArgumentParser:
     """The option every admin command has: how it prints what it shows."""
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument(
-        "--json", action="store_true", help="print one JSON document instead of a table"
-    )
+    parent.add_argument("--json", action="store_true", help=help)
     return parent
 
 
 def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     """Add the admin commands to an argparse subparsers object."""
     printing = [_printing()]
+    creating = [_printing("accepted for scripts; a create prints its JSON document either way")]
     workspaces = sub.add_parser("workspaces", help="manage workspaces").add_subparsers(
         dest="action", required=True
     )
-    create = workspaces.add_parser("create", help="create a workspace", parents=printing)
+    create = workspaces.add_parser("create", help="create a workspace", parents=creating)
     create.add_argument("name")
     workspaces.add_parser("list", help="list every workspace", parents=printing)
     rename = workspaces.add_parser("rename", help="rename a workspace", parents=printing)
@@ -52,7 +55,7 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     listing.add_argument(
         "--include-deleted", action="store_true", help="list the deleted users too"
     )
-    create = users.add_parser("create", help="create a user", parents=printing)
+    create = users.add_parser("create", help="create a user", parents=creating)
     create.add_argument("--workspace", required=True)
     create.add_argument("--email", required=True)
     create.add_argument("--first-name", required=True)
@@ -65,7 +68,7 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     keys = sub.add_parser("keys", help="manage API keys").add_subparsers(
         dest="action", required=True
     )
-    create = keys.add_parser("create", help="create a key (shown once)", parents=printing)
+    create = keys.add_parser("create", help="create a key (shown once)", parents=creating)
     create.add_argument("--workspace", required=True)
     create.add_argument("--name", required=True)
     create.add_argument(
@@ -142,7 +145,8 @@ async def run_admin(
         services = await open_services(config)
     store, auth = services
     try:
-        emit(await _dispatch(store, auth, args), args.json)
+        as_json = args.json or (args.command, args.action) in CREATES
+        emit(await _dispatch(store, auth, args), as_json)
     except AdminError as exc:
         print(f"workspace-api: {exc}", file=sys.stderr)
         return 1

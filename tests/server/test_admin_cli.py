@@ -167,7 +167,24 @@ async def test_keys_list_shows_scopes_expiry_and_last_use(env):
         ("dash", "read", created["key"]["expiresAt"], "-"),
         ("dialer", "read,ingest", "-", "2026-03-04T05:06:00.000Z"),
     ]
-    # The key is printed once, by `keys create`, in the table form too.
+    # The creates print their JSON document without --json too: scripts read the key from it.
     done = command(env, "keys", "create", "--workspace", workspace, "--name", "crm")
     assert done.returncode == 0 and "shown once" in done.stderr
-    assert done.stdout.splitlines()[-1].startswith("apiKey: ey")
+    printed = json.loads(done.stdout)
+    assert printed["key"]["name"] == "crm" and printed["apiKey"].startswith("ey")
+    done = command(env, "workspaces", "create", "Gamma")
+    assert done.returncode == 0 and json.loads(done.stdout)["workspace"]["name"] == "Gamma"
+    done = command(
+        env,
+        "users",
+        "create",
+        "--workspace",
+        workspace,
+        "--email",
+        "c@example.com",
+        "--first-name",
+        "C",
+        "--last-name",
+        "D",
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["user"]["email"] == "c@example.com"
