@@ -27,7 +27,8 @@ import dataclasses
 import datetime as dt
 import uuid
 
-from store.clock import name_id
+from store.clock import name_id, new_id
+from store.idempotency import Once
 from store.paging import Position
 
 ENABLED, DISABLED = "enabled", "disabled"
@@ -50,19 +51,20 @@ def current_secret(secrets: list[dict]) -> str:
 
 
 def endpoint_document(
-    endpoint_id: str,
     workspace_id: str,
     url: str,
     event_types: list[str] | None,
     description: str | None,
     secret: str,
     now: dt.datetime,
+    once: Once | None = None,
 ) -> dict:
     """The stored form of a new endpoint, as both backends keep it: enabled, its one secret,
-    its feed position at its creation (it gets the events after it); each backend adds its
-    own bookkeeping fields."""
+    its feed position at its creation (it gets the events after it); its id derived from the
+    request's Idempotency-Key (a retry finds the endpoint an earlier attempt inserted), else
+    new. Each backend adds its own bookkeeping fields."""
     return {
-        "_id": endpoint_id,
+        "_id": once.record_id("webhook-endpoint") if once else new_id(),
         "workspaceId": workspace_id,
         "url": url,
         "eventTypes": event_types,

@@ -74,11 +74,8 @@ class WebhookEndpoints:
         now: dt.datetime,
         once: Once | None = None,
     ) -> dict:
-        endpoint_id = once.record_id("webhook-endpoint") if once else new_id()
         doc = {
-            **endpoint_document(
-                endpoint_id, workspace_id, url, event_types, description, secret, now
-            ),
+            **endpoint_document(workspace_id, url, event_types, description, secret, now, once),
             "disabledReason": None,
             "disabledAt": None,
             "recoverAt": None,

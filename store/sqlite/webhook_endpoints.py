@@ -86,10 +86,7 @@ class WebhookEndpoints:
         now: dt.datetime,
         once: Once | None = None,
     ) -> dict:
-        endpoint_id = once.record_id("webhook-endpoint") if once else new_id()
-        doc = endpoint_document(
-            endpoint_id, workspace_id, url, event_types, description, secret, now
-        )
+        doc = endpoint_document(workspace_id, url, event_types, description, secret, now, once)
         doc["secrets"] = dump_secrets(doc["secrets"])
         record = {
             **endpoint_record({**doc, "disabledReason": None, "disabledAt": None}),
