@@ -95,6 +95,37 @@ def endpoint_record(doc: dict) -> dict:
     }
 
 
+def endpoint_changes(
+    current: str, changes: dict, now: dt.datetime
+) -> tuple[dict[str, object], bool]:
+    """What an update of an endpoint in status `current` with `changes` (the API's names)
+    stores, and whether it disables the endpoint (which the backend does, failing its pending
+    deliveries). Re-enabling resumes from `now`: the events in between only through
+    `recover`."""
+    sets: dict[str, object] = {"updatedAt": now}
+    for name in ("url", "description", "eventTypes"):
+        if name in changes:
+            sets[name] = changes[name]
+    status = changes.get("status")
+    if status == ENABLED and current == DISABLED:
+        sets.update(
+            status=ENABLED,
+            disabledReason=None,
+            disabledAt=None,
+            failingSince=None,
+            positionAt=now,
+            positionId="",
+        )
+    return sets, status == DISABLED and current == ENABLED
+
+
+def attempt_page(docs: list[dict], page_size: int) -> AttemptPage:
+    """A page of attempts from at most `page_size` + 1 stored attempts, newest first."""
+    shown = docs[:page_size]
+    last = Position(shown[-1]["at"], shown[-1]["_id"]) if shown else None
+    return AttemptPage([attempt_record(doc) for doc in shown], len(docs) > page_size, last)
+
+
 def attempt_record(doc: dict) -> dict:
     return {
         "eventId": doc["eventId"],
