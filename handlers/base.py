@@ -25,7 +25,7 @@ from tornado.web import Application, HTTPError, RequestHandler
 from handlers import jsonio
 from handlers.errors import UUID, APIError, invalid, invalid_cursor, not_found, path_uuid
 from schemas.problems import CODE_FOR_STATUS, PROBLEMS, problem_type
-from store.contract import Store
+from store.contract.requests import RequestStore
 from store.errors import StoreDamaged, StoreUnavailable
 from store.keys import SCOPES, ActiveKey, KeyExpired, ordered
 
@@ -158,8 +158,9 @@ class APIHandler(RequestHandler):
         return methods if "GET" in methods else [m for m in methods if m != "HEAD"]
 
     @property
-    def store(self) -> Store:
-        """The store (built once at start-up): handlers know its contract, never its backend."""
+    def store(self) -> RequestStore:
+        """The store (built once at start-up): handlers know its request path, never its backend,
+        its seeding or its hooks."""
         return self.settings["store"]
 
     async def head(self, *args: str) -> None:

@@ -22,7 +22,7 @@ import jwt
 
 from server.config import Config, ConfigError
 from server.keyuse import KeyUsage
-from store.contract import Keys
+from store.contract import AllKeys
 from store.keys import DEFAULT_SCOPES, SCOPES, ActiveKey, KeyExpired
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -62,7 +62,7 @@ class KeyService:
     def __init__(
         self,
         secret: str,
-        keys_store: Keys,
+        keys_store: AllKeys,
         cache_seconds: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         cache_size: int = 10_000,

@@ -10,6 +10,7 @@ The provider's recording reference (`recordingRef`) is stored but never part of 
 from __future__ import annotations
 
 import datetime as dt
+from typing import NotRequired, TypedDict
 
 from store.activities import to_ms
 from store.clock import new_id, utcnow
@@ -37,6 +38,28 @@ RECORD_FIELDS = (
 )
 CALL_FIELDS = dict.fromkeys(("_id", *RECORD_FIELDS), 1)
 INSERT_BATCH = 5000
+
+
+class CallFields(TypedDict):
+    """The arguments of `call_document` after the workspace id: a call given as is (seeding,
+    tests), typed once for the store contract (Calls.create) and both backends."""
+
+    user_id: str
+    prospect_id: str
+    direction: str
+    disposition: str
+    from_number: str
+    to_number: str
+    started_at: dt.datetime
+    ended_at: dt.datetime
+    answered_at: NotRequired[dt.datetime | None]
+    list_id: NotRequired[str | None]
+    meeting_booked: NotRequired[bool]
+    notes: NotRequired[str | None]
+    recording_ref: NotRequired[str | None]
+    recording_duration_seconds: NotRequired[int | None]
+    updated_at: NotRequired[dt.datetime | None]
+    call_id: NotRequired[str | None]
 
 
 def record(doc: dict) -> dict:

@@ -3,7 +3,7 @@
 `MONGODB_URI=mongodb://...` selects MongoDB through PyMongo's async API (store/mongo: production
 at scale); anything else selects SQLite (store/sqlite: the embedded default), in the file at
 `sqlite_path`, or in a throwaway file for `MONGODB_URI=memory`. Both backends follow the store
-contract (store/contract.py: `store.calls`, `store.prospects`, ... with the same methods), which
+contract (store/contract/: `store.calls`, `store.prospects`, ... with the same methods), which
 mypy checks here, and raise store.errors.
 """
 

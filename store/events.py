@@ -59,6 +59,26 @@ def event_type(resource: str, created: bool) -> str:
     return f"{resource}.{'created' if created else 'updated'}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Removed:
+    """A record a write removed, as the write recorded it in its unit (the record is gone:
+    its event is made from this, never from the row): a `<resource>.deleted` event whose
+    data is `{"id", "deletedAt"}`. (No API write removes a record yet; TYPES lists the
+    types the API serves.)"""
+
+    resource: str
+    id: str
+    at: dt.datetime
+
+    @property
+    def type(self) -> str:
+        return f"{self.resource}.deleted"
+
+    @property
+    def data(self) -> dict:
+        return {"id": self.id, "deletedAt": self.at}
+
+
 # The random bits of ids: a generator of the process's own, seeded anew in every forked child
 # (`serve --processes N`), so that no two processes draw the same bits.
 _random = random.Random()
@@ -117,9 +137,9 @@ def first_id_at(at: dt.datetime) -> str:
     return f"{head[:8]}-{head[8:]}-7000-8000-000000000000"
 
 
-def event_time(event_id: str) -> dt.datetime:
-    """The instant an event id carries (to the millisecond): when the event was recorded."""
-    return EPOCH + dt.timedelta(milliseconds=int(event_id.replace("-", "")[:12], 16))
+def instant_of(event_id: str) -> dt.datetime:
+    """The instant (to the millisecond) an event id carries: its occurredAt."""
+    return EPOCH + dt.timedelta(milliseconds=_ticks(event_id) // FRACTION)
 
 
 def _ticks(event_id: str) -> int:

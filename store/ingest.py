@@ -273,6 +273,35 @@ def activity_refusal(
     return None
 
 
+def activity_wanted(activities: list[NewActivity]) -> tuple[set[str], set[str], set[str]]:
+    """The prospect, user and call ids the activities name, to look up."""
+    return (
+        {a.prospect_id for a in activities},
+        {a.user_id for a in activities if a.user_id},
+        {a.call_id for a in activities if a.call_id},
+    )
+
+
+def activity_documents(
+    workspace_id: str,
+    activities: list[NewActivity],
+    ids: list[str],
+    found: tuple[Collection[str], Collection[str], Collection[str]],
+    partial: bool,
+) -> list[dict | Refusal]:
+    """Each activity's stored form under its id, or why it is refused, given the usable
+    (prospects, users, calls) among the ones they name (`found`); the first refusal raises
+    Refused unless the write is `partial`."""
+    prospects, users, calls = found
+    out: list[dict | Refusal] = []
+    for activity, activity_id in zip(activities, ids, strict=True):
+        refusal = activity_refusal(activity, prospects, users, calls)
+        if refusal is not None and not partial:
+            raise Refused(refusal)
+        out.append(refusal or activity.document(workspace_id, activity_id))
+    return out
+
+
 @dataclasses.dataclass
 class Recorded:
     """What recording one call did: the call's record and `outcome` (created, existing), and

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from store.clock import new_id
+from store.clock import new_id, utcnow
 from store.idempotency import Once
 from store.identity import (
     CONTACT_FIELDS,
@@ -306,3 +306,24 @@ def prospect_document(
         "createdAt": now,
         "updatedAt": now,
     }
+
+
+def seeded_document(
+    workspace_id: str,
+    contact: Contact,
+    owner_user_id: str | None = None,
+    list_ids: list[str] | None = None,
+    created_at: dt.datetime | None = None,
+    prospect_id: str | None = None,
+) -> dict:
+    """The stored form of a prospect inserted as is, without matching (Prospects.create:
+    seeding and tests): a dedupe key of its own, so that it never merges with another."""
+    return prospect_document(
+        workspace_id,
+        contact,
+        dedupe_key(contact) + "|" + new_id(),
+        owner_user_id,
+        created_at or utcnow(),
+        list_ids,
+        prospect_id,
+    )

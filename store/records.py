@@ -1,7 +1,64 @@
-"""The API forms of the small resources (workspaces, users, lists), shared by both backends;
-API keys (store/keys.py), calls, prospects and activities keep theirs beside their other rules."""
+"""The stored and API forms of the small resources (workspaces, users, lists), built once for
+both backends; API keys (store/keys.py), webhook endpoints (store/webhooks.py), calls,
+prospects and activities keep theirs beside their other rules."""
 
 from __future__ import annotations
+
+import datetime as dt
+
+from store.clock import new_id, utcnow
+from store.idempotency import Once
+
+
+def workspace_document(
+    name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
+) -> dict:
+    """The stored form of a new workspace."""
+    return {"_id": workspace_id or new_id(), "name": name, "createdAt": created_at or utcnow()}
+
+
+def user_document(
+    workspace_id: str,
+    email: str,
+    first_name: str,
+    last_name: str,
+    created_at: dt.datetime | None = None,
+    user_id: str | None = None,
+) -> dict:
+    """The stored form of a new user (not deleted)."""
+    return {
+        "_id": user_id or new_id(),
+        "workspaceId": workspace_id,
+        "email": email,
+        "firstName": first_name,
+        "lastName": last_name,
+        "createdAt": created_at or utcnow(),
+        "deletedAt": None,
+    }
+
+
+def list_document(
+    workspace_id: str,
+    name: str,
+    owner_user_id: str,
+    source: str = "CSV",
+    created_at: dt.datetime | None = None,
+    list_id: str | None = None,
+    once: Once | None = None,
+) -> dict:
+    """The stored form of a new, empty list: its id given, else derived from the request's
+    Idempotency-Key (a retry finds the list an earlier attempt inserted), else new."""
+    now = created_at or utcnow()
+    return {
+        "_id": list_id or (once.record_id("list") if once else new_id()),
+        "workspaceId": workspace_id,
+        "name": name,
+        "source": source,
+        "ownerUserId": owner_user_id,
+        "createdAt": now,
+        "updatedAt": now,
+        "prospectsCount": 0,
+    }
 
 
 def workspace_record(doc: dict) -> dict:

@@ -27,7 +27,8 @@ import dataclasses
 import datetime as dt
 import uuid
 
-from store.clock import name_id
+from store.clock import name_id, new_id
+from store.idempotency import Once
 from store.paging import Position
 
 ENABLED, DISABLED = "enabled", "disabled"
@@ -50,19 +51,20 @@ def current_secret(secrets: list[dict]) -> str:
 
 
 def endpoint_document(
-    endpoint_id: str,
     workspace_id: str,
     url: str,
     event_types: list[str] | None,
     description: str | None,
     secret: str,
     now: dt.datetime,
+    once: Once | None = None,
 ) -> dict:
     """The stored form of a new endpoint, as both backends keep it: enabled, its one secret,
-    its feed position at its creation (it gets the events after it); each backend adds its
-    own bookkeeping fields."""
+    its feed position at its creation (it gets the events after it); its id derived from the
+    request's Idempotency-Key (a retry finds the endpoint an earlier attempt inserted), else
+    new. Each backend adds its own bookkeeping fields."""
     return {
-        "_id": endpoint_id,
+        "_id": once.record_id("webhook-endpoint") if once else new_id(),
         "workspaceId": workspace_id,
         "url": url,
         "eventTypes": event_types,
@@ -91,6 +93,37 @@ def endpoint_record(doc: dict) -> dict:
         "createdAt": doc["createdAt"],
         "updatedAt": doc["updatedAt"],
     }
+
+
+def endpoint_changes(
+    current: str, changes: dict, now: dt.datetime
+) -> tuple[dict[str, object], bool]:
+    """What an update of an endpoint in status `current` with `changes` (the API's names)
+    stores, and whether it disables the endpoint (which the backend does, failing its pending
+    deliveries). Re-enabling resumes from `now`: the events in between only through
+    `recover`."""
+    sets: dict[str, object] = {"updatedAt": now}
+    for name in ("url", "description", "eventTypes"):
+        if name in changes:
+            sets[name] = changes[name]
+    status = changes.get("status")
+    if status == ENABLED and current == DISABLED:
+        sets.update(
+            status=ENABLED,
+            disabledReason=None,
+            disabledAt=None,
+            failingSince=None,
+            positionAt=now,
+            positionId="",
+        )
+    return sets, status == DISABLED and current == ENABLED
+
+
+def attempt_page(docs: list[dict], page_size: int) -> AttemptPage:
+    """A page of attempts from at most `page_size` + 1 stored attempts, newest first."""
+    shown = docs[:page_size]
+    last = Position(shown[-1]["at"], shown[-1]["_id"]) if shown else None
+    return AttemptPage([attempt_record(doc) for doc in shown], len(docs) > page_size, last)
 
 
 def attempt_record(doc: dict) -> dict:

@@ -155,3 +155,61 @@ def test_only_the_mongodb_backend_knows_the_driver():
             if roots & drivers:
                 importers.add(str(path.relative_to(ROOT)))
     assert importers == set()
+
+
+# The store contract's modules that are not the request path: handlers never reach them.
+NOT_FOR_HANDLERS = ("store.contract.seeding", "store.contract.hooks", "store.contract.store")
+
+
+def test_handlers_reach_only_the_request_path_of_the_store():
+    """handlers/ import no seeding, bulk-loading, operator or test Protocol of the store
+    contract (not by module, nor by name through store.contract), and the store they see is
+    RequestStore, none of whose families declares a seeding or hook method."""
+    import importlib
+    import inspect
+    import typing
+
+    from handlers.base import APIHandler
+    from store.contract.requests import RequestStore
+
+    hidden = {}
+    for module in NOT_FOR_HANDLERS:
+        for name, value in vars(importlib.import_module(module)).items():
+            if inspect.isclass(value) and value.__module__ == module:
+                hidden[name] = module
+    assert {"CallSeeding", "Seeding", "EventHooks", "StoreHooks", "Store"} <= set(hidden)
+    known = modules()
+    reached = {}
+    for name, path in known.items():
+        if name.partition(".")[0] != "handlers":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+                if node.module == "store.contract":
+                    names = [hidden[a.name] for a in node.names if a.name in hidden]
+                names.append(node.module)
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            bad = sorted({n for n in names if n.startswith(NOT_FOR_HANDLERS)})
+            if bad:
+                reached[str(path.relative_to(ROOT))] = bad
+    assert reached == {}
+    assert typing.get_type_hints(APIHandler.store.fget)["return"] is RequestStore
+    from store.contract.store import Store
+
+    def declared(protocol: type) -> set[str]:
+        return {m for m in vars(protocol) if not m.startswith("_")}
+
+    for family, prop in vars(Store).items():
+        if not isinstance(prop, property):
+            continue
+        whole = typing.get_type_hints(prop.fget)["return"]
+        request, *others = whole.__bases__[:-1]  # (request path, seeding/hooks..., Protocol)
+        assert typing.get_type_hints(vars(RequestStore)[family].fget)["return"] is request
+        assert others, family
+        for other in others:
+            assert other.__module__ in NOT_FOR_HANDLERS, (family, other)
+            assert declared(other) and not declared(request) & declared(other), (family, other)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from store.clock import new_id, utcnow
 from store.contract import Store
 from store.errors import StoreError
-from store.events import StoredEvent, event_time
+from store.events import StoredEvent, instant_of
 from store.paging import Position
 from store.webhooks import GONE, Attempt, Claim, FanoutClaim
 from webhooks import signing
@@ -332,7 +332,7 @@ class Dispatcher:
         )
         self._done.append((claim, attempt))
         if self.observe is not None:
-            lag = (ended - event_time(claim.event_id)).total_seconds() if delivered else None
+            lag = (ended - instant_of(claim.event_id)).total_seconds() if delivered else None
             self.observe(outcome_kind(outcome), lag)
         if disable is not None:
             self._disable.append((claim, disable, ended))

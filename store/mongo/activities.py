@@ -35,9 +35,10 @@ from store.ingest import (
     EXISTING,
     Logged,
     NewActivity,
-    Refused,
+    Refusal,
+    activity_documents,
     activity_ids,
-    activity_refusal,
+    activity_wanted,
 )
 from store.mongo.bulk import bulk, ids_in
 from store.mongo.errors import translate_errors
@@ -118,21 +119,18 @@ async def log_activities(
     """Log activities: references checked first, then one upsert per activity on its id,
     marked with `pending` (idempotent: an id written before is `existing`). The results, and
     the activity documents it inserted (whose events the caller publishes)."""
-    prospects = await ids_in(db["prospects"], workspace_id, {a.prospect_id for a in activities})
-    users = await ids_in(
-        db["users"], workspace_id, {a.user_id for a in activities if a.user_id}, deletedAt=None
+    prospects, users, calls = activity_wanted(activities)
+    found = (
+        await ids_in(db["prospects"], workspace_id, prospects),
+        await ids_in(db["users"], workspace_id, users, deletedAt=None),
+        await ids_in(db["calls"], workspace_id, calls),
     )
-    calls = await ids_in(db["calls"], workspace_id, {a.call_id for a in activities if a.call_id})
     results: list[Logged] = []
     writes, docs = [], []
-    for activity, activity_id in zip(activities, ids, strict=True):
-        refusal = activity_refusal(activity, prospects, users, calls)
-        if refusal is not None:
-            if not partial:
-                raise Refused(refusal)
-            results.append(Logged(None, None, refusal))
+    for doc in activity_documents(workspace_id, activities, ids, found, partial):
+        if isinstance(doc, Refusal):
+            results.append(Logged(None, None, doc))
             continue
-        doc = activity.document(workspace_id, activity_id)
         docs.append(doc)
         writes.append(
             UpdateOne(

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.activities import call_activity
-from store.calls import CALL_FIELDS, INSERT_BATCH, call_document
+from store.calls import CALL_FIELDS, INSERT_BATCH, CallFields, call_document
 from store.calls import record as _record
 from store.exports import BATCH_SIZE
 from store.idempotency import Once
@@ -25,7 +25,6 @@ from store.mongo.idempotency import store_response
 from store.mongo.ingest import CallRecorder
 from store.mongo.metrics import metric_fields
 from store.mongo.paging import page_query
-from store.mongo.prospects import Prospects
 from store.paging import Page, Window
 from store.prospects import Contact
 
@@ -76,7 +75,7 @@ class Calls:
         self.events = events
         self.idempotency = db["idempotency"]
         self.default_region = default_region
-        self.recorder = CallRecorder(db, Prospects(db, events, default_region), events)
+        self.recorder = CallRecorder(db, events)
 
     async def get(self, workspace_id: str, call_id: str) -> dict | None:
         """The call's record, or None."""
@@ -104,7 +103,7 @@ class Calls:
         """Change a call (store/mongo/ingest.py); its record, or None."""
         return await self.recorder.change(workspace_id, call_id, changes)
 
-    async def create(self, workspace_id: str, **fields: Any) -> dict:
+    async def create(self, workspace_id: str, **fields: Unpack[CallFields]) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
         doc = call_document(workspace_id, **fields)
         await self.insert_documents(workspace_id, [doc])

@@ -46,6 +46,7 @@ from store.clock import new_id
 from store.events import (
     EventClock,
     EventPage,
+    Removed,
     StoredEvent,
     encode,
     event_json,
@@ -71,6 +72,11 @@ MARKED: dict[str, tuple[str, dict, Callable[[dict], dict]]] = {
     "activities": ("activity", {**ACTIVITY_FIELDS, "prospectId": 1}, activity_record),
 }
 RECORDS = {resource: record for resource, _, record in MARKED.values()}
+COLLECTIONS = {resource: name for name, (resource, _, _) in MARKED.items()}
+# Where a write that removes records keeps their markers (the records go, and theirs with
+# them): one tombstone per removed record, {_id: "<resource>/<id>", workspaceId, resource,
+# recordId, deletedAt, _evt}, written before the delete (`EventWriter.bury`).
+TOMBSTONES = "tombstones"
 FEED_FIELDS = {"type": 1, "occurredAt": 1, "data": 1}
 ONE_MS = dt.timedelta(milliseconds=1)
 # Ids per `$in` of a read or an update: a few round trips for a bulk batch of thousands, and
@@ -123,6 +129,22 @@ def _event_doc(
     }
 
 
+def _tombstone_id(gone: Removed) -> str:
+    return f"{gone.resource}/{gone.id}"
+
+
+def _removed_event(workspace_id: str, gone: Removed, stamp: tuple[str, dt.datetime]) -> dict:
+    event_id, at = stamp
+    return {
+        "_id": event_id,
+        "workspaceId": workspace_id,
+        "type": gone.type,
+        "resourceId": gone.id,
+        "occurredAt": at,
+        "data": encode(gone.data),
+    }
+
+
 @translate_errors
 class EventWriter:
     """Records events after the writes that marked their documents (the module's docstring)."""
@@ -144,16 +166,19 @@ class EventWriter:
         pending: Pending,
         changed: Mapping[str, Iterable[str]] | None = None,
         inserted: Sequence[dict] = (),
+        removed: Sequence[Removed] = (),
     ) -> None:
         """Record the events of a write that marked its documents with `pending`: `changed`
         names the records it may have changed or created, by collection; `inserted` holds
         activity documents it inserted (activities never change: their event is made from the
-        document, without reading it back)."""
+        document, without reading it back); `removed` the records it deleted, buried first
+        (`bury`): their `<resource>.deleted` events are made from them, without a read."""
         if not pending.enabled:
             return
         wanted = {name: list(dict.fromkeys(ids)) for name, ids in (changed or {}).items() if ids}
         # Taken before the records are read and after the write landed: see the docstring.
-        stamps = iter(self.clock.take(sum(map(len, wanted.values())) + len(inserted)))
+        count = sum(map(len, wanted.values())) + len(inserted) + len(removed)
+        stamps = iter(self.clock.take(count))
         reads = await asyncio.gather(
             *(
                 self._marked(workspace_id, name, part, pending)
@@ -170,6 +195,7 @@ class EventWriter:
         events += [
             _event_doc(workspace_id, "activity", True, doc, next(stamps)) for doc in inserted
         ]
+        events += [_removed_event(workspace_id, gone, next(stamps)) for gone in removed]
         if events:
             await self.col.insert_many(events, ordered=False)
             if self.observe is not None:
@@ -181,12 +207,39 @@ class EventWriter:
                 *touched.get("activities", []),
                 *(doc["_id"] for doc in inserted),
             ]
+        if removed:
+            touched[TOMBSTONES] = [_tombstone_id(gone) for gone in removed]
         for name, ids in touched.items():  # one at a time: every update is a write of each
             for part in chunks(ids):  # document it matches, and they queue at the server
                 await self.db[name].update_many(
                     {"_id": {"$in": part}, "workspaceId": workspace_id},
                     {"$pullAll": {MARK: pending.entries}},
                 )
+
+    async def bury(self, workspace_id: str, pending: Pending, removed: Sequence[Removed]) -> None:
+        """Before a write removes records: a tombstone marked with `pending` for each (the
+        record's own marker goes with it), so that a writer that dies after the delete leaves
+        its event to the sweeper, and the feed waits for it meanwhile."""
+        if not pending.enabled or not removed:
+            return
+        await self.db[TOMBSTONES].bulk_write(
+            [
+                UpdateOne(
+                    {"_id": _tombstone_id(gone), "workspaceId": workspace_id},
+                    {
+                        "$set": {
+                            "resource": gone.resource,
+                            "recordId": gone.id,
+                            "deletedAt": gone.at,
+                        },
+                        "$push": {MARK: pending.entry(False)},
+                    },
+                    upsert=True,
+                )
+                for gone in removed
+            ],
+            ordered=False,
+        )
 
     async def _marked(
         self, workspace_id: str, collection: str, ids: list[str], pending: Pending
@@ -260,7 +313,7 @@ class Events:
     async def _settled(self, workspace_id: str, bound: dt.datetime) -> dt.datetime:
         """`bound`, or just before the oldest marker of the workspace at or before it."""
         oldest = await asyncio.gather(
-            *(self._oldest_mark(workspace_id, name, bound) for name in MARKED)
+            *(self._oldest_mark(workspace_id, name, bound) for name in (*MARKED, TOMBSTONES))
         )
         marks = [mark for mark in oldest if mark is not None]
         return min(marks) - ONE_MS if marks else bound
@@ -294,7 +347,7 @@ class Events:
             recorded = 0
             for collection in MARKED:
                 recorded += await self._recover(collection, older_than, batch)
-            return recorded
+            return recorded + await self._recover_removed(older_than, batch)
         finally:
             await self.leases.release("*", "events-recover", token)
 
@@ -317,6 +370,38 @@ class Events:
         await col.bulk_write(pulls, ordered=False)
         log.info("recorded %d events of changes whose writer stopped (%s)", len(events), collection)
         return len(events)
+
+    async def _recover_removed(self, older_than: dt.datetime, batch: int) -> int:
+        """The tombstones of removals whose writer stopped: a `<resource>.deleted` event where
+        the record is gone, none where it is still there (the delete never landed)."""
+        col = self.db[TOMBSTONES]
+        stale = {f"{MARK}.t": {"$exists": True, "$lt": older_than}}
+        stamps = iter(self.writer.clock.take(batch))
+        docs = await col.find(stale).limit(batch).to_list()
+        if not docs:
+            return 0
+        events, pulls = [], []
+        for doc in docs:
+            gone = Removed(doc["resource"], doc["recordId"], doc["deletedAt"])
+            still = await self.db[COLLECTIONS[gone.resource]].find_one(
+                {"_id": gone.id, "workspaceId": doc["workspaceId"]}, {"_id": 1}
+            )
+            if still is None:
+                events.append(_removed_event(doc["workspaceId"], gone, next(stamps)))
+            old = [entry for entry in doc[MARK] if entry["t"] < older_than]
+            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: old}}))
+        if events:
+            await self.col.insert_many(events, ordered=False)
+        await col.bulk_write(pulls, ordered=False)
+        log.info("recorded %d events of removals whose writer stopped", len(events))
+        return len(events)
+
+    async def rewrite(self, workspace_id: str, event_id: str, data: dict) -> bool:
+        """Replace a stored event's data; whether the workspace had it."""
+        result = await self.col.update_one(
+            {"_id": event_id, "workspaceId": workspace_id}, {"$set": {"data": encode(data)}}
+        )
+        return result.matched_count == 1
 
     async def delete_expired(
         self, before: dt.datetime, batch: int = 1000, max_batches: int = 10

@@ -131,7 +131,8 @@ INDEXES: dict[str, list[IndexModel]] = {
 # the sweeper's across workspaces. A server that refuses partial indexes (FerretDB 1.24) gets
 # the same fields without the filter.
 PENDING = {"$exists": True}
-for _collection in ("calls", "prospects", "lists", "activities"):
+INDEXES["tombstones"] = []  # markers of removed records (store/mongo/events.py)
+for _collection in ("calls", "prospects", "lists", "activities", "tombstones"):
     INDEXES[_collection] += [
         IndexModel(
             [("workspaceId", ASC), ("_evt.t", ASC)],

@@ -28,6 +28,7 @@ from pymongo.errors import BulkWriteError
 from store.activities import call_activity
 from store.calls import CALL_FIELDS
 from store.calls import record as call_record
+from store.classify import Earlier, Recording
 from store.clock import utcnow
 from store.idempotency import Once
 from store.ingest import (
@@ -36,22 +37,19 @@ from store.ingest import (
     NewCall,
     Recorded,
     References,
-    Refusal,
-    Refused,
     call_ids,
     changes_to,
     converging,
     exists,
     follows_activity,
-    reference_refusals,
     wanted,
 )
 from store.mongo.bulk import bulk, ids_in
 from store.mongo.events import MARK
-from store.mongo.locks import UPLOAD_LEASE
+from store.mongo.locks import UPLOAD_LEASE, Leases
+from store.mongo.matching import ContactMatcher
 from store.mongo.metrics import changed_call_set, metric_fields
-from store.mongo.prospects import Prospects
-from store.prospects import DUPLICATE_KEY, Candidate, Contact, match_all, outcomes
+from store.prospects import DUPLICATE_KEY, Contact, outcomes
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter, Pending
@@ -82,11 +80,12 @@ async def upsert_entries(
 class CallRecorder:
     """The calls' side of recording: its collections and the prospects' matcher."""
 
-    def __init__(self, db: AsyncDatabase, prospects: Prospects, events: EventWriter) -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter) -> None:
         self.db = db
         self.col = db["calls"]
         self.activities = db["activities"]
-        self.prospects = prospects  # its matcher: the contact upload's
+        self.matcher = ContactMatcher(db["prospects"])  # the contact upload's rules
+        self.leases = Leases(db)
         self.events = events
 
     async def references(self, workspace_id: str, calls: list[NewCall]) -> References:
@@ -112,64 +111,30 @@ class CallRecorder:
         the event sweep)."""
         now = utcnow()
         marker = self.events.begin()
-        batch = len(calls) > 1 or partial
-        results: list[Recorded | None] = [None] * len(calls)
-
-        def refuse(index: int, refusal: Refusal) -> None:
-            if not partial:
-                raise Refused(refusal)
-            results[index] = Recorded(None, None, refusal=refusal)
-
-        refs = await self.references(workspace_id, calls)
-        for index, refusal in reference_refusals(calls, refs, batch):
-            refuse(index, refusal)
+        recording = Recording(calls, partial)
+        results, batch, refuse = recording.results, recording.batch, recording.refuse
+        recording.check_references(await self.references(workspace_id, calls))
         marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
         ids = call_ids(workspace_id, calls, marks)
         looked_up = [ids[i] for i in converging(calls, marks)]
         found = await self.found(workspace_id, looked_up)
         given = [i for i, c in enumerate(contacts) if c is not None and results[i] is None]
         parsed = [c for i in given if (c := contacts[i]) is not None]
-        matcher = self.prospects
         # Matching reads and then writes: it takes turns with uploads, as uploads do.
-        lease = matcher.leases.held(workspace_id, UPLOAD_LEASE) if parsed else _nothing()
+        lease = self.leases.held(workspace_id, UPLOAD_LEASE) if parsed else _nothing()
         async with lease:
-            landed = dict(zip(given, await self.preview(workspace_id, parsed), strict=True))
-            pending: dict[str, str] = {}
-            owners: dict[str, str | None] = {}
-            for index, call in enumerate(calls):
-                if results[index] is not None:
-                    continue
-                target = landed.get(index)
-                prospect_id = call.prospect_id or (target.id if target else None)
-                token = prospect_id or f"new:{target.key if target else ''}"
-                call_id, at = ids[index], (index if batch else None)
-                earlier = found.get(call_id)
-                if earlier is not None and marks and earlier.get("createdWith") == marks[index]:
-                    pending.setdefault(call_id, call.content_hash(token))  # an earlier attempt
-                    results[index] = Recorded(None, CREATED)
-                    continue
-                if earlier is not None:
-                    same = prospect_id is not None and earlier.get(
-                        "contentHash"
-                    ) == call.content_hash(prospect_id)
-                elif call_id in pending:
-                    same = pending[call_id] == call.content_hash(token)
-                else:
-                    pending[call_id] = call.content_hash(token)
-                    results[index] = Recorded(None, CREATED)
-                    if target is not None and target.id is None:
-                        owners.setdefault(target.key, call.user_id)
-                    continue
-                if not same:
-                    refuse(index, exists(call_id, at))
-                else:
-                    results[index] = Recorded(None, EXISTING)
+            landed = dict(zip(given, await self.matcher.preview(workspace_id, parsed), strict=True))
+            earlier = {
+                call_id: Earlier(doc.get("contentHash"), doc.get("createdWith"))
+                for call_id, doc in found.items()
+            }
+            owners = recording.classify(ids, landed, earlier, marks)
             written = [i for i, r in enumerate(results) if r is not None and r.refusal is None]
             matches: dict[int, dict] = {}
             touched: list[str] = []
             if parsed:
                 needed = [i in written for i in given]
-                _, chosen = await matcher._resolve(
+                _, chosen = await self.matcher.resolve(
                     workspace_id, parsed, None, now, once, marker, needed=needed, owners=owners
                 )
                 touched = [
@@ -236,25 +201,6 @@ class CallRecorder:
         fields = {**CALL_FIELDS, "contentHash": 1, "createdWith": 1, "workspaceId": 1}
         cursor = self.col.find({"_id": {"$in": ids}, "workspaceId": workspace_id}, fields)
         return {doc["_id"]: doc async for doc in cursor}
-
-    async def preview(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
-        """The prospect each contact would land on, writing nothing: an existing prospect's
-        id, or none for one still to create (a prospect created earlier under its identity
-        is found by its dedupe key)."""
-        if not contacts:
-            return []
-        matcher = self.prospects
-        candidates = await matcher._candidates(workspace_id, contacts)
-        targets, chosen = match_all(contacts, candidates)
-        new = {t.key: t for t in targets if t.id is None}
-        if new:
-            cursor = self.db["prospects"].find(
-                {"workspaceId": workspace_id, "dedupeKey": {"$in": sorted(new)}},
-                {"_id": 1, "dedupeKey": 1},
-            )
-            async for doc in cursor:
-                new[doc["dedupeKey"]].id = doc["_id"]
-        return chosen
 
     async def insert(self, docs: list[dict], pending: Pending) -> set[str]:
         """Insert new calls with their metrics fields, marked with `pending`; the ids found

@@ -29,7 +29,7 @@ from store.mongo.idempotency import store_response
 from store.mongo.locks import UPLOAD_LEASE, Leases
 from store.mongo.paging import page_query
 from store.paging import Page, Window
-from store.records import LIST_FIELDS
+from store.records import LIST_FIELDS, list_document
 from store.records import list_record as _record
 
 PENDING = "countPending"  # the token of an upload that has not set the count yet
@@ -60,17 +60,7 @@ class Lists:
     ) -> dict:
         """Insert a list. With an Idempotency-Key its id derives from the key: when an earlier
         attempt of the same request inserted it, that list is the answer."""
-        now = created_at or utcnow()
-        doc = {
-            "_id": list_id or (once.record_id("list") if once else new_id()),
-            "workspaceId": workspace_id,
-            "name": name,
-            "source": source,
-            "ownerUserId": owner_user_id,
-            "createdAt": now,
-            "updatedAt": now,
-            "prospectsCount": 0,
-        }
+        doc = list_document(workspace_id, name, owner_user_id, source, created_at, list_id, once)
         pending = self.events.begin()
         try:
             await self.col.insert_one(pending.new(doc))

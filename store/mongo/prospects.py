@@ -14,14 +14,14 @@ that its prospectsCount is exact after a crash at any point.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from store.clock import new_id, utcnow
+from store.clock import utcnow
 from store.exports import BATCH_SIZE
 from store.idempotency import Once
 from store.identity import normalize_email, normalize_phone
@@ -31,22 +31,18 @@ from store.mongo.exports import export_batches
 from store.mongo.idempotency import store_response
 from store.mongo.lists import mark_counting, set_counted
 from store.mongo.locks import UPLOAD_LEASE, Leases
+from store.mongo.matching import ContactMatcher
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.prospects import (
     DUPLICATE_KEY,
     INSERT_BATCH,
-    MATCH_FIELDS,
     RECORD_FIELDS,
     Candidate,
     Contact,
     Upload,
-    dedupe_key,
-    match_all,
-    new_prospect_id,
     outcomes,
-    prospect_document,
-    recognise_created,
+    seeded_document,
 )
 from store.prospects import record as _record
 
@@ -62,6 +58,7 @@ class Prospects:
         self.idempotency = db["idempotency"]
         self.activities = Activities(db, events)
         self.leases = Leases(db)
+        self.matcher = ContactMatcher(self.col)
         self.events = events
         self.default_region = default_region
 
@@ -122,7 +119,7 @@ class Prospects:
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         pending = self.events.begin()
         async with self.leases.held(workspace_id, UPLOAD_LEASE):
-            _, chosen = await self._resolve(
+            _, chosen = await self.matcher.resolve(
                 workspace_id, contacts, owner_user_id, utcnow(), once, pending
             )
             touched = [target.id for target in chosen if target.id]
@@ -147,7 +144,7 @@ class Prospects:
         """One attempt at the upload, its writes marked with `pending`: the prospect each
         contact landed on, and the `list_added` activities it inserted."""
         list_id, now = listing["id"], utcnow()
-        targets, chosen = await self._resolve(
+        targets, chosen = await self.matcher.resolve(
             workspace_id, contacts, listing["ownerUserId"], now, once, pending
         )
         members = [t.id for t in targets if t.id]
@@ -168,100 +165,6 @@ class Prospects:
         )
         return chosen, added
 
-    async def _resolve(
-        self,
-        workspace_id: str,
-        contacts: list[Contact],
-        owner_user_id: str | None,
-        now: dt.datetime,
-        once: Once | None,
-        pending: Pending,
-        needed: list[bool] | None = None,
-        owners: Mapping[str, str | None] | None = None,
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        """Match the contacts, create the prospects that no existing one matches (owned by
-        `owner_user_id`, or by dedupe key in `owners`) and fill the blanks of the matched
-        ones: the distinct prospects and the one per contact. With `needed`, only the prospects
-        of the contacts it marks are created or filled (the others keep no id when they would
-        be new). Its writes are marked with `pending` (the caller publishes). Idempotent; run it
-        holding the workspace's upload lease."""
-        targets, chosen = match_all(contacts, await self._candidates(workspace_id, contacts))
-        if needed is not None:
-            used = {id(t) for t, wanted in zip(chosen, needed, strict=True) if wanted}
-            targets = [t for t in targets if id(t) in used]
-        # First bulk write: an upsert per new prospect (on its unique dedupeKey) and the blank
-        # fields of prospects that existed before; a prospect just upserted has no blanks.
-        writes, upserts = [], {}
-        for target in targets:
-            if target.id is None:
-                selector = {"workspaceId": workspace_id, "dedupeKey": target.key}
-                created = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
-                doc = prospect_document(
-                    workspace_id,
-                    created,
-                    target.key,
-                    (owners or {}).get(target.key, owner_user_id),
-                    now,
-                    prospect_id=new_prospect_id(once, target.key),
-                )
-                for field in selector:  # the upsert takes these from the selector
-                    doc.pop(field)
-                upserts[doc["_id"]] = target
-                writes.append(UpdateOne(selector, {"$setOnInsert": pending.new(doc)}, upsert=True))
-            else:
-                writes += self._fills(workspace_id, target, now, pending)
-        if writes:
-            written = await self.col.bulk_write(writes, ordered=True)
-            # Matched by the proposed _id, not by op index; an upsert that found a concurrent
-            # upload's prospect inserted nothing.
-            for prospect_id in (written.upserted_ids or {}).values():
-                upserts[prospect_id].id, upserts[prospect_id].created = prospect_id, True
-        raced = [t for t in targets if t.id is None]  # created by a concurrent upload
-        if raced:
-            cursor = self.col.find(
-                {"workspaceId": workspace_id, "dedupeKey": {"$in": [t.key for t in raced]}},
-                {"_id": 1, "dedupeKey": 1},
-            )
-            ids = {doc["dedupeKey"]: doc["_id"] async for doc in cursor}
-            fills = []
-            for target in raced:
-                target.id = ids.get(target.key)
-                target.fills = dict(target.fields)
-                if target.id:
-                    fills += self._fills(workspace_id, target, now, pending)
-            if fills:
-                await self.col.bulk_write(fills, ordered=False)
-        recognise_created(targets, once)
-        return targets, chosen
-
-    @staticmethod
-    def _fills(
-        workspace_id: str, target: Candidate, now: dt.datetime, pending: Pending
-    ) -> list[UpdateOne]:
-        """Fill blanks field by field: each update applies only while the field is still
-        absent, so a concurrent writer's value is never overwritten."""
-        selector = {"_id": target.id, "workspaceId": workspace_id}
-        return [
-            UpdateOne(
-                {**selector, field: {"$exists": False}},
-                pending.update({"$set": {**update, "updatedAt": now}}),
-            )
-            for field, update in target.fill_updates().items()
-        ]
-
-    async def _candidates(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:
-        emails = sorted({c.email for c in contacts if c.email})
-        phones = sorted({c.phone for c in contacts if c.phone})
-        clauses = []
-        if emails:
-            clauses.append({"emailNorm": {"$in": emails}})
-        if phones:
-            clauses.append({"phoneE164": {"$in": phones}})
-        if not clauses:
-            return []
-        cursor = self.col.find({"workspaceId": workspace_id, "$or": clauses}, MATCH_FIELDS)
-        return [Candidate.from_doc(doc) async for doc in cursor]
-
     async def create(
         self,
         workspace_id: str,
@@ -272,14 +175,12 @@ class Prospects:
         prospect_id: str | None = None,
     ) -> dict:
         """Insert one prospect as is, without matching (seeding and tests); its API record."""
-        parsed = self.parse_contact(contact)
-        doc = prospect_document(
+        doc = seeded_document(
             workspace_id,
-            parsed,
-            dedupe_key(parsed) + "|" + new_id(),
+            self.parse_contact(contact),
             owner_user_id,
-            created_at or utcnow(),
             list_ids,
+            created_at,
             prospect_id,
         )
         pending = self.events.begin()

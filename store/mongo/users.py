@@ -7,9 +7,9 @@ import datetime as dt
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store.clock import new_id, utcnow
+from store.clock import utcnow
 from store.mongo.errors import translate_errors
-from store.records import admin_user_record
+from store.records import admin_user_record, user_document
 from store.records import user_record as _record
 
 USER_FIELDS = {"_id": 1, "email": 1, "firstName": 1, "lastName": 1, "createdAt": 1}
@@ -29,15 +29,7 @@ class Users:
         created_at: dt.datetime | None = None,
         user_id: str | None = None,
     ) -> dict:
-        doc = {
-            "_id": user_id or new_id(),
-            "workspaceId": workspace_id,
-            "email": email,
-            "firstName": first_name,
-            "lastName": last_name,
-            "createdAt": created_at or utcnow(),
-            "deletedAt": None,
-        }
+        doc = user_document(workspace_id, email, first_name, last_name, created_at, user_id)
         await self.col.insert_one(doc)
         return _record(doc)
 

@@ -32,7 +32,7 @@ from store.webhooks import (
     Attempt,
     AttemptPage,
     Claim,
-    attempt_record,
+    attempt_page,
     delivery_id,
     lease_token,
     secrets_at,
@@ -341,9 +341,7 @@ class WebhookDeliveries:
             .limit(page_size + 1)
             .to_list()
         )
-        shown = docs[:page_size]
-        last = Position(shown[-1]["at"], shown[-1]["_id"]) if shown else None
-        return AttemptPage([attempt_record(doc) for doc in shown], len(docs) > page_size, last)
+        return attempt_page(docs, page_size)
 
     async def backlog(self) -> int:
         """Counted on the attempt_due index (state first)."""

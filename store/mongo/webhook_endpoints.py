@@ -27,6 +27,7 @@ from store.webhooks import (
     PENDING,
     FanoutClaim,
     current_secret,
+    endpoint_changes,
     endpoint_document,
     endpoint_record,
     rotated,
@@ -74,11 +75,8 @@ class WebhookEndpoints:
         now: dt.datetime,
         once: Once | None = None,
     ) -> dict:
-        endpoint_id = once.record_id("webhook-endpoint") if once else new_id()
         doc = {
-            **endpoint_document(
-                endpoint_id, workspace_id, url, event_types, description, secret, now
-            ),
+            **endpoint_document(workspace_id, url, event_types, description, secret, now, once),
             "disabledReason": None,
             "disabledAt": None,
             "recoverAt": None,
@@ -117,23 +115,9 @@ class WebhookEndpoints:
         found = await self.get(workspace_id, endpoint_id)
         if found is None:
             return None
-        sets: dict = {"updatedAt": now}
-        for name in ("url", "description", "eventTypes"):
-            if name in changes:
-                sets[name] = changes[name]
-        status = changes.get("status")
-        if status == DISABLED and found["status"] == ENABLED:
+        sets, disabling = endpoint_changes(found["status"], changes, now)
+        if disabling:
             await self.disable(workspace_id, endpoint_id, BY_REQUEST, now)
-        elif status == ENABLED and found["status"] == DISABLED:
-            # Resumes from now: the events in between only through `recover`.
-            sets.update(
-                status=ENABLED,
-                disabledReason=None,
-                disabledAt=None,
-                failingSince=None,
-                positionAt=now,
-                positionId="",
-            )
         doc = await self.col.find_one_and_update(
             {"_id": endpoint_id, "workspaceId": workspace_id},
             {"$set": sets},

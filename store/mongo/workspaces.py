@@ -7,9 +7,8 @@ import datetime as dt
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store.clock import new_id, utcnow
 from store.mongo.errors import translate_errors
-from store.records import workspace_record
+from store.records import workspace_document, workspace_record
 
 
 @translate_errors
@@ -20,7 +19,7 @@ class Workspaces:
     async def create(
         self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
     ) -> dict:
-        doc = {"_id": workspace_id or new_id(), "name": name, "createdAt": created_at or utcnow()}
+        doc = workspace_document(name, workspace_id, created_at)
         await self.col.insert_one(doc)
         return workspace_record(doc)
 

@@ -7,10 +7,10 @@ import asyncio
 import datetime as dt
 import sqlite3
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from store.activities import check_scope
-from store.calls import INSERT_BATCH, call_document
+from store.calls import INSERT_BATCH, CallFields, call_document
 from store.calls import record as call_record
 from store.exports import BATCH_SIZE, Lines
 from store.idempotency import Once
@@ -122,7 +122,7 @@ class Calls:
         None when the workspace has no such call."""
         return await self.engine.write(change_call, workspace_id, call_id, changes, self.events)
 
-    async def create(self, workspace_id: str, **fields: Any) -> dict:
+    async def create(self, workspace_id: str, **fields: Unpack[CallFields]) -> dict:
         """Record one finished call (`call_document` arguments); returns its API record."""
         doc = call_document(workspace_id, **fields)
         await self.engine.write(write_calls, workspace_id, prepare([doc]), self.events)

@@ -18,7 +18,7 @@ import datetime as dt
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 
-from store.events import TYPES, EventClock, EventPage, StoredEvent
+from store.events import TYPES, EventClock, EventPage, Removed, StoredEvent, encode, instant_of
 from store.paging import Position
 from store.sqlite.engine import Engine
 from store.sqlite.schema import instant, ms
@@ -66,11 +66,18 @@ class EventWriter:
         self.inserts = {resource: insert_sql(source) for resource, source in sources.items()}
 
     def record(
-        self, conn: sqlite3.Connection, workspace_id: str, changes: Iterable[tuple[str, str]]
+        self,
+        conn: sqlite3.Connection,
+        workspace_id: str,
+        changes: Iterable[tuple[str, str]],
+        removed: Iterable[Removed] = (),
     ) -> int:
-        """Insert the events of `changes`, (event type, record id) pairs, in the caller's write
-        transaction: one per record (created wins over updated), its data the record as it is
-        now. Call it last in the unit. How many events it wrote."""
+        """Insert the events of what the unit touched, in the caller's write transaction:
+        `changes`, (event type, record id) pairs of the records it created or changed (one
+        event per record, created wins over updated, its data the record as the unit leaves
+        it), and `removed`, the records it deleted (`<resource>.deleted`, its data made from
+        the unit's Removed: the row is gone). Call it last in the unit. How many events it
+        wrote."""
         if not self.enabled:
             return 0
         kinds: dict[tuple[str, str], str] = {}
@@ -79,21 +86,34 @@ class EventWriter:
             if kinds.get((resource, record_id), "").endswith(".created"):
                 continue
             kinds[(resource, record_id)] = kind
-        if not kinds:
+        gone = {(r.resource, r.id): r for r in removed}
+        for key in gone:
+            kinds.pop(key, None)  # removed in the same unit: its last state is gone
+        if not kinds and not gone:
             return 0
         last = conn.execute(LAST, (workspace_id,)).fetchone()
-        stamps = self.clock.take(len(kinds), last[0] if last else None)
+        stamps = self.clock.take(len(kinds) + len(gone), last[0] if last else None)
         rows: dict[str, list[tuple]] = {}
         for ((resource, record_id), kind), (event_id, at) in zip(
-            kinds.items(), stamps, strict=True
+            kinds.items(), stamps[: len(kinds)], strict=True
         ):
             rows.setdefault(resource, []).append((event_id, workspace_id, kind, ms(at), record_id))
         for resource, values in rows.items():
             conn.executemany(self.inserts[resource], values)
+        conn.executemany(
+            'INSERT INTO events ("_id", workspaceId, type, resourceId, occurredAt, data) '
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (event_id, workspace_id, r.type, r.id, ms(at), encode(r.data))
+                for r, (event_id, at) in zip(gone.values(), stamps[len(kinds) :], strict=True)
+            ],
+        )
         if self.observe is not None:
-            for kind, count in collections.Counter(kinds.values()).items():
+            counted = collections.Counter(kinds.values())
+            counted.update(r.type for r in gone.values())
+            for kind, count in counted.items():
                 self.observe(kind, count)
-        return len(kinds)
+        return len(kinds) + len(gone)
 
 
 def _page(
@@ -153,6 +173,20 @@ class Events:
     async def recover(self, older_than: dt.datetime, batch: int = 50) -> int:
         """Nothing to recover: every event is written in the transaction of its change."""
         return 0
+
+    async def rewrite(self, workspace_id: str, event_id: str, data: dict) -> bool:
+        """Replace a stored event's data (one write unit); whether the workspace had it."""
+
+        def rewrite(conn: sqlite3.Connection) -> bool:
+            return bool(
+                conn.execute(
+                    "UPDATE events SET data = ? WHERE workspaceId = ? AND occurredAt = ? "
+                    'AND "_id" = ?',  # the feed's index: an id carries its instant
+                    (encode(data), workspace_id, ms(instant_of(event_id)), event_id),
+                ).rowcount
+            )
+
+        return await self.engine.write(rewrite)
 
     async def delete_expired(
         self, before: dt.datetime, batch: int = 1000, max_batches: int = 10

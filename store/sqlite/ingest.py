@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from store.activities import call_activity
 from store.activities import record as activity_record
 from store.calls import record as call_record
+from store.classify import Earlier, Recording
 from store.clock import utcnow
 from store.idempotency import Once
 from store.ingest import (
@@ -31,14 +32,12 @@ from store.ingest import (
     Recorded,
     References,
     Refusal,
-    Refused,
-    activity_refusal,
+    activity_documents,
+    activity_wanted,
     call_ids,
     changes_to,
     converging,
-    exists,
     follows_activity,
-    reference_refusals,
     wanted,
 )
 from store.prospects import Candidate, Contact, outcomes, recognise_created
@@ -99,16 +98,9 @@ def record_calls(
     creates, and `prospect.created` or `prospect.updated` for each prospect a contact created
     or filled."""
     now = utcnow()  # taken under the write lock: never behind a commit before it
-    batch = len(calls) > 1 or partial
-    results: list[Recorded | None] = [None] * len(calls)
-
-    def refuse(index: int, refusal: Refusal) -> None:
-        if not partial:
-            raise Refused(refusal)
-        results[index] = Recorded(None, None, refusal=refusal)
-
-    for index, refusal in reference_refusals(calls, references(conn, workspace_id, calls), batch):
-        refuse(index, refusal)
+    recording = Recording(calls, partial)
+    results = recording.results
+    recording.check_references(references(conn, workspace_id, calls))
     # Contacts are matched together (one read of the candidates); the prospects of the calls
     # that are written are created below.
     given = [i for i, c in enumerate(contacts) if c is not None and results[i] is None]
@@ -121,32 +113,8 @@ def record_calls(
         row["_id"]: row
         for row in _rows(conn, workspace_id, [ids[i] for i in converging(calls, marks)])
     }
-    pending: dict[str, str] = {}  # id -> content of a call this unit creates
-    owners: dict[str, str | None] = {}  # dedupe key -> owner of a prospect still to create
-    for index, call in enumerate(calls):
-        if results[index] is not None:
-            continue
-        target = landed.get(index)
-        prospect_id = call.prospect_id or (target.id if target else None)
-        call_id, at = ids[index], (index if batch else None)
-        if call_id in found:
-            same = prospect_id is not None and found[call_id]["contentHash"] == call.content_hash(
-                prospect_id
-            )
-        elif call_id in pending:  # the same SID earlier in this batch
-            same = pending[call_id] == call.content_hash(
-                prospect_id or f"new:{target and target.key}"
-            )
-        else:
-            pending[call_id] = call.content_hash(prospect_id or f"new:{target and target.key}")
-            results[index] = Recorded(None, CREATED)
-            if target is not None and target.id is None:
-                owners.setdefault(target.key, call.user_id)
-            continue
-        if not same:
-            refuse(index, exists(call_id, at))
-        else:
-            results[index] = Recorded(None, EXISTING)
+    earlier = {call_id: Earlier(row["contentHash"]) for call_id, row in found.items()}
+    owners = recording.classify(ids, landed, earlier, marks)
     written = [i for i, r in enumerate(results) if r is not None and r.refusal is None]
     used = {id(landed[i]) for i in written if i in landed}
     changed = create_and_fill(
@@ -164,7 +132,7 @@ def record_calls(
     anew = 0  # items not made ahead
     for index in written:
         call, call_id = calls[index], ids[index]
-        if call_id in pending and call_id not in docs:
+        if (r := results[index]) is not None and r.outcome == CREATED and call_id not in docs:
             target = landed.get(index)
             prospect_id = call.prospect_id or (target.id if target else None)
             assert prospect_id is not None  # created above
@@ -299,26 +267,19 @@ def log_activities(
     """The write unit of Activities.log: each activity's record and outcome (created, or
     existing: its id was written before), or its refusal; an `activity.created` event for each
     activity it created."""
-    prospects = existing_ids(conn, "prospects", workspace_id, {a.prospect_id for a in activities})
-    users = existing_ids(
-        conn,
-        "users",
-        workspace_id,
-        {a.user_id for a in activities if a.user_id},
-        " AND deletedAt IS NULL",
+    prospects, users, calls = activity_wanted(activities)
+    found = (
+        existing_ids(conn, "prospects", workspace_id, prospects),
+        existing_ids(conn, "users", workspace_id, users, " AND deletedAt IS NULL"),
+        existing_ids(conn, "calls", workspace_id, calls),
     )
-    calls = existing_ids(conn, "calls", workspace_id, {a.call_id for a in activities if a.call_id})
     results = []
-    for activity, activity_id in zip(activities, ids, strict=True):
-        refusal = activity_refusal(activity, prospects, users, calls)
-        if refusal is not None:
-            if not partial:
-                raise Refused(refusal)
-            results.append(Logged(None, None, refusal))
-            continue
-        doc = activity.document(workspace_id, activity_id)
-        written = insert(conn, "activities", [doc], "INSERT OR IGNORE")
-        results.append(Logged(activity_record(doc), CREATED if written else EXISTING))
+    for doc in activity_documents(workspace_id, activities, ids, found, partial):
+        if isinstance(doc, Refusal):
+            results.append(Logged(None, None, doc))
+        else:
+            written = insert(conn, "activities", [doc], "INSERT OR IGNORE")
+            results.append(Logged(activity_record(doc), CREATED if written else EXISTING))
     events.record(
         conn,
         workspace_id,

@@ -7,11 +7,11 @@ import sqlite3
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
-from store.clock import new_id, utcnow
+from store.clock import utcnow
 from store.exports import BATCH_SIZE, Lines
 from store.idempotency import Once
 from store.paging import Page, Window
-from store.records import list_record
+from store.records import list_document, list_record
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
@@ -43,17 +43,7 @@ class Lists:
         list_id: str | None = None,
         once: Once | None = None,
     ) -> dict:
-        now = created_at or utcnow()
-        doc = {
-            "_id": list_id or (once.record_id("list") if once else new_id()),
-            "workspaceId": workspace_id,
-            "name": name,
-            "source": source,
-            "ownerUserId": owner_user_id,
-            "createdAt": now,
-            "updatedAt": now,
-            "prospectsCount": 0,
-        }
+        doc = list_document(workspace_id, name, owner_user_id, source, created_at, list_id, once)
 
         record = list_record(doc)
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Collection
 from typing import TYPE_CHECKING
 
 from store.activities import check_scope, list_added_activity
-from store.clock import new_id, utcnow
+from store.clock import utcnow
 from store.exports import BATCH_SIZE, Lines
 from store.idempotency import Once
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
@@ -26,12 +26,12 @@ from store.prospects import (
     Candidate,
     Contact,
     Upload,
-    dedupe_key,
     match_all,
     new_prospect_id,
     outcomes,
     prospect_document,
     recognise_created,
+    seeded_document,
 )
 from store.prospects import record as prospect_record
 from store.sqlite.engine import Engine
@@ -330,14 +330,12 @@ class Prospects:
         prospect_id: str | None = None,
     ) -> dict:
         """Insert one prospect as is, without matching (seeding and tests); its API record."""
-        parsed = self.parse_contact(contact)
-        doc = prospect_document(
+        doc = seeded_document(
             workspace_id,
-            parsed,
-            dedupe_key(parsed) + "|" + new_id(),
+            self.parse_contact(contact),
             owner_user_id,
-            created_at or utcnow(),
             list_ids,
+            created_at,
             prospect_id,
         )
         await self.engine.write(write_prospects, workspace_id, [doc], self.events)

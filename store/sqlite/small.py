@@ -8,7 +8,13 @@ import secrets
 
 from store.clock import new_id, utcnow
 from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document, key_record
-from store.records import admin_user_record, user_record, workspace_record
+from store.records import (
+    admin_user_record,
+    user_document,
+    user_record,
+    workspace_document,
+    workspace_record,
+)
 from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, ms, to_doc
 
@@ -20,7 +26,7 @@ class Workspaces:
     async def create(
         self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
     ) -> dict:
-        doc = {"_id": workspace_id or new_id(), "name": name, "createdAt": created_at or utcnow()}
+        doc = workspace_document(name, workspace_id, created_at)
         await self.engine.write(insert, "workspaces", [doc])
         return workspace_record(doc)
 
@@ -68,15 +74,7 @@ class Users:
         created_at: dt.datetime | None = None,
         user_id: str | None = None,
     ) -> dict:
-        doc = {
-            "_id": user_id or new_id(),
-            "workspaceId": workspace_id,
-            "email": email,
-            "firstName": first_name,
-            "lastName": last_name,
-            "createdAt": created_at or utcnow(),
-            "deletedAt": None,
-        }
+        doc = user_document(workspace_id, email, first_name, last_name, created_at, user_id)
         await self.engine.write(insert, "users", [doc])
         return user_record(doc)
 

@@ -26,7 +26,7 @@ from store.webhooks import (
     AttemptPage,
     Claim,
     allowance,
-    attempt_record,
+    attempt_page,
     delivery_id,
     lease_token,
     secrets_at,
@@ -224,9 +224,7 @@ class WebhookDeliveries:
             return [to_doc(row) for row in rows]
 
         docs = await self.engine.read(page, quick=True)
-        shown = docs[:page_size]
-        last = Position(shown[-1]["at"], shown[-1]["_id"]) if shown else None
-        return AttemptPage([attempt_record(doc) for doc in shown], len(docs) > page_size, last)
+        return attempt_page(docs, page_size)
 
     async def backlog(self) -> int:
         """Counted on the (state, endpointId, nextAttemptAt) index, without reading a row."""

@@ -23,6 +23,7 @@ from store.webhooks import (
     FAILED,
     PENDING,
     FanoutClaim,
+    endpoint_changes,
     endpoint_document,
     endpoint_record,
     rotated,
@@ -86,10 +87,7 @@ class WebhookEndpoints:
         now: dt.datetime,
         once: Once | None = None,
     ) -> dict:
-        endpoint_id = once.record_id("webhook-endpoint") if once else new_id()
-        doc = endpoint_document(
-            endpoint_id, workspace_id, url, event_types, description, secret, now
-        )
+        doc = endpoint_document(workspace_id, url, event_types, description, secret, now, once)
         doc["secrets"] = dump_secrets(doc["secrets"])
         record = {
             **endpoint_record({**doc, "disabledReason": None, "disabledAt": None}),
@@ -125,25 +123,14 @@ class WebhookEndpoints:
             found = _get(conn, workspace_id, endpoint_id)
             if found is None:
                 return None
-            sets: dict[str, object] = {"updatedAt": at}
-            for name in ("url", "description"):
-                if name in changes:
-                    sets[name] = changes[name]
-            if "eventTypes" in changes:
-                sets["eventTypes"] = json.dumps(changes["eventTypes"])
-            status = changes.get("status")
-            if status == DISABLED and found["status"] == ENABLED:
+            sets, disabling = endpoint_changes(found["status"], changes, now)
+            if disabling:
                 _disable(conn, workspace_id, endpoint_id, BY_REQUEST, at)
-            elif status == ENABLED and found["status"] == DISABLED:
-                # Resumes from now: the events in between only through `recover`.
-                sets.update(
-                    status=ENABLED,
-                    disabledReason=None,
-                    disabledAt=None,
-                    failingSince=None,
-                    positionAt=at,
-                    positionId="",
-                )
+            if "eventTypes" in sets:
+                sets["eventTypes"] = json.dumps(sets["eventTypes"])
+            for name in ("updatedAt", "positionAt"):
+                if name in sets:
+                    sets[name] = at
             assignments = ", ".join(f'"{name}" = ?' for name in sets)
             conn.execute(
                 f'UPDATE webhook_endpoints SET {assignments} WHERE "_id" = ? AND workspaceId = ?',

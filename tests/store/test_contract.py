@@ -1,4 +1,4 @@
-"""The store contract (store/contract.py): both backends offer exactly what it declares.
+"""The store contract (store/contract/): both backends offer exactly what it declares.
 
 mypy checks that every declared method exists on both backends with a compatible signature
 (`open_store`'s return type). What it cannot check is the other direction: a public method
@@ -29,8 +29,22 @@ def methods(cls: type) -> set[str]:
     } - LIFE_CYCLE.get(cls, set())
 
 
+def declared_in(protocol: type) -> set[str]:
+    """The methods a contract Protocol declares, with those of the Protocols it is made of
+    (a family whole: its request path, its seeding, its hooks)."""
+    return set().union(
+        *(methods(cls) for cls in protocol.__mro__ if cls.__module__.startswith("store.contract"))
+    )
+
+
 def properties(cls: type) -> set[str]:
-    return {name for name, value in vars(cls).items() if isinstance(value, property)}
+    return {
+        name
+        for base in cls.__mro__
+        if base.__module__.startswith("store.contract")
+        for name, value in vars(base).items()
+        if isinstance(value, property)
+    }
 
 
 FAMILIES = sorted(
@@ -38,9 +52,13 @@ FAMILIES = sorted(
 )
 
 
+def declared_of(family: str) -> set[str]:
+    return declared_in(protocol_of(family))
+
+
 def protocol_of(family: str) -> type:
     """The Protocol a family of the store follows (the return type of its property)."""
-    return typing.get_type_hints(vars(contract.Store)[family].fget)["return"]
+    return typing.get_type_hints(getattr(contract.Store, family).fget)["return"]
 
 
 async def both_backends(tmp_path) -> list:
@@ -56,7 +74,7 @@ async def test_every_family_has_the_same_methods_on_both_backends(tmp_path):
     try:
         assert {store.backend for store in stores} == {"sqlite", "mongodb"}
         for family in FAMILIES:
-            declared = methods(protocol_of(family))
+            declared = declared_of(family)
             assert declared, family
             for store in stores:
                 assert methods(type(getattr(store, family))) == declared, (store.backend, family)
@@ -68,7 +86,7 @@ async def test_every_family_has_the_same_methods_on_both_backends(tmp_path):
 async def test_both_stores_have_the_methods_the_contract_declares(tmp_path):
     stores = await both_backends(tmp_path)
     try:
-        declared = methods(contract.Store)
+        declared = declared_in(contract.Store)
         for store in stores:
             assert methods(type(store)) == declared, store.backend
             for name in ("backend", "embedded", "process_private", "indexes_ready", *FAMILIES):

@@ -1,0 +1,43 @@
+"""The request path of the accounts families: workspaces, users, API keys (store.contract)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+from store.keys import ActiveKey
+
+
+class Workspaces(Protocol):
+    """The tenants; created by operators (admin CLI, demo)."""
+
+    async def get(self, workspace_id: str) -> dict | None: ...
+
+
+class Users(Protocol):
+    """The people who dial; a deleted user keeps its record with deletedAt set."""
+
+    async def list_active(self, workspace_id: str) -> list[dict]: ...
+
+    async def is_active(self, workspace_id: str, user_id: str) -> bool: ...
+
+
+class Keys(Protocol):
+    """API key records: id and metadata (name, scopes, expiry, last use); the plain key (a
+    signed JWT) is never stored. Records written before keys had scopes and expiry are
+    `read,write` and never expire (store/keys.py)."""
+
+    async def find_active(self, workspace_id: str, key_id: str) -> ActiveKey | None:
+        """The hot-path lookup behind authentication (cached by server.auth): the key's scopes
+        and expiry, or None when there is no such unrevoked key in the workspace. An expired
+        key is returned (authentication tells it apart from an unknown one)."""
+        ...
+
+    async def get(self, workspace_id: str, key_id: str) -> dict | None:
+        """A key's record, revoked or not, or None."""
+        ...
+
+    async def touch(self, workspace_id: str, key_id: str, at: dt.datetime) -> None:
+        """Record that the key was used at `at`: lastUsedAt moves forward only (server.keyuse
+        calls it at most once per key per minute per process)."""
+        ...
