@@ -82,18 +82,29 @@ def test_code_samples_follow_the_form_and_never_hold_the_key(console):
     assert "/v1/calls/{id}/recording" in recording and "arrayBuffer()" in recording
 
     texts = page.eval_on_selector_all("pre.sample", "p => p.map(e => e.textContent)")
-    # Three samples per operation of the API; the webhooks' payloads (POSTed by the service to
-    # the integrator, their path an event type) have none.
+    # Three samples per operation of the API but the provider's callbacks (only the provider,
+    # which signs them, calls those); the webhooks' payloads (POSTed by the service to the
+    # integrator, their path an event type) have none.
     callable_ops = page.eval_on_selector_all(
         "article.op", "ops => ops.filter(o => o.dataset.path.startsWith('/')).length"
     )
+    unsampled = page.eval_on_selector_all(
+        "article.op",
+        "ops => ops.filter(o => o.dataset.path.startsWith('/') && !o.querySelector('pre.sample'))"
+        ".map(o => o.dataset.path)",
+    )
+    assert sorted(unsampled) == [
+        "/v1/provider/callbacks/{workspaceId}/recording",
+        "/v1/provider/callbacks/{workspaceId}/status",
+    ]
     payloads = page.eval_on_selector_all(
         "article.op",
         "ops => ops.filter(o => !o.dataset.path.startsWith('/'))"
         ".map(o => o.querySelectorAll('pre.sample').length)",
     )
     assert len(payloads) == 7 and set(payloads) == {0}
-    assert len(texts) == 3 * callable_ops and callable_ops + 7 == len(visible_ops(console))
+    assert len(texts) == 3 * (callable_ops - len(unsampled))
+    assert callable_ops + 7 == len(visible_ops(console))
     assert all(console.demo.key not in text for text in texts)
     console.assert_clean()
 

@@ -67,7 +67,14 @@ def test_each_demo_key_can_try_what_its_scopes_allow_and_a_bad_key_disables_noth
     page = console.page
     operations = scoped_operations(console)
     dialer = {op for op, needed in operations.items() if needed == "ingest"}
-    assert dialer == {"recordCall", "recordCalls", "changeCall", "logActivity"}
+    assert dialer == {
+        "recordCall",
+        "recordCalls",
+        "changeCall",
+        "logActivity",
+        "listPendingCalls",
+        "resolvePendingCall",
+    }
     console.enter_key(console.demo.workspaces[0]["readOnlyApiKey"])
     wait_for_scopes(console, "scopes: read.")
     assert console.op("createList").locator(".send").is_disabled()
