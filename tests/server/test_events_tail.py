@@ -5,6 +5,7 @@ JSON line as it arrives, only the types asked for, and Ctrl-C ends it with exit 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import os
 import queue
@@ -18,9 +19,19 @@ import pytest
 
 from server.app import open_services
 from server.config import load_config
+from store.clock import utcnow
 from tests.helpers import TEST_SECRET, Client, make_workspace, running_demo, test_environ
 
 STARTED: list[Tail] = []
+
+
+async def from_now() -> str:
+    """A --since instant after every event recorded so far: the tail's start then does not
+    depend on how long its process takes to begin reading (returns once that instant passed)."""
+    at = utcnow() + dt.timedelta(milliseconds=2)
+    while utcnow() <= at:
+        await asyncio.sleep(0.001)
+    return at.isoformat(timespec="milliseconds") + "Z"
 
 
 @pytest.fixture(autouse=True)
@@ -102,9 +113,11 @@ async def test_tail_prints_a_workspaces_new_events_from_the_store_until_ctrl_c(t
         other = await make_workspace(store, auth, "Other")
         owner = ws.users[0]["id"]
         await store.lists.create(ws.id, "Before the tail", owner)  # not new: not printed
-        tail = Tail("--workspace", ws.id, env=env)
-        typed = Tail("--workspace", ws.id, "--type", "call.updated,list.updated", env=env)
-        await asyncio.sleep(1.5)  # both are reading
+        since = await from_now()
+        tail = Tail("--workspace", ws.id, "--since", since, env=env)
+        typed = Tail(
+            "--workspace", ws.id, "--type", "call.updated,list.updated", "--since", since, env=env
+        )
         created = await store.lists.create(ws.id, "During the tail", owner)
         await store.lists.create(other.id, "Another workspace's", other.users[0]["id"])
         updated = await store.lists.set_count(ws.id, created["id"], 3)
@@ -138,8 +151,7 @@ async def test_tail_follows_a_running_api_with_its_key(tmp_path):
         "0.2",
     ) as (_, keys, _log):
         base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
-        tail = Tail("--base-url", base, "--api-key", key, env={})
-        await asyncio.sleep(1.5)
+        tail = Tail("--base-url", base, "--api-key", key, "--since", await from_now(), env={})
         client = Client(base.removesuffix("/v1"), key)
         owner = (await client.get("/v1/users")).json()["users"][0]["id"]
         created = (await client.post("/v1/lists", {"name": "Tailed", "ownerUserId": owner})).json()
