@@ -698,7 +698,9 @@ async def test_the_database_server_killed_mid_export_cuts_the_connection(tmp_pat
 
     server = WireServer(tmp_path / "wire-server.log", tmp_path / "data").start()
     try:
-        environ = test_environ(MONGODB_URI=server.uri)
+        # Seeding 20 MB in one insert is not what is tested: it may take the server longer
+        # than the usual database timeout on a slow machine.
+        environ = test_environ(MONGODB_URI=server.uri, WSAPI_DB_TIMEOUT_SECONDS="120")
         seeded = await asyncio.to_thread(
             subprocess.run,
             [sys.executable, "-c", SEED, json.dumps(environ), "5000"],
