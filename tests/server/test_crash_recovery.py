@@ -20,6 +20,7 @@ from telephony.simulated_calls import CallPlacer, Outcome
 from telephony.simulated_provider import start_provider
 from tests.helpers import Client, make_workspace, test_environ
 from tests.server.test_serve import SECRET, Server, free_port, get
+from tests.webhooks.receiver import wait_for
 
 WRITERS = 16
 KILLS = 3
@@ -143,13 +144,6 @@ async def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
     assert retried > 0
 
 
-async def until(condition, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-
-
 async def test_a_provider_call_killed_between_its_callbacks_records_itself_after_restart(tmp_path):
     """The simulated provider places a call; `serve` is killed with SIGKILL after the call's
     progress callbacks were answered, its final status fails while serve is down and is sent
@@ -189,9 +183,17 @@ async def test_a_provider_call_killed_between_its_callbacks_records_itself_after
                 "RecordingStatusCallback": [f"{base}/recording"],
             }
         )
-        await until(lambda: len(call.callbacks) == 2 and call.callbacks[1].delivered)
+        await wait_for(
+            lambda: len(call.callbacks) == 2 and call.callbacks[1].delivered,
+            60,
+            "progress answered",
+        )
         servers[0].stop()  # SIGKILL between the answer and the final status
-        await until(lambda: len(call.callbacks) == 3 and 0 in call.callbacks[2].attempts)
+        await wait_for(
+            lambda: len(call.callbacks) == 3 and 0 in call.callbacks[2].attempts,
+            60,
+            "final refused",
+        )
         servers.append(start(tmp_path, 1, environ, port))  # the same store and port
         await placer.idle(timeout=120)
         client = Client(servers[1].origin, workspace.key)
