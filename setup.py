@@ -1,6 +1,23 @@
 """Packaging for the Workspace Data API: installs the `workspace-api` command."""
 
+import shutil
+from pathlib import Path
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+
+class BuildWithDefaults(build_py):
+    """Also ships the checkout's config.yaml (the defaults) inside the `server` package, so that
+    an installed (non-editable) package finds its defaults with no checkout beside it."""
+
+    def run(self) -> None:
+        super().run()
+        if not self.dry_run:
+            target = Path(self.build_lib) / "server" / "config.yaml"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(__file__).resolve().parent / "config.yaml", target)
+
 
 setup(
     name="workspace-data-api",
@@ -27,8 +44,8 @@ setup(
     package_data={
         "schemas": ["*.json", "*/*.json"],
         "console": ["templates/*", "static/*"],
-        "server": ["*.yaml"],
     },
+    cmdclass={"build_py": BuildWithDefaults},
     include_package_data=True,
     install_requires=[
         # 6.5.6 fixes request smuggling; below 7 because the service relies on Tornado

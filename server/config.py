@@ -10,7 +10,14 @@ from typing import Any
 
 import yaml
 
+# The defaults: config.yaml of the checkout; an installed package carries a copy of it in
+# `server/` (setup.py's build step), used when there is no checkout beside the code.
 REPO_CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"
+PACKAGED_CONFIG = Path(__file__).resolve().parent / "config.yaml"
+
+
+def default_config_path() -> Path:
+    return REPO_CONFIG if REPO_CONFIG.exists() or not PACKAGED_CONFIG.exists() else PACKAGED_CONFIG
 
 
 class ConfigError(Exception):
@@ -90,7 +97,7 @@ def load_config(
 ) -> Config:
     """Read config.yaml (or `path`, or $WSAPI_CONFIG), then apply environment overrides."""
     environ = os.environ if environ is None else environ
-    path = Path(path or environ.get("WSAPI_CONFIG") or REPO_CONFIG)
+    path = Path(path or environ.get("WSAPI_CONFIG") or default_config_path())
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except OSError as exc:
