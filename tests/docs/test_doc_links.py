@@ -1,6 +1,6 @@
 """The documents hold together: every relative link between them (and its #anchor) resolves,
-the README is a short front door that maps every document, and no document but the changelog
-speaks of the project's history."""
+the README is a short front door that maps every document (docs/how-to/ included), and no
+document but the changelog speaks of the project's history."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.docs.markdown import DOCS, ROOT, headings
 
-DOCUMENTS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted(DOCS.rglob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -58,7 +58,7 @@ def test_the_readme_is_short_and_maps_every_document():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 150
     linked = set(LINK.findall(readme))
-    for document in [*sorted(DOCS.glob("*.md")), ROOT / "CHANGELOG.md"]:
+    for document in [*sorted(DOCS.rglob("*.md")), ROOT / "CHANGELOG.md"]:
         assert str(document.relative_to(ROOT)) in linked, document.name
 
 

@@ -1,8 +1,8 @@
-"""The "Events" example of docs/api.md, run exactly as printed against a demo that keeps taking
-writes, twice (the second run resumes from the cursor the first stored): afterwards its CRM
-holds every call changed since the demo started, each as the API shows it now unless it changed
-after the example's last poll, and every activity of those calls; so the example can never go
-stale."""
+"""The events client of docs/how-to/sync.md ("Follow the events feed"), run exactly as printed
+against a demo that keeps taking writes, twice (the second run resumes from the cursor the first
+stored): afterwards its CRM holds every call changed since the demo started, each as the API
+shows it now unless it changed after the example's last poll, and every activity of those
+calls; so the example can never go stale."""
 
 import contextlib
 import datetime as dt
@@ -18,8 +18,10 @@ SETTLE = 1  # --sync-settle-seconds of the demo below
 
 
 def events_example() -> str:
-    blocks = code_blocks(section(read("docs/api.md"), "## Events"), "python")
-    assert len(blocks) == 1, "the Events section has one Python example"
+    blocks = code_blocks(
+        section(read("docs/how-to/sync.md"), "## Follow the events feed"), "python"
+    )
+    assert len(blocks) == 1, "the section has one Python example"
     return blocks[0]
 
 
@@ -49,7 +51,7 @@ def run_example(code: str, polls: int, monkeypatch) -> tuple[dict, list[str]]:
     output = io.StringIO()
     namespace: dict[str, Any] = {"__name__": "documented_example"}
     with contextlib.redirect_stdout(output):
-        exec(compile(code, "docs/api.md#events", "exec"), namespace)
+        exec(compile(code, "docs/how-to/sync.md#follow-the-events-feed", "exec"), namespace)
     namespace["client"].close()
     return namespace["crm"], output.getvalue().splitlines()
 

@@ -1,6 +1,7 @@
-"""The "Syncing" example of docs/api.md, run exactly as printed against a demo that keeps taking
-writes: after it stops, its copy holds every call the API settled before its last poll, each
-with its current content, so the example can never go stale."""
+"""The sync loop of docs/how-to/sync.md ("Walk a resource in the sync order"), run exactly as
+printed against a demo that keeps taking writes: after it stops, its copy holds every call the
+API settled before its last poll, each with its current content, so the example can never go
+stale."""
 
 import contextlib
 import datetime as dt
@@ -16,8 +17,10 @@ SETTLE = 1  # --sync-settle-seconds of the demo below
 
 
 def syncing_example() -> str:
-    blocks = code_blocks(section(read("docs/api.md"), "## Syncing"), "python")
-    assert len(blocks) == 1, "the Syncing section has one Python example"
+    blocks = code_blocks(
+        section(read("docs/how-to/sync.md"), "## Walk a resource in the sync order"), "python"
+    )
+    assert len(blocks) == 1, "the section has one Python example"
     return blocks[0]
 
 
@@ -64,7 +67,10 @@ def test_the_documented_sync_loop_runs_as_printed_and_misses_nothing(tmp_path, m
         output = io.StringIO()
         namespace: dict[str, Any] = {"__name__": "documented_example"}
         with contextlib.redirect_stdout(output):
-            exec(compile(code, "docs/api.md#syncing", "exec"), namespace)
+            exec(
+                compile(code, "docs/how-to/sync.md#walk-a-resource-in-the-sync-order", "exec"),
+                namespace,
+            )
         stopped = dt.datetime.now(dt.UTC)
         namespace["client"].close()
         base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]

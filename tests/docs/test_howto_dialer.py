@@ -1,6 +1,7 @@
-"""The README's dialer examples (curl, then Python), run exactly as printed in one shell, after
-the demo section's first lines (which set BASE and KEY), against a running demo: each records a
-call through POST /v1/calls with the ingest key, on the prospect its contact matches."""
+"""The dialer examples of docs/how-to/dialer.md ("Record a call": curl, then Python), run exactly
+as printed in one shell, after the lines before them that set BASE and KEY, against a running
+demo: each records a call through POST /v1/calls with the ingest key, on the prospect its contact
+matches."""
 
 import json
 import subprocess
@@ -16,8 +17,8 @@ def get(url: str, key: str) -> dict:
         return json.loads(response.read())
 
 
-def test_the_readme_dialer_examples_record_calls_as_printed(tmp_path):
-    demo = section(read("README.md"), "## The demo")
+def test_the_dialer_examples_record_calls_as_printed(tmp_path):
+    demo = section(read("docs/how-to/dialer.md"), "## Record a call")
     shell, python = code_blocks(demo, "sh"), code_blocks(demo, "python")
     assert len(shell) == 2 and len(python) == 1
     assert "ingestApiKey" in shell[1] and "ingestApiKey" in python[0]

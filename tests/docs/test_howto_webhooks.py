@@ -1,6 +1,7 @@
-"""The receiver of docs/api.md's "Webhooks" section (docs/examples/webhook_receiver.py, the same
-code) run as printed against a real demo: it verifies the signatures of what the demo delivers
-with the `standardwebhooks` package and handles each event once, a recovery's repeats included."""
+"""The receiver of docs/how-to/webhooks.md ("Write a receiver"; docs/examples/webhook_receiver.py,
+the same code) run as printed against a real demo: it verifies the signatures of what the demo
+delivers with the `standardwebhooks` package and handles each event once, a recovery's repeats
+included."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def api(base: str, key: str, path: str, body: dict | None = None) -> dict:
 
 
 def test_the_example_is_the_documented_receiver():
-    [code] = code_blocks(section(read("docs/api.md"), "## Webhooks"), "python")
+    [code] = code_blocks(section(read("docs/how-to/webhooks.md"), "## Write a receiver"), "python")
     assert code == EXAMPLE.read_text()
     assert len(code.splitlines()) <= 30 and "webhook-id" in code
 
