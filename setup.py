@@ -13,10 +13,12 @@ class BuildWithDefaults(build_py):
 
     def run(self) -> None:
         super().run()
-        if not self.dry_run:
+        defaults = Path(__file__).resolve().parent / "config.yaml"
+        # Absent only where setup.py is copied alone to install the dependencies (Containerfile).
+        if defaults.exists() and not self.dry_run:
             target = Path(self.build_lib) / "server" / "config.yaml"
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(Path(__file__).resolve().parent / "config.yaml", target)
+            shutil.copyfile(defaults, target)
 
 
 setup(

@@ -14,6 +14,7 @@ Every test gets its own database on every tier.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 
@@ -122,6 +123,32 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if wanted(item)]
+
+
+_image_warmup: contextlib.ExitStack | None = None
+
+
+def pytest_collection_finish(session):
+    """When the container image tests are to run, their image starts building in the background
+    now (tests/container.py `warmed`): a cold build waits mostly on downloads, which then
+    overlap the rest of the suite instead of adding to it."""
+    global _image_warmup
+    if TIER != "embedded" or session.config.option.collectonly:
+        return
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":  # one warm-up for all workers
+        return
+    if not any(item.get_closest_marker("image") for item in session.items):
+        return
+    from tests import container
+
+    container.CACHE.mkdir(parents=True, exist_ok=True)
+    _image_warmup = contextlib.ExitStack()
+    _image_warmup.enter_context(container.warmed(container.CACHE / "warm-up.log"))
+
+
+def pytest_sessionfinish(session):
+    if _image_warmup is not None:
+        _image_warmup.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -30,7 +30,9 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -346,3 +348,40 @@ def mounted(podman: Podman, image: str) -> Iterator[Image]:
         yield Image(root, inspect)
     finally:
         podman.run("image", "unmount", image)
+
+
+def build_image(log: Path) -> None:
+    """The base and the image, built (or found cached) under the cache's lock."""
+    with locked():
+        podman = Podman()
+        build(podman, ensure_base(podman, log), log)
+
+
+@contextlib.contextmanager
+def warmed(log: Path) -> Iterator[subprocess.Popen | None]:
+    """The image built by a background process while the rest of the suite runs (a cold build
+    mostly waits on downloads: debootstrap's packages, pip's wheels), so that the image tests
+    find it cached: they build it themselves under the same lock, which waits for this build
+    first. None where the image cannot be built here. The process is stopped when the context
+    ends, should the tests end first. Its output and its steps go to `log`."""
+    if missing():
+        yield None
+        return
+    with open(log, "a") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.container", str(log)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait()
+
+
+if __name__ == "__main__":
+    build_image(Path(sys.argv[1]))
