@@ -20,19 +20,24 @@ demo: $(STAMP)
 # FerretDB (SQLite backend) that the suite builds and starts (tests/ferretdb/: needs Go 1.24 or
 # later; .ci/run installs it where it is missing). Both tiers always run; the target
 # fails when either fails. PYTEST_ARGS passes options to both, e.g. PYTEST_ARGS='-m "not browser"'.
+# Each tier runs its test files in TEST_WORKERS processes (pytest-xdist, a file per worker at a
+# time): most tests wait on sockets and subprocesses, so more workers than cores pay off.
+# TEST_WORKERS=0 runs in this process alone.
+TEST_WORKERS ?= 4
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
 test: $(STAMP)
 	@status=0; \
 	for tier in embedded wire; do \
 	  echo "== test tier: $$tier =="; \
-	  env -u MONGODB_URI WSAPI_TEST_TIER=$$tier $(PY) -m pytest $(PYTEST_ARGS) || status=1; \
+	  env -u MONGODB_URI WSAPI_TEST_TIER=$$tier $(PY) -m pytest $(XDIST) $(PYTEST_ARGS) || status=1; \
 	done; \
 	exit $$status
 
 test-embedded: $(STAMP)
-	env -u MONGODB_URI WSAPI_TEST_TIER=embedded $(PY) -m pytest $(PYTEST_ARGS)
+	env -u MONGODB_URI WSAPI_TEST_TIER=embedded $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-wire: $(STAMP)
-	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(PYTEST_ARGS)
+	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Benchmarks of the hot paths (bench/run.py, rows P1a..P10b, M1a, M1b and S1..S3): each figure against its
 # baseline in the same run, one table of ratios, under 5 minutes on 2 cores.

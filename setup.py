@@ -81,6 +81,8 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-tornasync>=0.6",
+            # `make test` runs each tier's files in several worker processes.
+            "pytest-xdist>=3.5",
             "openapi-spec-validator>=0.7",
             "playwright>=1.45",
             "schemathesis>=4",
