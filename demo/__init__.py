@@ -2,5 +2,6 @@
 
 data.py the names, texts and documents; seeding.py writes them through the store; live.py
 keeps adding calls while the demo runs; console.py reads admin commands on stdin; runner.py
-is the process (start, keys file, banner, shutdown). server/cli.py dispatches to runner.
+is the process (start, keys file, banner, shutdown); command.py its options, which cli/
+registers on the server's command line.
 """
