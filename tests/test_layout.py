@@ -4,6 +4,7 @@ cycles, and no module of the product grows past 500 lines."""
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from pathlib import Path
 
@@ -276,3 +277,38 @@ def test_handlers_reach_only_the_request_path_of_the_store():
         for other in others:
             assert other.__module__ in NOT_FOR_HANDLERS, (family, other)
             assert declared(other) and not declared(request) & declared(other), (family, other)
+
+
+# A module holds one concern; past this many lines it holds several (CONVENTIONS 1).
+MODULE_LINES = 500
+
+
+def product_modules() -> list[Path]:
+    """Every Python file of the checkout but the tests' (and what is not the project's: hidden
+    directories such as .venv and .git, builds, installed metadata)."""
+    found = []
+    for folder, dirs, files in os.walk(ROOT):
+        top = Path(folder) == ROOT
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and not d.endswith(".egg-info")
+            and d not in ("build", "node_modules", "__pycache__")
+            and not (top and d == "tests")
+        ]
+        found += [Path(folder) / name for name in files if name.endswith(".py")]
+    return found
+
+
+def test_no_product_module_is_over_500_lines():
+    found = product_modules()
+    names = {str(path.relative_to(ROOT)) for path in found}
+    assert {"setup.py", "server/cli.py", "bench/run.py", "demo/data.py"} <= names
+    assert not any(name.startswith(("tests/", ".venv/")) for name in names)
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in found
+        if (lines := len(path.read_text().splitlines())) > MODULE_LINES
+    }
+    assert long == {}, f"modules over {MODULE_LINES} lines: {long}"
