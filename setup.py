@@ -39,6 +39,7 @@ setup(
                 "telephony",
                 "webhooks",
                 "demo",
+                "cli",
             )
             for sub in ("", ".*")
         ]
@@ -120,5 +121,5 @@ setup(
         # `make bench` needs only psutil (also in "test"); the profilers are for chasing a miss.
         "bench": ["psutil>=5.9", "pyinstrument>=4.6", "py-spy>=0.3"],
     },
-    entry_points={"console_scripts": ["workspace-api=server.cli:main"]},
+    entry_points={"console_scripts": ["workspace-api=cli:main"]},
 )

@@ -33,6 +33,11 @@ class Row:
     data: dict = dataclasses.field(default_factory=dict)
 
 
+def not_run(row_id: str, what: str, target: str, why: str) -> Row:
+    """The row of a figure that was not measured: `why` is its result (NOT RUN: ...)."""
+    return Row(row_id, what, "-", target, why)
+
+
 def table(rows: Iterable[Row], columns: Sequence[tuple[str, str]]) -> str:
     """A Markdown table of `rows`; `columns` are (heading, Row field) pairs."""
     cells = [[heading for heading, _ in columns]]

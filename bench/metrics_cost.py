@@ -23,9 +23,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.common import HOST, Row, verdict
 from bench.httpload import download, request_bytes
+from bench.sides import side_by_side
 
-if TYPE_CHECKING:  # bench.run imports this module when it runs M1
-    from bench.run import Bench, Process, Side
+if TYPE_CHECKING:
+    from bench.harness import Bench, Process
+    from bench.sides import Side
 
 TARGET = 0.95
 ROWS = (
@@ -85,8 +87,6 @@ def cost_row(row_id: str, what: str, on: Side, off: Side, seen: float) -> Row:
 
 
 async def run_rows(bench: Bench) -> list[Row]:
-    from bench.run import side_by_side
-
     s = bench.settings
     server = bench.start_server(
         "server-m1", "--users", str(s.users), "--calls", str(s.calls), "--metrics"

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from bench.common import HOST, MB, upload_body
+from bench.harness import Bench, Settings, api_get
 from bench.httpload import download, run_load
-from bench.run import Bench, Settings, api_get
 
 TARGETS = ("users", "calls", "contacts", "activities", "recording")
 

@@ -35,8 +35,8 @@ from bench.common import HOST, MB, Row, ms, percentile, verdict
 from bench.httpload import download, request_bytes
 from bench.memory import RSSSampler
 
-if TYPE_CHECKING:  # bench.run imports this module when it runs S1-S3
-    from bench.run import Bench, Process
+if TYPE_CHECKING:
+    from bench.harness import Bench, Process
 
 TIMELINE = 5_060
 

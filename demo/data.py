@@ -1,5 +1,5 @@
-"""Deterministic demo data: the one copy of the demo's names, companies and texts, and the
-prospects, calls and activity timelines made from them as store documents.
+"""Deterministic demo data: the demo workspaces, their users, prospects and calls as store
+documents, made from the words of demo/vocabulary.py (their timelines: demo/timelines.py).
 
 Pure functions of a `random.Random` and a fixed `now`: the same seed gives the same documents,
 ids included; demo.seeding and demo.live write them through the store. The shapes are
@@ -22,7 +22,16 @@ from collections.abc import Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from store.activities import activity_document, list_added_activity
+from demo.vocabulary import (
+    AREA_CODES,
+    CALL_NOTES,
+    COMPANIES,
+    FIRST,
+    INBOUND,
+    LAST,
+    OUTBOUND,
+    TITLES,
+)
 from store.calls import call_document
 from store.prospects import Contact, dedupe_key, prospect_document
 
@@ -42,149 +51,6 @@ LONG_TIMELINE_CONTACT = {
     "linkedinUrl": "https://www.linkedin.com/in/dana-whitfield",
 }
 
-FIRST = [
-    "Ava",
-    "Liam",
-    "Mia",
-    "Noah",
-    "Zoe",
-    "Ethan",
-    "Lena",
-    "Omar",
-    "Iris",
-    "Hugo",
-    "Nora",
-    "Raj",
-    "Sofia",
-    "Tom",
-    "Yara",
-    "Felix",
-    "Greta",
-    "Ivan",
-    "Julia",
-    "Kenji",
-    "Amara",
-    "Bruno",
-    "Chloe",
-    "Diego",
-    "Elif",
-    "Farah",
-    "Gabriel",
-    "Hana",
-    "Isaac",
-    "Jonas",
-]
-LAST = [
-    "Nguyen",
-    "Schmidt",
-    "Garcia",
-    "Okafor",
-    "Rossi",
-    "Kowalski",
-    "Haddad",
-    "Silva",
-    "Andersen",
-    "Tanaka",
-    "Dubois",
-    "Murphy",
-    "Novak",
-    "Costa",
-    "Ahmed",
-    "Larsen",
-    "Moreau",
-    "Fischer",
-    "Patel",
-    "Kim",
-    "Jensen",
-    "Horvat",
-    "Ibrahim",
-    "Lindqvist",
-]
-COMPANIES = [
-    ("Northwind", "northwind.example"),
-    ("Contoso", "contoso.example"),
-    ("Fabrikam", "fabrikam.example"),
-    ("Tailspin", "tailspin.example"),
-    ("Litware", "litware.example"),
-    ("Proseware", "proseware.example"),
-    ("Adatum", "adatum.example"),
-    ("Woodgrove", "woodgrove.example"),
-    ("Wingtip", "wingtip.example"),
-    ("Lucerne", "lucerne.example"),
-    ("Relecloud", "relecloud.example"),
-    ("Trey Research", "treyresearch.example"),
-]
-TITLES = [
-    "VP Sales",
-    "Head of Operations",
-    "CFO",
-    "IT Manager",
-    "Procurement Lead",
-    "Founder",
-    "Office Manager",
-    "Director of Marketing",
-    "RevOps Manager",
-    "Sales Director",
-]
-AREA_CODES = [
-    "212",
-    "213",
-    "305",
-    "312",
-    "404",
-    "415",
-    "503",
-    "512",
-    "617",
-    "646",
-    "702",
-    "720",
-    "206",
-    "303",
-    "602",
-    "615",
-    "704",
-    "713",
-    "801",
-    "919",
-]
-CALL_NOTES = [
-    "Interested, wants pricing for 20 seats.",
-    "Using a competitor until Q3; call back.",
-    "Asked for a case study in their industry.",
-    "Gatekeeper; got the direct line.",
-    "Budget approved next quarter.",
-    "Not the decision maker; referred to the CFO.",
-    "Happy with the current vendor.",
-    "Wants a demo with the IT team.",
-    "Call back after the holidays.",
-    "Sent the one-pager during the call.",
-]
-NOTES = [
-    "Met at the SaaStr booth; follow up about integrations.",
-    "LinkedIn: promoted to VP last month.",
-    "Champion left the company; find the new owner.",
-    "Prefers email over calls.",
-    "Evaluating three vendors, decision in six weeks.",
-]
-SUBJECTS = [
-    "Quick question about your outbound team",
-    "Following up on our call",
-    "Case study: 3x more conversations",
-    "Pricing for your team",
-    "Time for a 20-minute demo?",
-    "Checking in",
-]
-REPLIES = ["Re: Following up on our call", "Re: Pricing for your team", "Re: Checking in"]
-OUTBOUND = [
-    ("connected", 16),
-    ("no_answer", 42),
-    ("voicemail", 24),
-    ("busy", 6),
-    ("failed", 4),
-    ("wrong_number", 8),
-]
-INBOUND = [("connected", 80), ("no_answer", 12), ("voicemail", 8)]
 
 # The demo workspaces: each one's users (plus one deleted user), its lists, and its share of
 # the scale asked for (the first gets all of it, the second about a tenth).
@@ -445,191 +311,6 @@ def _call(
         updated_at=ended + dt.timedelta(seconds=rng.randint(2, 90)),
         call_id=demo_uuid(rng),
     )
-
-
-def build_timelines(
-    rng: random.Random,
-    workspace_id: str,
-    users: list[dict],
-    prospects: list[dict],
-    lists: list[dict],
-    now: dt.datetime,
-) -> list[dict]:
-    """The prospects' own timeline entries: list memberships, emails and notes (the calls'
-    entries come from `call_timeline`)."""
-    names = {x["id"]: x for x in lists}
-    activities = []
-
-    def add(
-        prospect: dict,
-        kind: str,
-        at: dt.datetime,
-        summary: str,
-        details: dict,
-        user: str | None = None,
-        call: str | None = None,
-    ) -> None:
-        activities.append(
-            activity_document(
-                workspace_id,
-                prospect["_id"],
-                kind,
-                at,
-                summary,
-                details,
-                user_id=user,
-                call_id=call,
-                activity_id=demo_uuid(rng),
-            )
-        )
-
-    for prospect in prospects:
-        for list_id in prospect["listIds"]:
-            joined = names[list_id]["createdAt"] + dt.timedelta(minutes=rng.randint(1, 240))
-            activities.append(
-                list_added_activity(
-                    workspace_id, prospect["_id"], list_id, names[list_id]["name"], joined
-                )
-            )
-    for prospect in prospects:
-        if rng.random() < 0.3:
-            user = prospect["ownerUserId"] or rng.choice(users)["id"]
-            for _ in range(rng.randint(1, 3)):
-                sent = now - dt.timedelta(days=rng.uniform(1, 80))
-                subject = rng.choice(SUBJECTS)
-                add(
-                    prospect,
-                    "email",
-                    sent,
-                    f"Email sent: {subject}",
-                    {"direction": "outbound", "subject": subject},
-                    user,
-                )
-                if rng.random() < 0.25:
-                    reply = rng.choice(REPLIES)
-                    add(
-                        prospect,
-                        "email",
-                        sent + dt.timedelta(hours=rng.randint(1, 48)),
-                        f"Email received: {reply}",
-                        {"direction": "inbound", "subject": reply},
-                    )
-        if rng.random() < 0.1:
-            text = rng.choice(NOTES)
-            add(
-                prospect,
-                "note",
-                now - dt.timedelta(days=rng.uniform(1, 80)),
-                text,
-                {"text": text},
-                rng.choice(users)["id"],
-            )
-    return activities
-
-
-def call_timeline(
-    rng: random.Random, workspace_id: str, calls: list[dict], status: dict[str, str]
-) -> list[dict]:
-    """Meetings and status changes that calls (oldest first) caused, besides the calls' own
-    entries (the store writes those). `status` carries each prospect's status across chunks."""
-    activities: list[dict] = []
-    for call in calls:
-        prospect_id = call["prospectId"]
-        if status.get(prospect_id) is None:
-            status[prospect_id] = "new"
-        if call["disposition"] == "connected" and status[prospect_id] == "new":
-            _status(activities, rng, workspace_id, call, "new", "contacted")
-            status[prospect_id] = "contacted"
-        if call["meetingBooked"]:
-            activities.append(meeting_activity(rng, workspace_id, call))
-            if status[prospect_id] != "meeting_set":
-                _status(activities, rng, workspace_id, call, status[prospect_id], "meeting_set")
-                status[prospect_id] = "meeting_set"
-    return activities
-
-
-def meeting_activity(rng: random.Random, workspace_id: str, call: dict) -> dict:
-    """The `meeting_booked` entry of a call that booked a meeting (1 to 10 days later)."""
-    meeting_at = call["endedAt"] + dt.timedelta(days=rng.randint(1, 10), hours=2)
-    return activity_document(
-        workspace_id,
-        call["prospectId"],
-        "meeting_booked",
-        call["endedAt"],
-        "Meeting booked for " + meeting_at.strftime("%b %d"),
-        {"scheduledFor": meeting_at.replace(minute=0, second=0, microsecond=0)},
-        user_id=call["userId"],
-        call_id=call["_id"],
-        activity_id=demo_uuid(rng),
-    )
-
-
-def _status(
-    activities: list[dict],
-    rng: random.Random,
-    workspace_id: str,
-    call: dict,
-    before: str,
-    after: str,
-) -> None:
-    activities.append(
-        activity_document(
-            workspace_id,
-            call["prospectId"],
-            "status_change",
-            call["endedAt"],
-            f"Status: {before} → {after}",
-            {"from": before, "to": after},
-            user_id=call["userId"],
-            activity_id=demo_uuid(rng),
-        )
-    )
-
-
-def long_timeline(
-    rng: random.Random,
-    workspace_id: str,
-    prospect: dict,
-    users: list[dict],
-    count: int,
-    now: dt.datetime,
-) -> list[dict]:
-    """`count` emails, notes and status changes over the last two years: one prospect with a
-    very long timeline (to try GET /prospect-activities streaming)."""
-    activities = []
-    statuses = ["contacted", "qualified", "meeting_set", "unqualified", "customer"]
-    current: str | None = None
-    details: dict[str, str | None]
-    for i in range(count):
-        at = now - dt.timedelta(days=730 * (count - i) / max(count, 1), minutes=rng.randint(0, 600))
-        user = rng.choice(users)["id"]
-        roll = rng.random()
-        if roll < 0.6:
-            inbound = rng.random() < 0.3
-            subject = rng.choice(REPLIES if inbound else SUBJECTS)
-            kind, summary = "email", f"Email {'received' if inbound else 'sent'}: {subject}"
-            details = {"direction": "inbound" if inbound else "outbound", "subject": subject}
-            user = None if inbound else user
-        elif roll < 0.97:
-            text = rng.choice(NOTES + CALL_NOTES)
-            kind, summary, details = "note", text, {"text": text}
-        else:
-            after = rng.choice([s for s in statuses if s != current])
-            kind, summary = "status_change", f"Status: {current or 'none'} → {after}"
-            details, current = {"from": current, "to": after}, after
-        activities.append(
-            activity_document(
-                workspace_id,
-                prospect["_id"],
-                kind,
-                at,
-                summary,
-                details,
-                user_id=user,
-                activity_id=demo_uuid(rng),
-            )
-        )
-    return activities
 
 
 # Live demo writes (`demo --live-calls-per-minute N`): calls that have just ended.

@@ -24,7 +24,8 @@ from typing import Any, Protocol
 
 from tornado.httpclient import AsyncHTTPClient
 
-from demo.data import LIVE_NOTES, LIVE_NOTES_SHARE, live_call, meeting_activity
+from demo.data import LIVE_NOTES, LIVE_NOTES_SHARE, live_call
+from demo.timelines import meeting_activity
 from store.clock import utcnow
 from store.identity import normalize_phone
 from store.paging import Window

@@ -20,13 +20,11 @@ from demo.data import (
     Scale,
     build_calls,
     build_prospects,
-    build_timelines,
-    call_timeline,
     demo_uuid,
-    long_timeline,
     user_email,
     user_name,
 )
+from demo.timelines import build_timelines, call_timeline, long_timeline
 from server.config import ConfigError
 
 WRITE_BATCH = 5000

@@ -37,7 +37,7 @@ from handlers import jsonio
 from handlers.base import APIError, APIHandler
 from store.clock import utcnow
 from store.contract import Idempotency
-from store.idempotency import Once, Replayed, StoredResponse
+from store.idempotency import IdempotentWrite, Replayed, StoredResponse
 
 KEY = re.compile(r"[\x20-\x7e]{1,255}")
 TTL = dt.timedelta(hours=24)
@@ -68,7 +68,7 @@ class Reply:
 class IdempotentHandler(APIHandler):
     """A handler whose `@idempotent` method hands `self.once` to its store write."""
 
-    once: Once | None = None
+    once: IdempotentWrite | None = None
 
     def reply(self, result: Any) -> Reply:
         """The response to the write's `result`."""
@@ -133,7 +133,7 @@ def idempotent(method: Handler) -> Handler:
                     headers={"Retry-After": "1"},
                 )
             return self.replay(state.response)
-        once = self.once = Once(
+        once = self.once = IdempotentWrite(
             workspace, raw, mark, state.seed, now + TTL, lambda result: self.reply(result).stored()
         )
         try:

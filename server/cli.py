@@ -1,19 +1,23 @@
-"""The `workspace-api` entry point: parses the command line and dispatches to serve, demo,
-provider, events, import, backup, restore or the admin commands; it is the only module that
-imports all of them."""
+"""The server's command line: the parser every command shares (defaults shown in every --help)
+and the dispatch to serve, provider, events, import, backup, restore or the admin commands.
+
+The rooms above the server add their commands as `Command`s: cli/ (the `workspace-api`
+program) registers the demo's, so that nothing here imports the demo. `python -m server.cli`
+runs the server's commands alone."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from server.admin import add_admin_commands
 from server.backup import add_backup_commands
-from server.config import ConfigError, load_config
+from server.config import Config, ConfigError, load_config
 from server.importer import add_import_command
 from server.tail import add_events_commands
 from store.database import is_mongodb
@@ -66,7 +70,7 @@ def mongodb_hosts(uri: str) -> str:
     return ", ".join(named) or "the configured MONGODB_URI"
 
 
-def _count(low: int, high: int) -> Callable[[str], int]:
+def whole_number(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer from low to high."""
 
     def parse(text: str) -> int:
@@ -81,7 +85,7 @@ def _count(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def _seconds(text: str) -> float:
+def seconds(text: str) -> float:
     """An argparse type: a number of seconds, 0 or more."""
     try:
         value = float(text)
@@ -92,7 +96,18 @@ def _seconds(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A command of a room above the server: `add` adds its parser to the sub-commands, `run`
+    runs it with the loaded configuration and returns the exit code."""
+
+    name: str
+    add: Callable[[argparse._SubParsersAction], object]
+    run: Callable[[Config, argparse.Namespace], int]
+
+
+def build_parser(above: Sequence[Command] = ()) -> argparse.ArgumentParser:
+    """The parser of the server's commands, with the commands `above` listed after serve."""
     parser = Parser(prog="workspace-api", description="Workspace Data API server and admin tool")
     parser.add_argument(
         "--config", help="configuration file (default: $WSAPI_CONFIG if set, else config.yaml)"
@@ -119,88 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
         "configuration, $WSAPI_PROCESSES, 1)",
     )
 
-    demo = sub.add_parser(
-        "demo",
-        help="run the API on the embedded store with demo data",
-        description="Run the API on the embedded store, seeded with two demo "
-        "workspaces and their API keys.",
-    )
-    demo.add_argument(
-        "--host", help="listen address (default: host of the configuration, $WSAPI_HOST, 127.0.0.1)"
-    )
-    demo.add_argument(
-        "--port",
-        type=int,
-        help="listen port, 0 for any free one (default: port "
-        "of the configuration, $WSAPI_PORT, 8888)",
-    )
-    demo.add_argument(
-        "--keys-file",
-        default="demo-keys.json",
-        help="where to write the demo workspaces and their API keys as JSON",
-    )
-    demo.add_argument(
-        "--data",
-        metavar="PATH",
-        default=None,
-        help="keep the demo's data in this SQLite file (default: a throwaway file, "
-        "gone when the demo ends); an existing file keeps its data, is not "
-        "seeded again, and gets fresh demo keys",
-    )
-    demo.add_argument("--seed", type=int, default=42, help="same seed, same demo data")
-    demo.add_argument(
-        "--rate-limit",
-        type=_count(1, 10**9),
-        default=None,
-        help="requests per minute per workspace (default: "
-        "$WSAPI_RATE_LIMIT_PER_MINUTE if set, else 60000)",
-    )
-    demo.add_argument(
-        "--calls",
-        type=_count(0, 2_000_000),
-        default=5000,
-        help="calls over the last 90 days in the first workspace (the second "
-        "workspace gets a tenth)",
-    )
-    demo.add_argument(
-        "--prospects",
-        type=_count(20, 150_000),
-        default=500,
-        help="prospects in the first workspace",
-    )
-    demo.add_argument(
-        "--timeline",
-        type=_count(0, 2_000_000),
-        default=5000,
-        help="extra activities of the one prospect with a very long timeline",
-    )
-    demo.add_argument(
-        "--live-calls-per-minute",
-        type=_count(0, 600_000),
-        default=0,
-        metavar="N",
-        help="keep writing N new calls a minute to every demo workspace while "
-        "the demo runs (some recorded, some booking meetings; now and then "
-        "a call's notes change); 0 writes none",
-    )
-    demo.add_argument(
-        "--live-via",
-        choices=("http", "provider"),
-        default="http",
-        help="how the live calls arrive: http (a dialer posting each finished call with "
-        "POST /v1/calls) or provider (placed through the simulated telephony provider, whose "
-        "signed status and recording callbacks record them)",
-    )
-    demo.add_argument(
-        "--sync-settle-seconds",
-        type=_seconds,
-        default=None,
-        metavar="N",
-        help="how old a change must be before sort=updatedAt and GET /v1/events show it "
-        "(default: "
-        "sync_settle_seconds of the configuration, "
-        "$WSAPI_SYNC_SETTLE_SECONDS, 5)",
-    )
+    for command in above:  # the commands of the rooms above the server (cli/: the demo)
+        command.add(sub)
 
     provider = sub.add_parser("provider", help="run the simulated telephony provider")
     provider.add_argument("--host", default="127.0.0.1", help="listen address")
@@ -241,8 +176,8 @@ workspace or API key, and admin commands cannot reach it, so every request gets 
     workspace-api keys create --workspace WORKSPACE_ID --name NAME   (prints the key once)"""
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, above: Sequence[Command] = ()) -> int:
+    args = build_parser(above).parse_args(argv)
     try:
         config = load_config(args.config)
         if args.command == "serve":
@@ -257,12 +192,9 @@ def main(argv: list[str] | None = None) -> int:
             from server.tail import run_events
 
             return run_events(config, args)
-        if args.command == "demo":
-            from demo.runner import run_demo
-
-            args.host = config.host if args.host is None else args.host
-            args.port = config.port if args.port is None else args.port
-            return run_demo(config, args)
+        for command in above:
+            if args.command == command.name:
+                return command.run(config, args)
         if args.command in ("backup", "restore"):
             from server.backup import run_backup, run_restore
 

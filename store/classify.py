@@ -46,8 +46,8 @@ class Earlier:
 
 
 @dataclasses.dataclass(frozen=True)
-class Landing:
-    """Where a call given by contact lands: an existing prospect (`prospect_id`), or a prospect
+class ResolvedProspect:
+    """The prospect a call given by contact resolved to: an existing one (`prospect_id`), or one
     still to be created (`prospect_id` None) under the dedupe key `key`."""
 
     prospect_id: str | None
@@ -75,14 +75,14 @@ class Classified:
 def classify_calls(
     calls: Sequence[NewCall],
     ids: Sequence[str],
-    landings: Mapping[int, Landing],
+    resolved: Mapping[int, ResolvedProspect],
     earlier: Mapping[str, Earlier],
     *,
     marks: Sequence[str] | None = None,
     refused: Collection[int] = (),
     batch: bool = False,
 ) -> Classified:
-    """Classify `calls` (ids `ids`; `landings` of those given by contact, by index; `earlier`
+    """Classify `calls` (ids `ids`; `resolved` of those given by contact, by index; `earlier`
     the calls recorded before among their ids; `marks` the request's marks when it has an
     Idempotency-Key), leaving out the indexes in `refused`. A refusal names its index in a
     `batch`."""
@@ -92,9 +92,9 @@ def classify_calls(
     for index, call in enumerate(calls):
         if index in refused:
             continue
-        landing = landings.get(index)
-        prospect_id = call.prospect_id or (landing.prospect_id if landing else None)
-        token = prospect_id or f"new:{landing.key if landing else ''}"
+        resolved_to = resolved.get(index)
+        prospect_id = call.prospect_id or (resolved_to.prospect_id if resolved_to else None)
+        token = prospect_id or f"new:{resolved_to.key if resolved_to else ''}"
         call_id = ids[index]
         found = earlier.get(call_id)
         if found is not None and marks and found.created_with == marks[index]:
@@ -108,8 +108,8 @@ def classify_calls(
         else:
             pending[call_id] = call.content_hash(token)
             outcomes[index] = CREATED
-            if landing is not None and landing.prospect_id is None:
-                owners.setdefault(landing.key, call.user_id)
+            if resolved_to is not None and resolved_to.prospect_id is None:
+                owners.setdefault(resolved_to.key, call.user_id)
             continue
         outcomes[index] = EXISTING if same else exists(call_id, index if batch else None)
     return Classified(outcomes, owners)
@@ -139,17 +139,17 @@ class Recording:
     def classify(
         self,
         ids: Sequence[str],
-        landed: Mapping[int, Candidate],
+        prospect_of: Mapping[int, Candidate],
         earlier: Mapping[str, Earlier],
         marks: Sequence[str] | None,
     ) -> dict[str, str | None]:
-        """classify_calls over the calls not refused yet (`landed`: the prospect each call
-        given by contact lands on); each outcome goes into `results`. The owners of the
+        """classify_calls over the calls not refused yet (`prospect_of`: the prospect each call
+        given by contact resolved to); each outcome goes into `results`. The owners of the
         prospects still to be created, by dedupe key."""
         classified = classify_calls(
             self.calls,
             ids,
-            {i: Landing(t.id, t.key) for i, t in landed.items()},
+            {i: ResolvedProspect(t.id, t.key) for i, t in prospect_of.items()},
             earlier,
             marks=marks,
             refused=[i for i, r in enumerate(self.results) if r is not None],

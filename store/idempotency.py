@@ -1,15 +1,15 @@
 """Idempotency-Key, the store's side, backend-neutral: what a write that answers a key is
-handed (`Once`), the state of a key (`KeyState`), and who holds a claim (`HOLDER`).
+handed (`IdempotentWrite`), the state of a key (`KeyState`), and who holds a claim (`HOLDER`).
 
 A POST that takes an Idempotency-Key (handlers/idempotency.py) claims the key first (the
-store's `idempotency.begin`), then hands its write a `Once`. The write makes itself
+store's `idempotency.begin`), then hands its write an `IdempotentWrite`. The write makes itself
 idempotent on it:
-- on SQLite it stores the response (`Once.answer` renders it from the write's result) in the
-  write's own transaction, after checking that no other attempt stored one first (then it
-  raises `Replayed`): the write and its stored response commit together or not at all;
+- on SQLite it stores the response (`IdempotentWrite.answer` renders it from the write's
+  result) in the write's own transaction, after checking that no other attempt stored one first
+  (then it raises `Replayed`): the write and its stored response commit together or not at all;
 - on MongoDB, without multi-document transactions, every record the write creates takes its
-  id from the key (`Once.record_id`), so that an attempt after a crash finds what an earlier
-  attempt wrote instead of writing it again, and answers as that attempt would have; the
+  id from the key (`IdempotentWrite.record_id`), so that an attempt after a crash finds what an
+  earlier attempt wrote instead of writing it again, and answers as that attempt would have; the
   response is stored right after the write.
 Either way a retry, after any crash at any point, replays the stored response or performs the
 write once.
@@ -64,7 +64,7 @@ class Replayed(Exception):
 
 
 @dataclasses.dataclass
-class Once:
+class IdempotentWrite:
     """A write's Idempotency-Key: handed by the handler to the one store write that answers
     it. `render` turns the write's result into the response to store."""
 

@@ -25,7 +25,7 @@ import dataclasses
 import datetime as dt
 
 from store.clock import new_id, utcnow
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.identity import (
     CONTACT_FIELDS,
     clean_contact,
@@ -219,7 +219,7 @@ def resolve(contact: Contact, pool: list[Candidate]) -> Candidate:
 REASONS = {"linkedin": "linkedin_conflict", "ambiguous": "ambiguous_match"}
 
 
-def new_prospect_id(once: Once | None, key: str) -> str:
+def new_prospect_id(once: IdempotentWrite | None, key: str) -> str:
     """The id of a prospect an upload creates under dedupe key `key`: with an Idempotency-Key,
     derived from it (the same in every attempt of the request), else random."""
     return once.record_id("prospect", key) if once else new_id()
@@ -234,7 +234,7 @@ def created_reason(key: str, linkedin: str | None) -> str:
     return "ambiguous" if key.endswith("|ambiguous") else ""
 
 
-def recognise_created(targets: list[Candidate], once: Once | None) -> None:
+def recognise_created(targets: list[Candidate], once: IdempotentWrite | None) -> None:
     """Prospects an earlier attempt of the same request created (their ids derive from its
     Idempotency-Key) count as created by this one, so that its retry answers as the first
     attempt would have."""

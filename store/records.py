@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 from store.clock import new_id, utcnow
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 
 
 def workspace_document(
@@ -44,7 +44,7 @@ def list_document(
     source: str = "CSV",
     created_at: dt.datetime | None = None,
     list_id: str | None = None,
-    once: Once | None = None,
+    once: IdempotentWrite | None = None,
 ) -> dict:
     """The stored form of a new, empty list: its id given, else derived from the request's
     Idempotency-Key (a retry finds the list an earlier attempt inserted), else new."""

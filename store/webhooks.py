@@ -28,7 +28,7 @@ import datetime as dt
 import uuid
 
 from store.clock import name_id, new_id
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.paging import Position
 
 ENABLED, DISABLED = "enabled", "disabled"
@@ -57,7 +57,7 @@ def endpoint_document(
     description: str | None,
     secret: str,
     now: dt.datetime,
-    once: Once | None = None,
+    once: IdempotentWrite | None = None,
 ) -> dict:
     """The stored form of a new endpoint, as both backends keep it: enabled, its one secret,
     its feed position at its creation (it gets the events after it); its id derived from the

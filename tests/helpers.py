@@ -234,7 +234,7 @@ def running_demo(tmp_path, *args: str, stdin=subprocess.DEVNULL):
             [
                 sys.executable,
                 "-m",
-                "server.cli",
+                "cli",
                 "demo",
                 "--port",
                 "0",

@@ -1,18 +1,39 @@
-"""The tree's rooms: imports among the project's own code point one way, with no cycles."""
+"""The tree's rooms: imports among the project's own code point down the floors, with no
+cycles, and no module of the product grows past 500 lines."""
 
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("server", "handlers", "store", "console", "schemas", "telephony", "webhooks", "demo")
-# The entry point dispatches to every command, the demo's too: its edge to the demo, which is
-# built on the server's assembly, is the one import that points up.
-DISPATCH = ("server.cli", "demo.runner")
+PACKAGES = (
+    "server",
+    "handlers",
+    "store",
+    "console",
+    "schemas",
+    "telephony",
+    "webhooks",
+    "demo",
+    "cli",
+    "bench",
+)
+# The rooms from the top floor down: a room imports only rooms on the floors below its own.
+# cli/ is the `workspace-api` program (the server's commands and the demo's); the demo is built
+# on the server's assembly; bench/ measures everything below it.
+FLOORS = (
+    ("cli", "bench"),
+    ("demo",),
+    ("server",),
+    ("handlers",),
+    ("console", "webhooks"),
+    ("schemas", "store", "telephony"),
+)
 
 
 def modules() -> dict[str, Path]:
@@ -47,8 +68,7 @@ def graph(level) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {}
     for name, path in known.items():
         source = level(name)
-        imported = imports_of(path, set(known)) - ({DISPATCH[1]} if name == DISPATCH[0] else set())
-        targets = {level(target) for target in imported} - {source}
+        targets = {level(target) for target in imports_of(path, set(known))} - {source}
         edges.setdefault(source, set()).update(targets)
     return edges
 
@@ -122,17 +142,61 @@ def test_webhook_delivery_imports_only_the_standard_library_and_its_http_client(
     assert "webhooks" in known  # the rule looks at a package that exists
 
 
-def test_the_demo_is_reached_only_by_the_dispatch_and_reaches_no_handler():
+def test_imports_point_down_the_floors():
+    """Every import between rooms goes to a room on a lower floor (TYPE_CHECKING and
+    function-level imports count too): nothing reaches up, nothing sideways."""
+    floor = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
+    assert set(floor) == set(PACKAGES)
+    edges = graph(lambda name: name.partition(".")[0])
+    upward = sorted(
+        f"{source} -> {target}"
+        for source, targets in edges.items()
+        for target in targets
+        if floor[target] <= floor[source]
+    )
+    assert upward == []
+
+
+def test_the_floor_check_finds_an_arrow_that_points_up(monkeypatch):
+    """The check above fails on the import it was written against: the server's command line
+    dispatching to the demo's process (the demo registers its command from cli/ instead)."""
+    real = imports_of
+
+    def with_the_old_dispatch(path: Path, known: set[str]) -> set[str]:
+        extra = {"demo.runner"} if path == ROOT / "server" / "cli.py" else set()
+        return real(path, known) | extra
+
+    monkeypatch.setitem(globals(), "imports_of", with_the_old_dispatch)
+    with pytest.raises(AssertionError, match="server -> demo"):
+        test_imports_point_down_the_floors()
+
+
+def test_the_demo_is_reached_only_from_above_and_reaches_no_handler():
+    """The server's command line names no demo module: the `workspace-api` program (cli/)
+    registers the demo's command on it; the benchmarks seed their files with the demo's data."""
     known = modules()
     into_demo = {
-        name
+        name.partition(".")[0]
         for name, path in known.items()
         if not name.startswith("demo")
         and any(t.startswith("demo") for t in imports_of(path, set(known)))
     }
-    assert into_demo == {DISPATCH[0]}
+    assert into_demo == {"cli", "bench"}
     edges = graph(lambda name: name.partition(".")[0])
     assert "handlers" not in edges["demo"]
+
+
+def test_the_benchmarks_import_each_other_in_one_direction():
+    """The harness (processes, settings, side-by-side load) sits below the benchmarks that use
+    it, and the runner that calls them sits above them: no benchmark imports bench.run."""
+    known = modules()
+    into_run = {
+        name
+        for name, path in known.items()
+        if name not in ("bench.run", "bench.__main__")
+        and "bench.run" in imports_of(path, set(known))
+    }
+    assert into_run == set()
 
 
 def test_only_the_mongodb_backend_knows_the_driver():
@@ -143,7 +207,7 @@ def test_only_the_mongodb_backend_knows_the_driver():
     known = modules()
     importers = set()
     for name, path in known.items():
-        if name == "store.mongo" or name.startswith("store.mongo."):
+        if name == "store.mongo" or name.startswith(("store.mongo.", "bench.")):
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
@@ -213,3 +277,38 @@ def test_handlers_reach_only_the_request_path_of_the_store():
         for other in others:
             assert other.__module__ in NOT_FOR_HANDLERS, (family, other)
             assert declared(other) and not declared(request) & declared(other), (family, other)
+
+
+# A module holds one concern; past this many lines it holds several (CONVENTIONS 1).
+MODULE_LINES = 500
+
+
+def product_modules() -> list[Path]:
+    """Every Python file of the checkout but the tests' (and what is not the project's: hidden
+    directories such as .venv and .git, builds, installed metadata)."""
+    found = []
+    for folder, dirs, files in os.walk(ROOT):
+        top = Path(folder) == ROOT
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and not d.endswith(".egg-info")
+            and d not in ("build", "node_modules", "__pycache__")
+            and not (top and d == "tests")
+        ]
+        found += [Path(folder) / name for name in files if name.endswith(".py")]
+    return found
+
+
+def test_no_product_module_is_over_500_lines():
+    found = product_modules()
+    names = {str(path.relative_to(ROOT)) for path in found}
+    assert {"setup.py", "server/cli.py", "bench/run.py", "demo/data.py"} <= names
+    assert not any(name.startswith(("tests/", ".venv/")) for name in names)
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in found
+        if (lines := len(path.read_text().splitlines())) > MODULE_LINES
+    }
+    assert long == {}, f"modules over {MODULE_LINES} lines: {long}"

@@ -52,7 +52,7 @@ def demo(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "server.cli",
+                "cli",
                 "demo",
                 "--port",
                 str(port),

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from store.exports import Batch
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.ingest import Logged, NewActivity
 
 
@@ -19,7 +19,7 @@ class Activities(Protocol):
         workspace_id: str,
         activities: list[NewActivity],
         ids: list[str] | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
         partial: bool = False,
     ) -> list[Logged]:
         """Log activities (validated input) on their prospects' timelines, with the ids

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from store.exports import Batch
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.ingest import NewCall, Recorded
 from store.paging import Page, Window
 
@@ -24,7 +24,7 @@ class Calls(Protocol):
         self,
         workspace_id: str,
         calls: list[NewCall],
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
         partial: bool = False,
     ) -> list[Recorded]:
         """Record finished calls (validated, normalised input) with everything they imply:

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from store.exports import Batch
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.paging import Page, Window
 
 
@@ -22,7 +22,7 @@ class Lists(Protocol):
         source: str = "CSV",
         created_at: dt.datetime | None = None,
         list_id: str | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict:
         """Insert a list; its record. With an Idempotency-Key (`once`) the write is idempotent
         on it (store/idempotency.py) and stores its response."""

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from store.exports import Batch
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.paging import Page, Window
 from store.prospects import Contact, Upload
 
@@ -22,7 +22,11 @@ class Prospects(Protocol):
         ...
 
     async def add_to_list(
-        self, workspace_id: str, listing: dict, raw_contacts: list[dict], once: Once | None = None
+        self,
+        workspace_id: str,
+        listing: dict,
+        raw_contacts: list[dict],
+        once: IdempotentWrite | None = None,
     ) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record),
         and set the list's prospectsCount; idempotent. The list's number of prospects and each
@@ -35,7 +39,7 @@ class Prospects(Protocol):
         workspace_id: str,
         raw_contacts: list[dict],
         owner_user_id: str | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> list[dict]:
         """Match or create a prospect for each contact with the upload's rules, adding none to
         a list (the prospects import); each contact's outcome (store.prospects.outcomes)."""

@@ -25,7 +25,7 @@ class DialerMetrics(Protocol):
 
 class Idempotency(Protocol):
     """Idempotency-Key records: claimed while a request runs, then holding its response. The
-    response of a write is stored by the write itself (store/idempotency.py: `Once`)."""
+    response of a write is stored by the write itself (store/idempotency.py: `IdempotentWrite`)."""
 
     async def begin(
         self,

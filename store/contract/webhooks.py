@@ -6,7 +6,7 @@ import builtins
 import datetime as dt
 from typing import Protocol
 
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.paging import Position
 from store.webhooks import AttemptPage
 
@@ -23,7 +23,7 @@ class WebhookEndpoints(Protocol):
         description: str | None,
         secret: str,
         now: dt.datetime,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict:
         """A new enabled endpoint whose feed position is `now`; its record with its `secret`
         (with an Idempotency-Key, the one an earlier attempt stored, if it did)."""
@@ -54,7 +54,7 @@ class WebhookEndpoints(Protocol):
         secret: str,
         now: dt.datetime,
         overlap: dt.timedelta,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict | None:
         """Make `secret` the current one (unless it is already); the previous one signs too
         until `now + overlap`. Its record with its `secret`, or None."""
@@ -66,7 +66,7 @@ class WebhookEndpoints(Protocol):
         endpoint_id: str,
         since: dt.datetime,
         now: dt.datetime,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> bool:
         """Deliver again every event since `since` up to the feed position (a new generation of
         deliveries); False when there is no such endpoint."""

@@ -29,7 +29,7 @@ from store.activities import (
 )
 from store.activities import record as _record
 from store.exports import BATCH_SIZE
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.ingest import (
     CREATED,
     EXISTING,
@@ -169,7 +169,7 @@ class Activities:
         workspace_id: str,
         activities: list[NewActivity],
         ids: list[str] | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
         partial: bool = False,
     ) -> list[Logged]:
         """Log activities on their prospects' timelines with their events; with an

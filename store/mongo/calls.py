@@ -16,7 +16,7 @@ from store.activities import call_activity
 from store.calls import CALL_FIELDS, INSERT_BATCH, CallFields, call_document
 from store.calls import record as _record
 from store.exports import BATCH_SIZE
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.ingest import NewCall, Recorded
 from store.mongo.activities import Activities
 from store.mongo.errors import translate_errors
@@ -86,7 +86,7 @@ class Calls:
         self,
         workspace_id: str,
         calls: list[NewCall],
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
         partial: bool = False,
     ) -> list[Recorded]:
         """Record finished calls as an idempotent sequence (store/mongo/ingest.py)."""

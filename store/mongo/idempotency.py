@@ -16,7 +16,14 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from store.idempotency import KeyState, Once, StoredResponse, new_seed, stale, this_process
+from store.idempotency import (
+    IdempotentWrite,
+    KeyState,
+    StoredResponse,
+    new_seed,
+    stale,
+    this_process,
+)
 from store.mongo.errors import translate_errors
 
 EPOCH = dt.datetime(1970, 1, 1)  # a released claim's lock: lapsed
@@ -45,7 +52,7 @@ def _held(doc: dict) -> KeyState:
     return KeyState(False, doc["fingerprint"], doc.get("seed") or "", _response(doc))
 
 
-async def store_response(col: AsyncCollection, once: Once, result: Any) -> None:
+async def store_response(col: AsyncCollection, once: IdempotentWrite, result: Any) -> None:
     """Store the response to a write's `result` (in `col`, the idempotency collection), once
     the write is done: a crash before this leaves a claim that the retry takes over, and the
     retry finds what this attempt wrote by its derived ids."""

@@ -30,7 +30,7 @@ from store.calls import CALL_FIELDS
 from store.calls import record as call_record
 from store.classify import Earlier, Recording
 from store.clock import utcnow
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.ingest import (
     CREATED,
     EXISTING,
@@ -101,7 +101,7 @@ class CallRecorder:
         workspace_id: str,
         calls: list[NewCall],
         contacts: list[Contact | None],
-        once: Once | None,
+        once: IdempotentWrite | None,
         partial: bool,
     ) -> list[Recorded]:
         """Record calls (the module's docstring), with their events: `call.created` and the
@@ -123,12 +123,14 @@ class CallRecorder:
         # Matching reads and then writes: it takes turns with uploads, as uploads do.
         lease = self.leases.held(workspace_id, UPLOAD_LEASE) if parsed else _nothing()
         async with lease:
-            landed = dict(zip(given, await self.matcher.preview(workspace_id, parsed), strict=True))
+            prospect_of = dict(
+                zip(given, await self.matcher.preview(workspace_id, parsed), strict=True)
+            )
             earlier = {
                 call_id: Earlier(doc.get("contentHash"), doc.get("createdWith"))
                 for call_id, doc in found.items()
             }
-            owners = recording.classify(ids, landed, earlier, marks)
+            owners = recording.classify(ids, prospect_of, earlier, marks)
             written = [i for i, r in enumerate(results) if r is not None and r.refusal is None]
             matches: dict[int, dict] = {}
             touched: list[str] = []
@@ -140,12 +142,12 @@ class CallRecorder:
                 touched = [
                     t.id for t, wanted in zip(chosen, needed, strict=True) if wanted and t.id
                 ]
-                landed = dict(zip(given, chosen, strict=True))
-                picked = [i for i in written if i in landed]
+                prospect_of = dict(zip(given, chosen, strict=True))
+                picked = [i for i in written if i in prospect_of]
                 matches = {
                     i: {k: v for k, v in outcome.items() if k != "index"}
                     for i, outcome in zip(
-                        picked, outcomes([landed[i] for i in picked]), strict=True
+                        picked, outcomes([prospect_of[i] for i in picked]), strict=True
                     )
                 }
         docs: dict[str, dict] = {}
@@ -157,7 +159,7 @@ class CallRecorder:
             if call_id in found:  # written by an earlier attempt of this request
                 docs[call_id] = found[call_id]
                 continue
-            target = landed.get(index)
+            target = prospect_of.get(index)
             prospect_id = call.prospect_id or (target.id if target else None)
             if prospect_id is None:
                 raise RuntimeError("a contact's prospect was not created")

@@ -22,7 +22,7 @@ from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id, utcnow
 from store.exports import BATCH_SIZE
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.mongo.errors import translate_errors
 from store.mongo.exports import export_batches
 from store.mongo.idempotency import store_response
@@ -56,7 +56,7 @@ class Lists:
         source: str = "CSV",
         created_at: dt.datetime | None = None,
         list_id: str | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict:
         """Insert a list. With an Idempotency-Key its id derives from the key: when an earlier
         attempt of the same request inserted it, that list is the answer."""

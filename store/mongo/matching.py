@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.prospects import (
     MATCH_FIELDS,
     Candidate,
@@ -41,7 +41,7 @@ class ContactMatcher:
         contacts: list[Contact],
         owner_user_id: str | None,
         now: dt.datetime,
-        once: Once | None,
+        once: IdempotentWrite | None,
         pending: Pending,
         needed: list[bool] | None = None,
         owners: Mapping[str, str | None] | None = None,

@@ -23,7 +23,7 @@ from pymongo.errors import BulkWriteError
 
 from store.clock import utcnow
 from store.exports import BATCH_SIZE
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.identity import normalize_email, normalize_phone
 from store.mongo.activities import Activities, record_list_added
 from store.mongo.errors import translate_errors
@@ -66,7 +66,11 @@ class Prospects:
         return Contact.parse(raw, self.default_region)
 
     async def add_to_list(
-        self, workspace_id: str, listing: dict, raw_contacts: list[dict], once: Once | None = None
+        self,
+        workspace_id: str,
+        listing: dict,
+        raw_contacts: list[dict],
+        once: IdempotentWrite | None = None,
     ) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record),
         and set the list's prospectsCount.
@@ -110,7 +114,7 @@ class Prospects:
         workspace_id: str,
         raw_contacts: list[dict],
         owner_user_id: str | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> list[dict]:
         """Match or create a prospect for each contact with the upload's rules, adding none
         to a list; each contact's outcome (store.prospects.outcomes), with the events of the
@@ -138,7 +142,7 @@ class Prospects:
         workspace_id: str,
         listing: dict,
         contacts: list[Contact],
-        once: Once | None,
+        once: IdempotentWrite | None,
         pending: Pending,
     ) -> tuple[list[Candidate], list[dict]]:
         """One attempt at the upload, its writes marked with `pending`: the prospect each

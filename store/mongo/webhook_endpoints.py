@@ -15,7 +15,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from store.clock import new_id
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.mongo.errors import translate_errors
 from store.mongo.idempotency import store_response
 from store.paging import Position
@@ -73,7 +73,7 @@ class WebhookEndpoints:
         description: str | None,
         secret: str,
         now: dt.datetime,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict:
         doc = {
             **endpoint_document(workspace_id, url, event_types, description, secret, now, once),
@@ -141,7 +141,7 @@ class WebhookEndpoints:
         secret: str,
         now: dt.datetime,
         overlap: dt.timedelta,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict | None:
         doc = await self.col.find_one(
             {"_id": endpoint_id, "workspaceId": workspace_id}, {"secrets": 1, "updatedAt": 1}
@@ -168,7 +168,7 @@ class WebhookEndpoints:
         endpoint_id: str,
         since: dt.datetime,
         now: dt.datetime,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> bool:
         result = await self.col.update_one(
             {"_id": endpoint_id, "workspaceId": workspace_id},

@@ -20,14 +20,17 @@ from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
 from store.sqlite.events import Events, EventWriter
 from store.sqlite.idempotency import Idempotency, delete_expired_idempotency
+from store.sqlite.keys import Keys
 from store.sqlite.lists import Lists
 from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.provider_calls import ProviderCalls, delete_expired_provider_calls
 from store.sqlite.ratecounts import SharedCounters, counters_path
-from store.sqlite.small import Keys, Settings, Users, Workspaces
+from store.sqlite.settings import Settings
+from store.sqlite.users import Users
 from store.sqlite.webhook_deliveries import WebhookDeliveries
 from store.sqlite.webhook_endpoints import WebhookEndpoints
+from store.sqlite.workspaces import Workspaces
 
 BULK_INDEXES = ("calls_", "activities_")
 INDEX_BUILD_TIMEOUT = 900.0

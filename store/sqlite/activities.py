@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from store.activities import INSERT_BATCH, check_scope, record
 from store.exports import BATCH_SIZE, Lines
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.ingest import Logged, NewActivity, activity_ids
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
@@ -88,7 +88,7 @@ class Activities:
         workspace_id: str,
         activities: list[NewActivity],
         ids: list[str] | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
         partial: bool = False,
     ) -> list[Logged]:
         """Log activities on their prospects' timelines in one transaction

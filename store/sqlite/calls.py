@@ -13,7 +13,7 @@ from store.activities import check_scope
 from store.calls import INSERT_BATCH, CallFields, call_document
 from store.calls import record as call_record
 from store.exports import BATCH_SIZE, Lines
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.ingest import NewCall, Recorded
 from store.paging import Page, Window
 from store.prospects import Contact
@@ -90,7 +90,7 @@ class Calls:
         self,
         workspace_id: str,
         calls: list[NewCall],
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
         partial: bool = False,
     ) -> list[Recorded]:
         """Record finished calls in one transaction (store/sqlite/ingest.py). A large batch

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from store.idempotency import (
+    IdempotentWrite,
     KeyState,
-    Once,
     Replayed,
     StoredResponse,
     new_seed,
@@ -40,7 +40,7 @@ def _response(row: sqlite3.Row) -> StoredResponse | None:
     return StoredResponse(row["status"], row["body"], row["contentType"], row["location"])
 
 
-def _answering(fn: Callable[..., T], once: Once) -> Callable[..., T]:
+def _answering(fn: Callable[..., T], once: IdempotentWrite) -> Callable[..., T]:
     """The write unit `fn` made idempotent on `once`'s key: it writes nothing when another
     attempt stored the key's response first (Replayed), and stores its own response in the
     same transaction."""
@@ -76,7 +76,7 @@ def _answering(fn: Callable[..., T], once: Once) -> Callable[..., T]:
 
 async def write_once(
     engine: Engine,
-    once: Once | None,
+    once: IdempotentWrite | None,
     fn: Callable[..., T],
     *args: Any,
     timeout: float | None = None,

@@ -22,7 +22,7 @@ from store.activities import record as activity_record
 from store.calls import record as call_record
 from store.classify import Earlier, Recording
 from store.clock import utcnow
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.ingest import (
     CREATED,
     EXISTING,
@@ -86,7 +86,7 @@ def record_calls(
     workspace_id: str,
     calls: list[NewCall],
     contacts: list[Contact | None],
-    once: Once | None,
+    once: IdempotentWrite | None,
     partial: bool,
     events: EventWriter,
     made: Made | None = None,
@@ -106,7 +106,7 @@ def record_calls(
     given = [i for i, c in enumerate(contacts) if c is not None and results[i] is None]
     parsed = [c for i in given if (c := contacts[i]) is not None]
     targets, chosen, new = resolve_contacts(conn, workspace_id, parsed)
-    landed = dict(zip(given, chosen, strict=True))
+    prospect_of = dict(zip(given, chosen, strict=True))
     marks = [once.record_id("call", str(i)) for i in range(len(calls))] if once else None
     ids = made.ids if made else call_ids(workspace_id, calls, marks)
     found = {
@@ -114,9 +114,9 @@ def record_calls(
         for row in _rows(conn, workspace_id, [ids[i] for i in converging(calls, marks)])
     }
     earlier = {call_id: Earlier(row["contentHash"]) for call_id, row in found.items()}
-    owners = recording.classify(ids, landed, earlier, marks)
+    owners = recording.classify(ids, prospect_of, earlier, marks)
     written = [i for i, r in enumerate(results) if r is not None and r.refusal is None]
-    used = {id(landed[i]) for i in written if i in landed}
+    used = {id(prospect_of[i]) for i in written if i in prospect_of}
     changed = create_and_fill(
         conn,
         workspace_id,
@@ -129,28 +129,28 @@ def record_calls(
     recognise_created(targets, once)
     docs: dict[str, dict] = {}
     items: list[Ahead] = []
-    anew = 0  # items not made ahead
+    not_made_ahead = 0
     for index in written:
         call, call_id = calls[index], ids[index]
         if (r := results[index]) is not None and r.outcome == CREATED and call_id not in docs:
-            target = landed.get(index)
+            target = prospect_of.get(index)
             prospect_id = call.prospect_id or (target.id if target else None)
             assert prospect_id is not None  # created above
             item = made.rows.get(index) if made else None
             if item is None or (item.doc["_id"], item.doc["prospectId"]) != (call_id, prospect_id):
                 item = ahead(call.document(workspace_id, call_id, prospect_id, now))
-                anew += 1
+                not_made_ahead += 1
             docs[call_id] = item.doc
             items.append(item)
     if items:
         # The quarter-hour counts made ahead hold when every row made ahead is written.
-        whole = made is not None and not anew and len(items) == len(made.rows)
+        whole = made is not None and not not_made_ahead and len(items) == len(made.rows)
         quarters = made.quarters if made is not None and whole else None
         write_calls(conn, workspace_id, from_ahead(items, now, quarters), events, changed)
     else:
         events.record(conn, workspace_id, changed)
-    matched = [i for i in written if i in landed]
-    matches = dict(zip(matched, _matches([landed[i] for i in matched]), strict=True))
+    matched = [i for i in written if i in prospect_of]
+    matches = dict(zip(matched, _matches([prospect_of[i] for i in matched]), strict=True))
     for index in written:
         result = results[index]
         assert result is not None
@@ -170,7 +170,7 @@ class Made:
     quarters: dict[tuple, list[int]]
 
 
-def make_ahead(workspace_id: str, calls: list[NewCall], once: Once | None) -> Made:
+def make_ahead(workspace_id: str, calls: list[NewCall], once: IdempotentWrite | None) -> Made:
     """The ids and rows of a batch's calls (pure Python: made on another thread while the
     writer writes; record_calls checks and completes them). The id of a call without a
     converging id (store.ingest.converging) is a new one, made here instead of in the unit."""

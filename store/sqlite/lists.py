@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from store.clock import utcnow
 from store.exports import BATCH_SIZE, Lines
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.paging import Page, Window
 from store.records import list_document, list_record
 from store.sqlite.engine import Engine
@@ -41,7 +41,7 @@ class Lists:
         source: str = "CSV",
         created_at: dt.datetime | None = None,
         list_id: str | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict:
         doc = list_document(workspace_id, name, owner_user_id, source, created_at, list_id, once)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from store.activities import check_scope, list_added_activity
 from store.clock import utcnow
 from store.exports import BATCH_SIZE, Lines
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
 from store.paging import Page, Window
 from store.prospects import (
@@ -146,7 +146,7 @@ def create_and_fill(
     new: dict[str, Candidate],
     owners: dict[str, str | None],
     now: dt.datetime,
-    once: Once | None = None,
+    once: IdempotentWrite | None = None,
 ) -> list[tuple[str, str]]:
     """Insert the prospects still to create among `targets` (owner by dedupe key in `owners`),
     in no list, count them, and fill the blank fields of the ones that existed (caller's
@@ -184,7 +184,7 @@ def match_unit(
     contacts: list[Contact],
     owner_user_id: str | None,
     events: EventWriter,
-    once: Once | None = None,
+    once: IdempotentWrite | None = None,
 ) -> list[dict]:
     """Match or create a prospect for each contact, in no list, with the events of what it
     created or filled (the writer's transaction)."""
@@ -202,7 +202,7 @@ def upload(
     listing: dict,
     contacts: list[Contact],
     events: EventWriter,
-    once: Once | None = None,
+    once: IdempotentWrite | None = None,
 ) -> Upload:
     """The whole contact upload in the writer's transaction, with its events: the prospects it
     created, filled or added to the list, the `list_added` activities, and the list."""
@@ -271,7 +271,11 @@ class Prospects:
         return normalize_phone(value, self.default_region)
 
     async def add_to_list(
-        self, workspace_id: str, listing: dict, raw_contacts: list[dict], once: Once | None = None
+        self,
+        workspace_id: str,
+        listing: dict,
+        raw_contacts: list[dict],
+        once: IdempotentWrite | None = None,
     ) -> Upload:
         """Match or create a prospect for each contact and add it to `listing` (a list record),
         all in one transaction, with the list's prospectsCount and, with an Idempotency-Key,
@@ -294,7 +298,7 @@ class Prospects:
         workspace_id: str,
         raw_contacts: list[dict],
         owner_user_id: str | None = None,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> list[dict]:
         """Match or create a prospect for each contact with the upload's rules, adding none
         to a list, in one transaction; each contact's outcome (store.prospects.outcomes)."""

@@ -11,7 +11,7 @@ import json
 import sqlite3
 
 from store.clock import new_id
-from store.idempotency import Once
+from store.idempotency import IdempotentWrite
 from store.paging import Position
 from store.sqlite.engine import Engine
 from store.sqlite.idempotency import write_once
@@ -85,7 +85,7 @@ class WebhookEndpoints:
         description: str | None,
         secret: str,
         now: dt.datetime,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict:
         doc = endpoint_document(workspace_id, url, event_types, description, secret, now, once)
         doc["secrets"] = dump_secrets(doc["secrets"])
@@ -162,7 +162,7 @@ class WebhookEndpoints:
         secret: str,
         now: dt.datetime,
         overlap: dt.timedelta,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> dict | None:
         def rotate(conn: sqlite3.Connection) -> dict | None:
             row = conn.execute(
@@ -190,7 +190,7 @@ class WebhookEndpoints:
         endpoint_id: str,
         since: dt.datetime,
         now: dt.datetime,
-        once: Once | None = None,
+        once: IdempotentWrite | None = None,
     ) -> bool:
         def recover(conn: sqlite3.Connection) -> bool:
             return bool(

@@ -13,7 +13,7 @@ import pytest
 
 from bench import run, scale
 from bench.common import Row, ms, percentile, table, upload_body, verdict
-from bench.scale import write_call_lines
+from bench.scale_writes import write_call_lines
 from schemas import Schemas
 
 

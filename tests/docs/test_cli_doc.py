@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-from server.cli import build_parser
+from cli import build_parser
 from tests.docs.markdown import code, headings, read, section, tables
 
 DOC = "docs/cli.md"

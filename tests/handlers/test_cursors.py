@@ -270,7 +270,7 @@ def cursor_endpoints() -> list[str]:
     parameter, read from the routes and their handlers' query schemas (so new ones are in)."""
     from handlers.base import CURSOR_PARAMETER
     from schemas import Schemas
-    from schemas.openapi import sample_url
+    from schemas.route_check import sample_url
     from server.app import collect_handlers
 
     schemas = Schemas()

@@ -9,14 +9,9 @@ import pytest
 from openapi_spec_validator import validate
 
 from schemas import Schemas
-from schemas.openapi import (
-    build_document,
-    endpoint_files,
-    operations,
-    route_mismatches,
-    sample_url,
-)
+from schemas.openapi import build_document, endpoint_files, operations
 from schemas.problems import PROBLEMS
+from schemas.route_check import route_mismatches, sample_url
 from server.app import collect_handlers
 from tests.helpers import Client
 

@@ -10,9 +10,9 @@ import urllib.request
 
 import pytest
 
+from cli import build_parser, main
 from demo.seeding import seed
 from server.admin import run_admin
-from server.cli import build_parser, main
 from store.database import open_store
 from tests.helpers import running_demo
 

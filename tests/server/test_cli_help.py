@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from server.cli import HelpFormatter, build_parser, mongodb_hosts
+from cli import build_parser
+from server.cli import HelpFormatter, mongodb_hosts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +66,7 @@ def test_the_demo_listens_on_wsapi_port(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "server.cli",
+                "cli",
                 "demo",
                 "--keys-file",
                 str(keys_file),

@@ -11,12 +11,12 @@ from collections import Counter
 
 import pytest
 
+from cli import build_parser
 from demo.data import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Scale
 from demo.seeding import ANCHOR_ENV, Progress, anchor, seed
 from handlers import jsonio
 from schemas import Schemas
 from server.auth import KeyService
-from server.cli import build_parser
 from server.config import ConfigError
 from store.database import open_store
 from tests.helpers import running_demo

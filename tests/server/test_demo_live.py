@@ -15,10 +15,10 @@ import urllib.request
 
 import pytest
 
+from cli import build_parser
 from demo.data import LIVE_CALL_WINDOW, MISSING_RECORDING_REF, Scale
 from demo.live import ApiRecorder, LiveWriter
 from demo.seeding import seed
-from server.cli import build_parser
 from tests.helpers import Client, running_demo, walk_pages
 
 
@@ -178,7 +178,7 @@ async def test_the_ingest_key_is_all_the_live_writer_holds(origin, store, demo_w
 
 def test_demo_help_shows_the_live_and_settle_options_with_defaults():
     shown = subprocess.run(
-        [sys.executable, "-m", "server.cli", "demo", "--help"],
+        [sys.executable, "-m", "cli", "demo", "--help"],
         capture_output=True,
         text=True,
         check=True,

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from store.classify import Earlier, Landing, Recording, classify_calls
+from store.classify import Earlier, Recording, ResolvedProspect, classify_calls
 from store.ingest import CREATED, EXISTING, NewCall, References, Refusal, Refused, call_ids
 
 WS = "ws-1"
@@ -49,7 +49,7 @@ def codes(classified, count: int) -> str:
 
 
 CASES = {
-    # name: (calls, earlier by call index -> Earlier maker, landings, refused, expected)
+    # name: (calls, earlier by call index -> Earlier maker, resolved, refused, expected)
     "new SID": ([call()], {}, {}, (), "C"),
     "same SID, same content": ([call()], {0: lambda c: recorded(c)}, {}, (), "E"),
     "same SID, other content": ([call()], {0: lambda c: recorded(call(notes="x"))}, {}, (), "X"),
@@ -68,35 +68,35 @@ CASES = {
     "by contact, new prospect": (
         [call(prospect=None)],
         {},
-        {0: Landing(None, "k1")},
+        {0: ResolvedProspect(None, "k1")},
         (),
         "C",
     ),
     "by contact, recorded with a prospect, now new": (
         [call(prospect=None)],
         {0: lambda c: recorded(c)},
-        {0: Landing(None, "k1")},
+        {0: ResolvedProspect(None, "k1")},
         (),
         "X",
     ),
     "by contact, recorded with the prospect it lands on": (
         [call(prospect=None)],
         {0: lambda c: recorded(c, prospect="p9")},
-        {0: Landing("p9", "k1")},
+        {0: ResolvedProspect("p9", "k1")},
         (),
         "E",
     ),
     "by contact twice, one new prospect": (
         [call(prospect=None), call(prospect=None)],
         {},
-        {0: Landing(None, "k1"), 1: Landing(None, "k1")},
+        {0: ResolvedProspect(None, "k1"), 1: ResolvedProspect(None, "k1")},
         (),
         "CE",
     ),
     "by contact twice, two new prospects": (
         [call(prospect=None), call(prospect=None)],
         {},
-        {0: Landing(None, "k1"), 1: Landing(None, "k2")},
+        {0: ResolvedProspect(None, "k1"), 1: ResolvedProspect(None, "k2")},
         (),
         "CX",
     ),
@@ -105,10 +105,10 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_classification(name):
-    calls, earlier_of, landings, refused, expected = CASES[name]
+    calls, earlier_of, resolved, refused, expected = CASES[name]
     ids = call_ids(WS, calls, None)
     earlier = {ids[i]: make(calls[i]) for i, make in earlier_of.items()}
-    classified = classify_calls(calls, ids, landings, earlier, refused=refused, batch=True)
+    classified = classify_calls(calls, ids, resolved, earlier, refused=refused, batch=True)
     assert codes(classified, len(calls)) == expected
     assert classified.written == [i for i, c in enumerate(expected) if c in "CE"]
 
@@ -141,9 +141,9 @@ def test_a_call_an_earlier_attempt_of_the_request_wrote_is_created():
 def test_the_first_call_of_a_new_prospect_owns_it():
     calls = [call(prospect=None, user="u2"), call("ca2", prospect=None, user="u3")]
     ids = call_ids(WS, calls, None)
-    landings = {0: Landing(None, "k1"), 1: Landing(None, "k1")}
-    assert classify_calls(calls, ids, landings, {}).owners == {"k1": "u2"}
-    existing = {0: Landing("p5", "k1"), 1: Landing(None, "k2")}
+    resolved = {0: ResolvedProspect(None, "k1"), 1: ResolvedProspect(None, "k1")}
+    assert classify_calls(calls, ids, resolved, {}).owners == {"k1": "u2"}
+    existing = {0: ResolvedProspect("p5", "k1"), 1: ResolvedProspect(None, "k2")}
     assert classify_calls(calls, ids, existing, {}).owners == {"k2": "u3"}
 
 

@@ -97,8 +97,8 @@ def test_only_email_and_phone_match(fields):
         lastName="Lee",
         linkedinUrl="https://www.linkedin.com/in/ann-lee",
     )
-    landed = resolve(contact(**fields), [existing])
-    assert landed is not existing and landed.id is None and landed.reason == ""
+    resolved_to = resolve(contact(**fields), [existing])
+    assert resolved_to is not existing and resolved_to.id is None and resolved_to.reason == ""
 
 
 # --- a safe match is reused: blanks filled, never overwritten ----------------------------------
@@ -218,12 +218,12 @@ def test_the_same_linkedin_url_breaks_a_tie_only_when_every_other_match_differs(
         for index, name in enumerate(urls)
     ]
     upload = contact(email="ann@example.com", phoneNumber="+14155550101", linkedinUrl=url("X"))
-    landed = resolve(upload, list(pool))
+    resolved_to = resolve(upload, list(pool))
     if chosen is None:
-        assert landed not in pool and landed.reason == "ambiguous"
-        assert landed.key == "e:ann@example.com|ambiguous|l:linkedin.com/in/x"
+        assert resolved_to not in pool and resolved_to.reason == "ambiguous"
+        assert resolved_to.key == "e:ann@example.com|ambiguous|l:linkedin.com/in/x"
     else:
-        assert landed is pool[chosen]
+        assert resolved_to is pool[chosen]
 
 
 def test_a_split_off_contact_uploaded_again_lands_on_its_own_prospect():
@@ -372,9 +372,9 @@ def test_uploading_the_same_contacts_again_lands_each_where_it_did(before, uploa
     contacts = [contact(**fields) for fields in upload]
     first = match_all(contacts, pool)[1]
     pool = persist(pool)
-    landed = [target.id for target in first]
+    resolved_to = [target.id for target in first]
     again = match_all([contact(**fields) for fields in upload], pool)[1]
-    assert [target.id for target in again] == landed
+    assert [target.id for target in again] == resolved_to
     assert all(target.id for target in again) and all(not t.fills for t in again)
 
 

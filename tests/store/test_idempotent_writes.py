@@ -13,16 +13,16 @@ import pytest
 from handlers.idempotency import LOCK, TTL
 from store import idempotency
 from store.clock import utcnow
-from store.idempotency import Once, Replayed, StoredResponse
+from store.idempotency import IdempotentWrite, Replayed, StoredResponse
 
 
-def once_for(workspace_id: str, key: str, seed: str, fingerprint: str = "print") -> Once:
+def once_for(workspace_id: str, key: str, seed: str, fingerprint: str = "print") -> IdempotentWrite:
     def render(result) -> StoredResponse:
         members = getattr(result, "members", None)
         value = {"members": members} if members is not None else {"id": result["id"]}
         return StoredResponse(201, json.dumps(value), "application/json")
 
-    return Once(workspace_id, key, fingerprint, seed, utcnow() + TTL, render)
+    return IdempotentWrite(workspace_id, key, fingerprint, seed, utcnow() + TTL, render)
 
 
 async def claim(store, workspace_id: str, key: str, now: dt.datetime | None = None):

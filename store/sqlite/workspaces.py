@@ -1,0 +1,51 @@
+"""Workspaces on SQLite: the tenants. Created by operators through the admin CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from store.records import workspace_document, workspace_record
+from store.sqlite.engine import Engine
+from store.sqlite.schema import insert, to_doc
+
+
+class Workspaces:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def create(
+        self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
+    ) -> dict:
+        doc = workspace_document(name, workspace_id, created_at)
+        await self.engine.write(insert, "workspaces", [doc])
+        return workspace_record(doc)
+
+    async def get(self, workspace_id: str) -> dict | None:
+        def get(conn):
+            row = conn.execute(
+                'SELECT * FROM workspaces WHERE "_id" = ?', (workspace_id,)
+            ).fetchone()
+            return row and workspace_record(to_doc(row))
+
+        return await self.engine.read(get, quick=True)
+
+    async def list(self) -> list[dict]:
+        """Operator scope (admin CLI, demo): every workspace, oldest first."""
+
+        def listing(conn):
+            rows = conn.execute("SELECT * FROM workspaces ORDER BY createdAt, _id")
+            return [workspace_record(to_doc(row)) for row in rows]
+
+        return await self.engine.read(listing)
+
+    async def rename(self, workspace_id: str, name: str) -> dict | None:
+        """Operator scope (admin CLI only): the workspace's new record, or None."""
+
+        def rename(conn):
+            conn.execute('UPDATE workspaces SET name = ? WHERE "_id" = ?', (name, workspace_id))
+            row = conn.execute(
+                'SELECT * FROM workspaces WHERE "_id" = ?', (workspace_id,)
+            ).fetchone()
+            return row and workspace_record(to_doc(row))
+
+        return await self.engine.write(rename)
