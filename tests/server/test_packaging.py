@@ -13,7 +13,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ROOMS = ("server", "handlers", "store", "console", "schemas", "telephony", "webhooks", "demo")
+ROOMS = (
+    "cli",
+    "server",
+    "handlers",
+    "store",
+    "console",
+    "schemas",
+    "telephony",
+    "webhooks",
+    "demo",
+)
 
 
 @pytest.fixture(scope="module")
