@@ -6,7 +6,7 @@ import builtins
 import datetime as dt
 import secrets
 
-from store.clock import new_id, utcnow
+from store.clock import SYSTEM_CLOCK, Clock, new_id
 from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document, key_record
 from store.records import (
     admin_user_record,
@@ -20,13 +20,14 @@ from store.sqlite.schema import insert, ms, to_doc
 
 
 class Workspaces:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
+        self.clock = clock
 
     async def create(
         self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
     ) -> dict:
-        doc = workspace_document(name, workspace_id, created_at)
+        doc = workspace_document(name, workspace_id, created_at or self.clock.now())
         await self.engine.write(insert, "workspaces", [doc])
         return workspace_record(doc)
 
@@ -62,8 +63,9 @@ class Workspaces:
 
 
 class Users:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
+        self.clock = clock
 
     async def create(
         self,
@@ -74,7 +76,9 @@ class Users:
         created_at: dt.datetime | None = None,
         user_id: str | None = None,
     ) -> dict:
-        doc = user_document(workspace_id, email, first_name, last_name, created_at, user_id)
+        doc = user_document(
+            workspace_id, email, first_name, last_name, created_at or self.clock.now(), user_id
+        )
         await self.engine.write(insert, "users", [doc])
         return user_record(doc)
 
@@ -107,7 +111,7 @@ class Users:
                 conn.execute(
                     'UPDATE users SET deletedAt = ? WHERE "_id" = ? AND workspaceId = ? '
                     "AND deletedAt IS NULL",
-                    (ms(utcnow()), user_id, workspace_id),
+                    (ms(self.clock.now()), user_id, workspace_id),
                 ).rowcount
                 == 1
             )
@@ -140,8 +144,9 @@ class Users:
 
 
 class Keys:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
+        self.clock = clock
 
     async def create(
         self,
@@ -150,7 +155,7 @@ class Keys:
         scopes: frozenset[str] = DEFAULT_SCOPES,
         expires_at: dt.datetime | None = None,
     ) -> dict:
-        doc = key_document(workspace_id, new_id(), name, scopes, utcnow(), expires_at)
+        doc = key_document(workspace_id, new_id(), name, scopes, self.clock.now(), expires_at)
         await self.engine.write(insert, "api_keys", [doc])
         return key_record(doc)
 
@@ -202,7 +207,7 @@ class Keys:
         def revoke(conn):
             conn.execute(
                 'UPDATE api_keys SET revokedAt = ? WHERE "_id" = ? AND revokedAt IS NULL',
-                (ms(utcnow()), key_id),
+                (ms(self.clock.now()), key_id),
             )
             row = conn.execute('SELECT * FROM api_keys WHERE "_id" = ?', (key_id,)).fetchone()
             return row and key_record(to_doc(row))
