@@ -26,7 +26,7 @@ from server.config import load_config
 from store.activities import activity_document, export_record
 from store.calls import call_document
 from store.clock import utcnow
-from tests.helpers import settled, test_environ
+from tests.helpers import FakeClock, settled, test_environ
 
 BASE = dt.datetime(2026, 3, 2, 9)
 RESOURCES = ("calls", "prospects", "lists", "activities")
@@ -499,7 +499,7 @@ async def test_head_answers_without_reading(api, store, ws_a, monkeypatch):
 async def test_an_export_is_one_request_for_the_rate_limit(app, api, store, ws_a, monkeypatch):
     # A frozen clock keeps the three requests in one window (a window ending between them
     # would refill the quota).
-    monkeypatch.setattr(app.settings["rate_limiter"], "clock", lambda: 1_800_000_000.5)
+    monkeypatch.setattr(app.settings["rate_limiter"], "clock", FakeClock(1_800_000_000.5))
     monkeypatch.setattr(ExportHandler, "batch_size", 7)
     await seed(store, ws_a, calls=200)
     before = (await api.get("/v1/users")).headers["RateLimit"]
