@@ -62,11 +62,17 @@ class FakeClock:
             self._frozen_ns = self.time_ns()
         return self
 
-    def set(self, at: float) -> None:
-        """Freeze it at `at` seconds since the epoch (its monotonic time moves as much)."""
+    def set(self, at: float | dt.datetime) -> None:
+        """Freeze it at `at`: seconds since the epoch (to the microsecond), or an instant as the
+        store keeps them; its monotonic time moves as much."""
         self.freeze()
         assert self._frozen_ns is not None
-        self.advance(at - self._frozen_ns / 1e9)
+        if isinstance(at, dt.datetime):
+            target = (at - EPOCH) // dt.timedelta(microseconds=1) * 1000
+        else:
+            target = round(at * 1_000_000) * 1000
+        self._frozen_monotonic += (target - self._frozen_ns) / 1e9
+        self._frozen_ns = target
 
     def advance(self, seconds: float) -> None:
         step = round(seconds * 1e9)
