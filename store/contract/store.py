@@ -68,11 +68,9 @@ class AllRateCounters(RateCounters, RateCounterHooks, Protocol): ...
 class Store(RequestStore, Seeding, StoreHooks, Protocol):
     """The store: its collection families, each whole, and its own life cycle."""
 
-    @property
-    def clock(self) -> Clock:
-        """Where its instants come from (store.clock); the sweeps and the dispatcher built on
-        it default to the same one."""
-        ...
+    # Where its instants come from (store.clock); the sweeps and the dispatcher built on it
+    # default to the same one.
+    clock: Clock
 
     @property
     def workspaces(self) -> AllWorkspaces: ...

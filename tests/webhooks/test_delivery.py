@@ -21,6 +21,7 @@ from tests.helpers import follow_events
 from tests.webhooks.receiver import MARKER, Answer, until, wait_for
 from webhooks.signing import new_secret
 
+
 def instant(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
 
