@@ -175,7 +175,10 @@ class Dispatcher:
     async def _fan_out(self, claim: FanoutClaim) -> int:
         store, added, more = self.store, 0, False
         position = claim.position
-        settled = self.clock.now() - self.settle
+        # The instant it looks from: its settle horizon, and the next look a poll after it (a
+        # clock that moves meanwhile cannot push the next look past the moment it moved to).
+        looked = self.clock.now()
+        settled = looked - self.settle
         for _ in range(PAGES_PER_FANOUT):
             page = await store.events.page(
                 claim.workspace_id, position, settled, PAGE_SIZE, claim.event_types
@@ -195,7 +198,7 @@ class Dispatcher:
         if claim.recover_from is not None and not more:
             recovered, more = await self._recover(claim, position)
             added += recovered
-        next_at = self.clock.now() + (dt.timedelta(0) if more else dt.timedelta(seconds=self.poll))
+        next_at = looked + (dt.timedelta(0) if more else dt.timedelta(seconds=self.poll))
         await store.webhook_endpoints.release_fanout(claim, next_at)
         return added
 
