@@ -28,7 +28,6 @@ from handlers.idempotency import IdempotentHandler, Reply, idempotent
 from handlers.ingest import activity_input, refused
 from handlers.params import phone, problem, uuid_param
 from handlers.streams import StreamingHandler, stream_slots
-from store.clock import utcnow
 from store.ingest import Logged, Refused
 
 log = logging.getLogger("workspace_api")
@@ -92,7 +91,7 @@ class ProspectActivitiesHandler(StreamingHandler, IdempotentHandler):
 
     @idempotent
     async def post(self) -> None:
-        activity, problems = activity_input(self.body, utcnow())
+        activity, problems = activity_input(self.body, self.now())
         if problems:
             raise invalid(problems)
         assert activity is not None

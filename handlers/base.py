@@ -12,6 +12,7 @@ body (400, 415).
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import logging
 import os
@@ -162,6 +163,10 @@ class APIHandler(RequestHandler):
         """The store (built once at start-up): handlers know its request path, never its backend,
         its seeding or its hooks."""
         return self.settings["store"]
+
+    def now(self) -> dt.datetime:
+        """The service's clock's instant (store.clock: one clock for the store and handlers)."""
+        return self.settings["clock"].now()
 
     async def head(self, *args: str) -> None:
         """HEAD is GET without the body (RFC 9110 9.3.2); Tornado drops the body bytes."""

@@ -14,7 +14,6 @@ from handlers.idempotency import IdempotentHandler, Reply, idempotent
 from handlers.ingest import call_changes, call_input, refused
 from handlers.pagination import serve_page
 from handlers.params import instant, problem, uuid_param
-from store.clock import utcnow
 from store.ingest import CREATED, NewCall, Recorded, Refused
 from store.paging import Page, Window
 
@@ -65,7 +64,7 @@ class Recording(IdempotentHandler):
     """A POST that records calls: the bodies' rules, then one store write."""
 
     def checked(self, bodies: list[dict], batch: bool) -> list[NewCall]:
-        normalize, now = self.store.prospects.normalize_phone, utcnow()
+        normalize, now = self.store.prospects.normalize_phone, self.now()
         calls, problems = [], []
         for index, body in enumerate(bodies):
             call, found = call_input(body, normalize, now, f"/calls/{index}" if batch else "")

@@ -19,7 +19,6 @@ from handlers.base import APIError, APIHandler
 from handlers.pagination import decode_cursor
 from handlers.params import instant, problem
 from store.activities import to_ms
-from store.clock import utcnow
 from store.events import RESOURCE, SORT, TYPES
 from store.paging import Position, RawJSON
 
@@ -43,7 +42,7 @@ class EventsHandler(APIHandler):
 
     async def get(self) -> None:
         config = self.settings["config"]
-        now = utcnow()
+        now = self.now()
         horizon = to_ms(now - dt.timedelta(days=config.event_retention_days))
         filters: dict[str, Any] = {
             "type": parse_types(self.query.get("type")),

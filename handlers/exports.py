@@ -47,7 +47,6 @@ from handlers.params import instant, problem
 from handlers.streams import StreamingHandler, stream_slots
 from store import events
 from store.activities import to_ms
-from store.clock import utcnow
 from store.exports import BATCH_SIZE, Batch, Lines, continuation
 from store.paging import Position
 
@@ -120,7 +119,7 @@ class ExportHandler(StreamingHandler):
     async def get(self) -> None:
         filters = self.filters()
         settle = dt.timedelta(seconds=self.settings["config"].sync_settle_seconds)
-        horizon = utcnow() - settle
+        horizon = self.now() - settle
         self.set_header("Content-Type", NDJSON)
         self.set_header("Vary", "Accept-Encoding")
         if links := self.links(horizon, filters):

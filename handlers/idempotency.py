@@ -35,7 +35,6 @@ from typing import Any
 
 from handlers import jsonio
 from handlers.base import APIError, APIHandler
-from store.clock import utcnow
 from store.contract import Idempotency
 from store.idempotency import IdempotentWrite, Replayed, StoredResponse
 
@@ -118,7 +117,7 @@ def idempotent(method: Handler) -> Handler:
             )
         records, workspace = self.store.idempotency, self.workspace_id
         mark = fingerprint(self.request.method or "", self.request.path, self.body)
-        now = utcnow()
+        now = self.now()
         state = await records.begin(workspace, raw, mark, now, LOCK, TTL)
         if not state.claimed:
             if state.fingerprint != mark:

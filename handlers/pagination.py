@@ -21,7 +21,6 @@ from urllib.parse import urlencode
 from handlers.base import APIHandler
 from handlers.errors import invalid_cursor
 from handlers.params import problem
-from store.clock import utcnow
 from store.cursors import InvalidCursor
 from store.paging import DEFAULT_SORT, Page, Position, Window
 
@@ -96,7 +95,7 @@ async def serve_page(handler: APIHandler, resource: str, filters: dict, fetch: F
         number,
         sort,
         position,
-        utcnow() - dt.timedelta(seconds=settle) if syncing else None,
+        handler.now() - dt.timedelta(seconds=settle) if syncing else None,
     )
     page = await fetch(window, filters)
     resume = page.last or (position if number is None else None)

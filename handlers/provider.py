@@ -18,7 +18,6 @@ from tornado.web import HTTPError
 
 from handlers.base import RETRY_AFTER_DB, APIError, APIHandler, invalid, not_found
 from handlers.ingest import refused
-from store.clock import utcnow
 from store.ingest import CREATED, Refused
 from store.provider_flow import CallbackFlow, Unresolvable
 from telephony.signatures import HEADER, valid
@@ -35,7 +34,7 @@ def flow(settings: dict) -> CallbackFlow:
     """The callback flow, built once per application from its store and configuration."""
     if "provider_flow" not in settings:
         settings["provider_flow"] = CallbackFlow(
-            settings["store"], settings["config"].provider_pending_days
+            settings["store"], settings["config"].provider_pending_days, settings["clock"]
         )
     return settings["provider_flow"]
 
@@ -141,7 +140,7 @@ class PendingCallsHandler(APIHandler):
     scopes = {"GET": "ingest", "HEAD": "ingest"}
 
     async def get(self) -> None:
-        pending = await self.store.provider_calls.pending(self.workspace_id, utcnow())
+        pending = await self.store.provider_calls.pending(self.workspace_id, self.now())
         self.send_json({"pendingCalls": pending})
 
 

@@ -17,7 +17,6 @@ from handlers.base import APIError, APIHandler, invalid, not_found, path_uuid
 from handlers.idempotency import IdempotentHandler, Reply, idempotent
 from handlers.pagination import decode_cursor
 from handlers.params import INSTANT_FORM, instant
-from store.clock import utcnow
 from store.webhooks import RESOURCE, SORT
 from webhooks.signing import derived_secret, new_secret
 from webhooks.transport import check_url
@@ -69,7 +68,7 @@ class WebhookEndpointsHandler(IdempotentHandler):
             event_types(self.body),
             self.body.get("description"),
             secret_for(self, "create"),
-            utcnow(),
+            self.now(),
             once=self.once,
         )
         self.answer(created)
@@ -99,7 +98,7 @@ class WebhookEndpointHandler(APIHandler):
         if "eventTypes" in changes:
             changes["eventTypes"] = event_types(changes)
         updated = await self.store.webhook_endpoints.update(
-            self.workspace_id, endpoint_id, changes, utcnow()
+            self.workspace_id, endpoint_id, changes, self.now()
         )
         if updated is None:  # deleted meanwhile
             raise not_found("webhook endpoint")
@@ -123,7 +122,7 @@ class RotateSecretHandler(IdempotentHandler):
             self.workspace_id,
             endpoint_id,
             secret_for(self, "rotate"),
-            utcnow(),
+            self.now(),
             SECRET_OVERLAP,
             once=self.once,
         )
@@ -187,7 +186,7 @@ class RecoverHandler(IdempotentHandler):
             raise invalid([{"pointer": "#/since", "detail": INSTANT_FORM}]) from None
         assert since is not None  # required by the schema
         config = self.settings["config"]
-        now = utcnow()
+        now = self.now()
         if since < now - dt.timedelta(days=config.event_retention_days):
             raise APIError(
                 "events_expired",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from server.gate import Gate
 from server.logs import access_log
 from server.ratelimit import RateLimiter, counters_for
 from server.webhook_dispatch import webhook_policy
+from store.clock import SYSTEM_CLOCK, Clock
 from store.contract import Store
 from store.cursors import Cursors
 from store.database import open_store
@@ -56,15 +56,20 @@ def collect_handlers() -> list:
 def make_app(
     config: Config, store: Store, auth: KeyService, **services: Any
 ) -> tornado.web.Application:
-    """The Tornado application; `services` (provider client, rate limiter...) join settings."""
+    """The Tornado application; `services` (provider client, rate limiter...) join settings.
+    Its `clock` is the key service's (one clock for the store, the services and the sweeps)."""
+    clock = services.setdefault("clock", auth.clock)
     services.setdefault("upstream", UpstreamClient.from_config(config))
     services.setdefault(
-        "rate_limiter", RateLimiter(counters_for(store), config.rate_limit_per_minute)
+        "rate_limiter", RateLimiter(counters_for(store), config.rate_limit_per_minute, clock=clock)
     )
     services.setdefault(
         "callback_limiter",
         RateLimiter(
-            counters_for(store), config.provider_callbacks_per_minute, name="provider-callbacks"
+            counters_for(store),
+            config.provider_callbacks_per_minute,
+            clock=clock,
+            name="provider-callbacks",
         ),
     )
     services.setdefault("cursors", Cursors(auth.subkey("cursors")))
@@ -139,12 +144,11 @@ def failures_only(handler: tornado.web.RequestHandler) -> None:
 
 async def open_services(
     config: Config,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Clock = SYSTEM_CLOCK,
     wait_for_indexes: bool = True,
-    wall: Callable[[], float] = time.time,
 ) -> tuple[Store, KeyService]:
-    """Connect the store (creating indexes idempotently) and the key service (`clock` times its
-    cache, `wall` its keys' expiry and last use). Without `wait_for_indexes` the caller ensures
+    """Connect the store (creating indexes idempotently) and the key service, both on `clock`
+    (store.clock: tests pass a fake one and move it). Without `wait_for_indexes` the caller ensures
     indexes itself (serve retries them in the background). On shutdown, stop the key service's
     last-use writer (`auth.usage.stop()`) before closing the store."""
     secret = resolve_secret(config)
@@ -155,6 +159,7 @@ async def open_services(
         config.default_region,
         config.sqlite_path,
         config.sqlite_synchronous,
+        clock,
     )
     try:
         if wait_for_indexes or store.embedded:
@@ -166,7 +171,7 @@ async def open_services(
     except Exception:
         await store.close()
         raise
-    auth = KeyService(secret, store.keys, config.key_cache_seconds, clock, wall=wall)
+    auth = KeyService(secret, store.keys, config.key_cache_seconds, clock)
     return store, auth
 
 

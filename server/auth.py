@@ -16,12 +16,12 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Callable
 
 import jwt
 
 from server.config import Config, ConfigError
 from server.keyuse import KeyUsage
+from store.clock import SYSTEM_CLOCK, Clock
 from store.contract import AllKeys
 from store.keys import DEFAULT_SCOPES, SCOPES, ActiveKey, KeyExpired
 
@@ -64,17 +64,17 @@ class KeyService:
         secret: str,
         keys_store: AllKeys,
         cache_seconds: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         cache_size: int = 10_000,
-        wall: Callable[[], float] = time.time,
     ) -> None:
-        """`clock` times the cache; `wall` (seconds since the epoch) is what expiry and last
-        use are measured in. Tests inject both."""
+        """`clock`'s monotonic time times the cache; its wall time (seconds since the epoch)
+        is what expiry and last use are measured in."""
         self._secret = secret
         self._keys = keys_store
         self._ttl = cache_seconds
-        self._clock = clock
-        self._wall = wall
+        self.clock = clock
+        self._clock = clock.monotonic
+        self._wall = clock.time
         # key -> (cache deadline, the unrevoked key or None, its expiry in epoch seconds)
         self._cache: collections.OrderedDict[str, tuple[float, ActiveKey | None, float]] = (
             collections.OrderedDict()
@@ -94,12 +94,13 @@ class KeyService:
         ).digest()
 
     def sign(self, key_id: str, workspace_id: str) -> str:
+        # The real time: PyJWT refuses a token issued in the future by the wall clock it reads.
         claims = {"kid": key_id, "wid": workspace_id, "iat": int(time.time())}
         return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
 
     def utcnow(self) -> dt.datetime:
-        """The wall clock as the store's instants: naive UTC, whole milliseconds."""
-        return EPOCH + dt.timedelta(milliseconds=int(self._wall() * 1000))
+        """The clock's instant (naive UTC, whole milliseconds)."""
+        return self.clock.now()
 
     async def create(
         self,

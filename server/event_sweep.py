@@ -24,7 +24,7 @@ import time
 
 from server.background import Background, cancelling
 from server.config import Config
-from store.clock import utcnow
+from store.clock import Clock
 from store.contract import Store
 from store.errors import StoreError
 from store.events import DELETE_MARGIN
@@ -42,8 +42,10 @@ class EventSweeper(Background):
         grace: dt.timedelta,
         interval: float,
         retention_interval: float,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
+        self.clock = clock or store.clock
         self.retention = retention
         self.grace = grace
         self.interval = interval
@@ -61,11 +63,13 @@ class EventSweeper(Background):
 
     async def recover(self) -> int:
         """Record the events of changes left without them; how many."""
-        return await self.store.events.recover(utcnow() - self.grace)
+        return await self.store.events.recover(self.clock.now() - self.grace)
 
     async def delete_expired(self) -> int:
         """Delete events past their retention; how many."""
-        return await self.store.events.delete_expired(utcnow() - self.retention - DELETE_MARGIN)
+        return await self.store.events.delete_expired(
+            self.clock.now() - self.retention - DELETE_MARGIN
+        )
 
     async def _run(self) -> None:
         deleted_at = time.monotonic()

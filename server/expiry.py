@@ -16,7 +16,7 @@ import logging
 import random
 
 from server.background import Background, cancelling
-from store.clock import utcnow
+from store.clock import Clock
 from store.contract import Store
 from store.errors import StoreError
 
@@ -24,14 +24,17 @@ log = logging.getLogger("workspace_api")
 
 
 class ExpirySweeper(Background):
-    def __init__(self, store: Store, interval: float, batch: int = 1000) -> None:
+    def __init__(
+        self, store: Store, interval: float, batch: int = 1000, clock: Clock | None = None
+    ) -> None:
         self.store = store
+        self.clock = clock or store.clock
         self.interval = interval
         self.batch = batch
 
     async def sweep(self) -> int:
         """One sweep now; how many records it deleted."""
-        return await self.store.sweep_expired(utcnow(), self.batch)
+        return await self.store.sweep_expired(self.clock.now(), self.batch)
 
     async def _run(self) -> None:
         while not cancelling():

@@ -23,10 +23,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-import time
 import zlib
-from collections.abc import Callable
 
+from store.clock import SYSTEM_CLOCK, Clock
 from store.contract import RateCounters, Store
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -78,11 +77,11 @@ class RateLimiter:
         counters: RateCounters,
         limit: int,
         window: int = 60,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         name: str = POLICY,
     ) -> None:
-        """`counters` is store.ratelimits or `LocalCounters` (see `counters_for`); `clock`
-        returns Unix time in seconds (injectable). A limit `name`d other than "workspace"
+        """`counters` is store.ratelimits or `LocalCounters` (see `counters_for`); windows are
+        measured in `clock`'s wall time (Unix seconds). A limit `name`d other than "workspace"
         (the provider's callbacks) counts in windows of its own."""
         self.counters = counters
         self.limit = limit
@@ -100,7 +99,7 @@ class RateLimiter:
 
     async def hit(self, workspace_id: str) -> Verdict:
         """Count one request of the workspace and say whether it may proceed."""
-        now = self.clock()
+        now = self.clock.time()
         start, end = self.window_of(workspace_id, now)
         count = await self.counters.hit(
             self.key_prefix + workspace_id,

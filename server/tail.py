@@ -130,7 +130,7 @@ async def tail_store(
         after = Position(since, "")
         retention = dt.timedelta(days=config.event_retention_days)
         while True:
-            now = utcnow()
+            now = store.clock.now()
             if after.value < now - retention:  # as GET /v1/events: events_expired
                 print("workspace-api: --since is older than the events are kept", file=sys.stderr)
                 return 1

@@ -9,6 +9,7 @@ mypy checks here, and raise store.errors.
 
 from __future__ import annotations
 
+from store.clock import SYSTEM_CLOCK, Clock
 from store.contract import Store
 from store.errors import StoreBusy, StoreError, StoreUnavailable, StoreUnusable
 
@@ -33,11 +34,13 @@ def open_store(
     default_region: str = "US",
     sqlite_path: str | None = None,
     sqlite_synchronous: str = "full",
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Store:
+    """The store of `uri`; `clock` is where all its instants come from (store.clock)."""
     if is_mongodb(uri):
         from store.mongo import open_mongo
 
-        return open_mongo(uri, database, timeout_seconds, default_region)
+        return open_mongo(uri, database, timeout_seconds, default_region, clock)
     from store.sqlite import open_sqlite
 
     return open_sqlite(
@@ -45,4 +48,5 @@ def open_store(
         timeout_seconds,
         default_region,
         sqlite_synchronous,
+        clock,
     )

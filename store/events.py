@@ -27,10 +27,10 @@ import datetime as dt
 import os
 import random
 import threading
-import time
 
 import orjson
 
+from store.clock import SYSTEM_CLOCK, Clock
 from store.paging import Position
 
 # type: (resource, action). The writes that produce each are listed in docs/api.md ("Events").
@@ -88,20 +88,21 @@ os.register_at_fork(after_in_child=_random.seed)
 class EventClock:
     """Hands out (id, occurredAt) pairs in increasing order (the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._time_ns = clock.time_ns
         self._last = 0  # the last id's time: milliseconds * FRACTION + fraction
         self._lock = threading.Lock()
 
     def now(self) -> dt.datetime:
         """The clock's current instant (milliseconds), never before an instant it handed out."""
         with self._lock:
-            ticks = max(time.time_ns() * FRACTION // 1_000_000, self._last)
+            ticks = max(self._time_ns() * FRACTION // 1_000_000, self._last)
         return EPOCH + dt.timedelta(milliseconds=ticks // FRACTION)
 
     def take(self, count: int, floor: str | None = None) -> list[tuple[str, dt.datetime]]:
         """`count` ids with their instants, each after the previous and after `floor`."""
         with self._lock:
-            ticks = time.time_ns() * FRACTION // 1_000_000
+            ticks = self._time_ns() * FRACTION // 1_000_000
             if floor:
                 ticks = max(ticks, _ticks(floor) + 1)
             ticks = max(ticks, self._last + 1)

@@ -17,7 +17,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from store.clock import utcnow
+from store.clock import SYSTEM_CLOCK, Clock
 from store.ingest import EXISTING, Recorded, Refused, sid_call_id
 from store.provider_calls import (
     FINAL,
@@ -43,13 +43,14 @@ class Unresolvable(Exception):
 class CallbackFlow:
     """Applies the provider's callbacks of one service to the store."""
 
-    def __init__(self, store: Store, pending_days: float) -> None:
+    def __init__(self, store: Store, pending_days: float, clock: Clock = SYSTEM_CLOCK) -> None:
         self.store = store
+        self.clock = clock
         self.keep_for = dt.timedelta(days=pending_days)
 
     async def status(self, workspace_id: str, form: Form, query: Form) -> None:
         """A status callback: progress remembered, a final status recorded or kept aside."""
-        now = utcnow()
+        now = self.clock.now()
         sid = canonical_call_sid(form["CallSid"])
         status = form["CallStatus"]
         calls = self.store.provider_calls
@@ -96,7 +97,7 @@ class CallbackFlow:
         the call is recorded; `absent` and `failed` change nothing."""
         if form.get("RecordingStatus") != "completed":
             return
-        now = utcnow()
+        now = self.clock.now()
         sid = canonical_call_sid(form["CallSid"])
         recording_sid = canonical_call_sid(form["RecordingSid"])
         await self.store.provider_calls.hold_recording(
@@ -114,7 +115,7 @@ class CallbackFlow:
         """Record a call kept aside, for `user_id`; None when no such call is kept (or known).
         Raises Refused (the userId, or the callback's prospectId or listId, cannot be used) or
         Unresolvable."""
-        now = utcnow()
+        now = self.clock.now()
         sid = canonical_call_sid(call_sid)
         state = await self.store.provider_calls.get(workspace_id, sid)
         if state is None:

@@ -188,7 +188,7 @@ def clock():
 
 @pytest.fixture
 def services(io_loop, config, clock):
-    store, auth = io_loop.run_sync(lambda: open_services(config, clock, wall=clock.wall))
+    store, auth = io_loop.run_sync(lambda: open_services(config, clock))
     yield store, auth
     io_loop.run_sync(auth.usage.stop)
     if not store.embedded:

@@ -19,25 +19,68 @@ from collections.abc import Callable
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
+EPOCH = dt.datetime(1970, 1, 1)
 TEST_SECRET = "test-secret-" + "x" * 40
 
 
 class FakeClock:
-    """An injectable monotonic clock that only moves when a test moves it, and its wall clock
-    (`wall`: seconds since the epoch, from the real time the clock was made, moving with it)."""
+    """The clock of tests (store.clock.Clock), handed to the store, the services and the sweeps
+    (conftest's `clock` fixture). It follows the real clock until the test moves it:
+    `advance(seconds)` jumps ahead (instead of waiting), `freeze()` stops it where it is, and
+    `set(seconds since the epoch)` freezes it at an instant. Frozen, it moves only when moved."""
 
-    def __init__(self, now: float = 1000.0):
-        self.now = now
-        self._wall_offset = time.time() - now
+    def __init__(self, at: float | None = None):
+        self._offset_ns = 0  # ahead of the real clock by this much
+        self._frozen_ns: int | None = None  # the instant it stands at, once frozen
+        self._frozen_monotonic = 0.0
+        if at is not None:
+            self.set(at)
 
-    def __call__(self) -> float:
-        return self.now
+    def time_ns(self) -> int:
+        if self._frozen_ns is not None:
+            return self._frozen_ns
+        return time.time_ns() + self._offset_ns
 
-    def wall(self) -> float:
-        return self.now + self._wall_offset
+    def time(self) -> float:
+        return self.time_ns() / 1e9
+
+    def now(self) -> dt.datetime:
+        return EPOCH + dt.timedelta(milliseconds=self.time_ns() // 1_000_000)
+
+    def monotonic(self) -> float:
+        if self._frozen_ns is not None:
+            return self._frozen_monotonic
+        return time.monotonic() + self._offset_ns / 1e9
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen_ns is not None
+
+    def freeze(self) -> FakeClock:
+        if self._frozen_ns is None:
+            self._frozen_monotonic = self.monotonic()
+            self._frozen_ns = self.time_ns()
+        return self
+
+    def set(self, at: float | dt.datetime) -> None:
+        """Freeze it at `at`: seconds since the epoch (to the microsecond), or an instant as the
+        store keeps them; its monotonic time moves as much."""
+        self.freeze()
+        assert self._frozen_ns is not None
+        if isinstance(at, dt.datetime):
+            target = (at - EPOCH) // dt.timedelta(microseconds=1) * 1000
+        else:
+            target = round(at * 1_000_000) * 1000
+        self._frozen_monotonic += (target - self._frozen_ns) / 1e9
+        self._frozen_ns = target
 
     def advance(self, seconds: float) -> None:
-        self.now += seconds
+        step = round(seconds * 1e9)
+        if self._frozen_ns is not None:
+            self._frozen_ns += step
+            self._frozen_monotonic += seconds
+        else:
+            self._offset_ns += step
 
 
 def test_environ(**overrides) -> dict:

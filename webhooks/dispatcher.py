@@ -35,7 +35,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
-from store.clock import new_id, utcnow
+from store.clock import Clock, new_id
 from store.contract import Store
 from store.errors import StoreError
 from store.events import StoredEvent, instant_of
@@ -72,7 +72,11 @@ class Dispatcher:
         ahead: int | None = None,
         rand: random.Random | None = None,
         observe: Callable[[str, float | None], None] | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        # Its instants (settle horizons, leases, retry schedules, signatures) come from `clock`,
+        # the store's by default; the pace of its loop is the event loop's.
+        self.clock = clock or store.clock
         # Told each attempt's outcome (transport.outcome_kind) and, when delivered, the seconds
         # since its event was recorded (the metrics of server.metrics).
         self.observe = observe
@@ -144,7 +148,7 @@ class Dispatcher:
                     if time.monotonic() - swept_at >= self.retention_interval:
                         swept_at = time.monotonic()
                         await self.store.webhook_deliveries.delete_expired(
-                            utcnow() - self.retention - RETENTION_MARGIN
+                            self.clock.now() - self.retention - RETENTION_MARGIN
                         )
                 except StoreError as exc:
                     log.warning("webhook dispatch failed (%s); next in %g s", exc, self.poll)
@@ -158,7 +162,9 @@ class Dispatcher:
     # -- fan-out: events to deliveries ---------------------------------------------------------
     async def fan_out(self) -> int:
         """Turn the new events of every due endpoint into deliveries; how many."""
-        claims = await self.store.webhook_endpoints.claim_fanout(utcnow(), self.lease, FANOUT_BATCH)
+        claims = await self.store.webhook_endpoints.claim_fanout(
+            self.clock.now(), self.lease, FANOUT_BATCH
+        )
         added = 0
         for claim in claims:
             added += await self._fan_out(claim)
@@ -169,7 +175,10 @@ class Dispatcher:
     async def _fan_out(self, claim: FanoutClaim) -> int:
         store, added, more = self.store, 0, False
         position = claim.position
-        settled = utcnow() - self.settle
+        # The instant it looks from: its settle horizon, and the next look a poll after it (a
+        # clock that moves meanwhile cannot push the next look past the moment it moved to).
+        looked = self.clock.now()
+        settled = looked - self.settle
         for _ in range(PAGES_PER_FANOUT):
             page = await store.events.page(
                 claim.workspace_id, position, settled, PAGE_SIZE, claim.event_types
@@ -178,7 +187,7 @@ class Dispatcher:
             if not page.events:
                 break  # nothing new: the position stays (a page after it costs the same)
             added += await store.webhook_deliveries.add(
-                claim.workspace_id, claim.endpoint_id, 0, page.events, utcnow()
+                claim.workspace_id, claim.endpoint_id, 0, page.events, self.clock.now()
             )
             # After the inserts: a fan-out that dies in between inserts the same ids again.
             position = page.resume(position)
@@ -189,7 +198,7 @@ class Dispatcher:
         if claim.recover_from is not None and not more:
             recovered, more = await self._recover(claim, position)
             added += recovered
-        next_at = utcnow() + (dt.timedelta(0) if more else dt.timedelta(seconds=self.poll))
+        next_at = looked + (dt.timedelta(0) if more else dt.timedelta(seconds=self.poll))
         await store.webhook_endpoints.release_fanout(claim, next_at)
         return added
 
@@ -206,7 +215,7 @@ class Dispatcher:
             )
             events: list[StoredEvent] = [e for e in page.events if e.key <= end]
             added += await store.webhook_deliveries.add(
-                claim.workspace_id, claim.endpoint_id, claim.generation, events, utcnow()
+                claim.workspace_id, claim.endpoint_id, claim.generation, events, self.clock.now()
             )
             if len(events) < len(page.events) or not page.has_more:
                 await store.webhook_endpoints.advance_recovery(claim, None)
@@ -229,7 +238,13 @@ class Dispatcher:
                 return 0
         done, self._done = self._done, []
         claims = await self.store.webhook_deliveries.claim(
-            utcnow(), self.lease, free, self.per_endpoint, done, owner=self.owner, ahead=self.ahead
+            self.clock.now(),
+            self.lease,
+            free,
+            self.per_endpoint,
+            done,
+            owner=self.owner,
+            ahead=self.ahead,
         )
         for claim in claims:
             self._queued.setdefault(claim.endpoint_id, collections.deque()).append(claim)
@@ -261,7 +276,7 @@ class Dispatcher:
             claim = queue.popleft()
             if not queue:
                 del self._queued[endpoint_id]
-            if claim.until - utcnow() < self.lease_needed:  # it could outlive its lease
+            if claim.until - self.clock.now() < self.lease_needed:  # it could outlive its lease
                 self._release.append(claim)
             else:
                 await self._attempt(claim)
@@ -284,7 +299,7 @@ class Dispatcher:
             await self.store.webhook_deliveries.finish(done)
         release, self._release = self._release, []
         if release:
-            await self.store.webhook_deliveries.release(release, utcnow())
+            await self.store.webhook_deliveries.release(release, self.clock.now())
         disable, self._disable = self._disable, []
         await self._disable_endpoints(disable)
 
@@ -297,15 +312,15 @@ class Dispatcher:
 
     async def _attempt(self, claim: Claim) -> None:
         body = claim.event.encode()
-        at = utcnow()
-        headers = signing.headers(claim.secrets, claim.event_id, int(time.time()), body)
+        at = self.clock.now()
+        headers = signing.headers(claim.secrets, claim.event_id, int(self.clock.time()), body)
         outcome = await self.transport.post(claim.url, body, headers)
         self._outcome(claim, at, outcome)
 
     def _outcome(self, claim: Claim, at: dt.datetime, outcome: Outcome) -> None:
         code = outcome.status_code
         delivered = outcome.error is None and code is not None and 200 <= code < 300
-        ended = utcnow()
+        ended = self.clock.now()
         disable = None
         if code == 410:
             disable = GONE

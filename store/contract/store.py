@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from store.clock import Clock
 from store.contract.accounts import Keys, Users, Workspaces
 from store.contract.activities import Activities
 from store.contract.calls import Calls
@@ -66,6 +67,10 @@ class AllRateCounters(RateCounters, RateCounterHooks, Protocol): ...
 
 class Store(RequestStore, Seeding, StoreHooks, Protocol):
     """The store: its collection families, each whole, and its own life cycle."""
+
+    # Where its instants come from (store.clock); the sweeps and the dispatcher built on it
+    # default to the same one.
+    clock: Clock
 
     @property
     def workspaces(self) -> AllWorkspaces: ...

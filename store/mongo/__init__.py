@@ -13,6 +13,7 @@ import pymongo
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from store.clock import SYSTEM_CLOCK, Clock
 from store.mongo.activities import Activities, fill_stored_at
 from store.mongo.calls import Calls
 from store.mongo.errors import driver_errors, translate_errors
@@ -44,16 +45,21 @@ class MongoStore:
     process_private = False
 
     def __init__(
-        self, db: AsyncDatabase, client: AsyncMongoClient, default_region: str = "US"
+        self,
+        db: AsyncDatabase,
+        client: AsyncMongoClient,
+        default_region: str = "US",
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.db = db
+        self.clock = clock
         self.client = client
         # Every write of the families below marks its documents and records its events through
         # this one writer (store/mongo/events.py).
-        self.event_writer = EventWriter(db)
-        self.workspaces = Workspaces(db)
-        self.users = Users(db)
-        self.keys = Keys(db)
+        self.event_writer = EventWriter(db, clock)
+        self.workspaces = Workspaces(db, clock)
+        self.users = Users(db, clock)
+        self.keys = Keys(db, clock)
         self.lists = Lists(db, self.event_writer)
         self.prospects = Prospects(db, self.event_writer, default_region)
         self.calls = Calls(db, self.event_writer, default_region)
@@ -137,7 +143,11 @@ class MongoStore:
 
 
 def open_mongo(
-    uri: str, database: str, timeout_seconds: float = 5.0, default_region: str = "US"
+    uri: str,
+    database: str,
+    timeout_seconds: float = 5.0,
+    default_region: str = "US",
+    clock: Clock = SYSTEM_CLOCK,
 ) -> MongoStore:
     ms = int(timeout_seconds * 1000)
     with driver_errors():  # a malformed URI
@@ -152,4 +162,4 @@ def open_mongo(
             tz_aware=False,
             appname="workspace-data-api",
         )
-    return MongoStore(client[database], client, default_region)
+    return MongoStore(client[database], client, default_region, clock)

@@ -42,7 +42,7 @@ from store.activities import FIELDS as ACTIVITY_FIELDS
 from store.activities import event_record as activity_record
 from store.calls import CALL_FIELDS
 from store.calls import record as call_record
-from store.clock import new_id
+from store.clock import SYSTEM_CLOCK, Clock, new_id
 from store.events import (
     EventClock,
     EventPage,
@@ -149,12 +149,13 @@ def _removed_event(workspace_id: str, gone: Removed, stamp: tuple[str, dt.dateti
 class EventWriter:
     """Records events after the writes that marked their documents (the module's docstring)."""
 
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, clock: Clock = SYSTEM_CLOCK) -> None:
         self.db = db
         self.col = db["events"]
         self.enabled = True
         self.observe: Callable[[str, int], None] | None = None  # (event type, count): metrics
-        self.clock = EventClock()
+        self.clock = EventClock(clock)
+        self.now = clock.now  # the instants of the writes that record through it
 
     def begin(self) -> Pending:
         """A new write's marker."""

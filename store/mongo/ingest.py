@@ -29,7 +29,6 @@ from store.activities import call_activity
 from store.calls import CALL_FIELDS
 from store.calls import record as call_record
 from store.classify import Earlier, Recording
-from store.clock import utcnow
 from store.idempotency import IdempotentWrite
 from store.ingest import (
     CREATED,
@@ -109,7 +108,7 @@ class CallRecorder:
         `prospect.created` or `prospect.updated` for each prospect a contact created or
         filled, published before the answer (a writer that dies first leaves its markers to
         the event sweep)."""
-        now = utcnow()
+        now = self.events.now()
         marker = self.events.begin()
         recording = Recording(calls, partial)
         results, batch, refuse = recording.results, recording.batch, recording.refuse
@@ -232,7 +231,7 @@ class CallRecorder:
                 return None
             changed = changes_to(doc, changes)
             if changed:
-                moved = {**changed, "updatedAt": max(utcnow(), doc["updatedAt"])}
+                moved = {**changed, "updatedAt": max(self.events.now(), doc["updatedAt"])}
                 result = await self.col.update_one(
                     {"_id": call_id, "workspaceId": workspace_id, "updatedAt": doc["updatedAt"]},
                     pending.update({"$set": changed_call_set(doc, moved)}),

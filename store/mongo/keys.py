@@ -7,7 +7,7 @@ import datetime as dt
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store.clock import new_id, utcnow
+from store.clock import SYSTEM_CLOCK, Clock, new_id
 from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document
 from store.keys import key_record as _record
 from store.mongo.errors import translate_errors
@@ -18,8 +18,9 @@ ACTIVE_FIELDS = {"_id": 1, "workspaceId": 1, "scopes": 1, "expiresAt": 1}
 
 @translate_errors
 class Keys:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, clock: Clock = SYSTEM_CLOCK) -> None:
         self.col = db["api_keys"]
+        self.clock = clock
 
     async def create(
         self,
@@ -28,7 +29,7 @@ class Keys:
         scopes: frozenset[str] = DEFAULT_SCOPES,
         expires_at: dt.datetime | None = None,
     ) -> dict:
-        doc = key_document(workspace_id, new_id(), name, scopes, utcnow(), expires_at)
+        doc = key_document(workspace_id, new_id(), name, scopes, self.clock.now(), expires_at)
         await self.col.insert_one(doc)
         return _record(doc)
 
@@ -55,7 +56,7 @@ class Keys:
     async def revoke(self, key_id: str) -> dict | None:
         """Operator scope (admin CLI only): revoke a key by id. Returns the record, or None."""
         await self.col.update_one(
-            {"_id": key_id, "revokedAt": None}, {"$set": {"revokedAt": utcnow()}}
+            {"_id": key_id, "revokedAt": None}, {"$set": {"revokedAt": self.clock.now()}}
         )
         doc = await self.col.find_one({"_id": key_id})
         return doc and _record(doc)

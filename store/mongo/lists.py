@@ -20,7 +20,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from store.clock import new_id, utcnow
+from store.clock import new_id
 from store.exports import BATCH_SIZE
 from store.idempotency import IdempotentWrite
 from store.mongo.errors import translate_errors
@@ -60,7 +60,15 @@ class Lists:
     ) -> dict:
         """Insert a list. With an Idempotency-Key its id derives from the key: when an earlier
         attempt of the same request inserted it, that list is the answer."""
-        doc = list_document(workspace_id, name, owner_user_id, source, created_at, list_id, once)
+        doc = list_document(
+            workspace_id,
+            name,
+            owner_user_id,
+            source,
+            created_at or self.events.now(),
+            list_id,
+            once,
+        )
         pending = self.events.begin()
         try:
             await self.col.insert_one(pending.new(doc))
@@ -124,7 +132,9 @@ class Lists:
             pending = self.events.begin()
             await self.col.update_one(
                 {"_id": list_id, "workspaceId": workspace_id, "prospectsCount": {"$lt": members}},
-                pending.update({"$set": {"prospectsCount": members, "updatedAt": utcnow()}}),
+                pending.update(
+                    {"$set": {"prospectsCount": members, "updatedAt": self.events.now()}}
+                ),
             )
             await self.events.publish(workspace_id, pending, {"lists": [list_id]})
         if not await self.leases.taken(workspace_id, UPLOAD_LEASE):
@@ -174,7 +184,9 @@ class Lists:
         pending = self.events.begin()
         doc = await self.col.find_one_and_update(
             {"_id": list_id, "workspaceId": workspace_id},
-            pending.update({"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}}),
+            pending.update(
+                {"$max": {"prospectsCount": members}, "$set": {"updatedAt": self.events.now()}}
+            ),
             # No projection: FerretDB 1.24 does not implement findAndModify's `fields`.
             return_document=ReturnDocument.AFTER,
         )
@@ -204,7 +216,9 @@ async def set_counted(
     `list.updated` event."""
     selector = {"_id": list_id, "workspaceId": workspace_id}
     pending = events.begin()
-    change = pending.update({"$max": {"prospectsCount": members}, "$set": {"updatedAt": utcnow()}})
+    change = pending.update(
+        {"$max": {"prospectsCount": members}, "$set": {"updatedAt": events.now()}}
+    )
     marked = await col.update_one({**selector, PENDING: token}, {**change, "$unset": {PENDING: ""}})
     if not marked.matched_count:
         await col.update_one(selector, change)

@@ -21,7 +21,6 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from store.clock import utcnow
 from store.exports import BATCH_SIZE
 from store.idempotency import IdempotentWrite
 from store.identity import normalize_email, normalize_phone
@@ -124,7 +123,7 @@ class Prospects:
         pending = self.events.begin()
         async with self.leases.held(workspace_id, UPLOAD_LEASE):
             _, chosen = await self.matcher.resolve(
-                workspace_id, contacts, owner_user_id, utcnow(), once, pending
+                workspace_id, contacts, owner_user_id, self.events.now(), once, pending
             )
             touched = [target.id for target in chosen if target.id]
             await self.events.publish(workspace_id, pending, {"prospects": touched})
@@ -147,7 +146,7 @@ class Prospects:
     ) -> tuple[list[Candidate], list[dict]]:
         """One attempt at the upload, its writes marked with `pending`: the prospect each
         contact landed on, and the `list_added` activities it inserted."""
-        list_id, now = listing["id"], utcnow()
+        list_id, now = listing["id"], self.events.now()
         targets, chosen = await self.matcher.resolve(
             workspace_id, contacts, listing["ownerUserId"], now, once, pending
         )

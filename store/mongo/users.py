@@ -7,7 +7,7 @@ import datetime as dt
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store.clock import utcnow
+from store.clock import SYSTEM_CLOCK, Clock
 from store.mongo.errors import translate_errors
 from store.records import admin_user_record, user_document
 from store.records import user_record as _record
@@ -17,8 +17,9 @@ USER_FIELDS = {"_id": 1, "email": 1, "firstName": 1, "lastName": 1, "createdAt":
 
 @translate_errors
 class Users:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, clock: Clock = SYSTEM_CLOCK) -> None:
         self.col = db["users"]
+        self.clock = clock
 
     async def create(
         self,
@@ -29,7 +30,9 @@ class Users:
         created_at: dt.datetime | None = None,
         user_id: str | None = None,
     ) -> dict:
-        doc = user_document(workspace_id, email, first_name, last_name, created_at, user_id)
+        doc = user_document(
+            workspace_id, email, first_name, last_name, created_at or self.clock.now(), user_id
+        )
         await self.col.insert_one(doc)
         return _record(doc)
 
@@ -47,7 +50,7 @@ class Users:
     async def delete(self, workspace_id: str, user_id: str) -> bool:
         result = await self.col.update_one(
             {"_id": user_id, "workspaceId": workspace_id, "deletedAt": None},
-            {"$set": {"deletedAt": utcnow()}},
+            {"$set": {"deletedAt": self.clock.now()}},
         )
         return result.modified_count == 1
 

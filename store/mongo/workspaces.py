@@ -7,19 +7,21 @@ import datetime as dt
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
+from store.clock import SYSTEM_CLOCK, Clock
 from store.mongo.errors import translate_errors
 from store.records import workspace_document, workspace_record
 
 
 @translate_errors
 class Workspaces:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, clock: Clock = SYSTEM_CLOCK) -> None:
         self.col = db["workspaces"]
+        self.clock = clock
 
     async def create(
         self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
     ) -> dict:
-        doc = workspace_document(name, workspace_id, created_at)
+        doc = workspace_document(name, workspace_id, created_at or self.clock.now())
         await self.col.insert_one(doc)
         return workspace_record(doc)
 

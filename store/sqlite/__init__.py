@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+from store.clock import SYSTEM_CLOCK, Clock
 from store.errors import StoreDamaged
 from store.sqlite import activities, calls, lists, opening, prospects, schema
 from store.sqlite.activities import Activities
@@ -70,8 +71,10 @@ class SQLiteStore:
         default_region: str = "US",
         throwaway_dir: str | None = None,
         synchronous: str = "full",
+        clock: Clock = SYSTEM_CLOCK,
     ):
         self.path = Path(path)
+        self.clock = clock
         # A file that cannot be used ends here, with StoreUnusable naming what is wrong; a new
         # one is created whole (store/sqlite/opening.py).
         opening.check(self.path, schema.create)
@@ -95,11 +98,12 @@ class SQLiteStore:
                 "prospect": prospects.EVENT_SOURCE,
                 "list": lists.EVENT_SOURCE,
                 "activity": activities.EVENT_SOURCE,
-            }
+            },
+            clock,
         )
-        self.workspaces = Workspaces(self.engine)
-        self.users = Users(self.engine)
-        self.keys = Keys(self.engine)
+        self.workspaces = Workspaces(self.engine, clock)
+        self.users = Users(self.engine, clock)
+        self.keys = Keys(self.engine, clock)
         self.lists = Lists(self.engine, self.event_writer)
         self.prospects = Prospects(self.engine, self.event_writer, default_region)
         self.calls = Calls(self.engine, self.event_writer, default_region)
@@ -255,12 +259,20 @@ class SQLiteStore:
 
 
 def open_sqlite(
-    path: str | None, timeout: float = 5.0, default_region: str = "US", synchronous: str = "full"
+    path: str | None,
+    timeout: float = 5.0,
+    default_region: str = "US",
+    synchronous: str = "full",
+    clock: Clock = SYSTEM_CLOCK,
 ) -> SQLiteStore:
     """The store in the SQLite file at `path`; None makes a throwaway file, removed at close
     (which syncs nothing to disk: `synchronous` does not apply to what is thrown away)."""
     if path is None:
         directory = tempfile.mkdtemp(prefix="workspace-api-")
         path = str(Path(directory) / "store.sqlite3")
-        return SQLiteStore(path, timeout, default_region, directory, synchronous="normal")
-    return SQLiteStore(Path(path).expanduser(), timeout, default_region, synchronous=synchronous)
+        return SQLiteStore(
+            path, timeout, default_region, directory, synchronous="normal", clock=clock
+        )
+    return SQLiteStore(
+        Path(path).expanduser(), timeout, default_region, synchronous=synchronous, clock=clock
+    )

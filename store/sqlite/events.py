@@ -18,6 +18,7 @@ import datetime as dt
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 
+from store.clock import SYSTEM_CLOCK, Clock
 from store.events import TYPES, EventClock, EventPage, Removed, StoredEvent, encode, instant_of
 from store.paging import Position
 from store.sqlite.engine import Engine
@@ -58,11 +59,12 @@ class EventWriter:
     """Records events inside write units. While `enabled` is false it records none: bulk loads
     (`SQLiteStore.bulk_load`) and the benchmark that measures what events cost."""
 
-    def __init__(self, sources: dict[str, Source]) -> None:
+    def __init__(self, sources: dict[str, Source], clock: Clock = SYSTEM_CLOCK) -> None:
         self.enabled = True
         # Told (event type, count) of each write's events, on the writer thread (metrics).
         self.observe: Callable[[str, int], None] | None = None
-        self.clock = EventClock()
+        self.clock = EventClock(clock)
+        self.now = clock.now  # the instants of the writes that record through it
         self.inserts = {resource: insert_sql(source) for resource, source in sources.items()}
 
     def record(

@@ -97,7 +97,7 @@ def record_calls(
     events: `call.created` and the `activity.created` of its timeline entry for each call it
     creates, and `prospect.created` or `prospect.updated` for each prospect a contact created
     or filled."""
-    now = utcnow()  # taken under the write lock: never behind a commit before it
+    now = events.now()  # taken under the write lock: never behind a commit before it
     recording = Recording(calls, partial)
     results = recording.results
     recording.check_references(references(conn, workspace_id, calls))
@@ -222,7 +222,7 @@ def change_call(
     changed = changes_to(before, changes)
     if not changed:
         return call_record(before)
-    after = {**before, **changed, "updatedAt": max(utcnow(), before["updatedAt"])}
+    after = {**before, **changed, "updatedAt": max(events.now(), before["updatedAt"])}
     values = {name: after[name] for name in (*changed, "updatedAt")}
     stored = {
         name: ms(value)

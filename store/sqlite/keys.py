@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 
-from store.clock import new_id, utcnow
+from store.clock import SYSTEM_CLOCK, Clock, new_id
 from store.keys import DEFAULT_SCOPES, ActiveKey, active_key, key_document, key_record
 from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, ms, to_doc
 
 
 class Keys:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
+        self.clock = clock
 
     async def create(
         self,
@@ -22,7 +23,7 @@ class Keys:
         scopes: frozenset[str] = DEFAULT_SCOPES,
         expires_at: dt.datetime | None = None,
     ) -> dict:
-        doc = key_document(workspace_id, new_id(), name, scopes, utcnow(), expires_at)
+        doc = key_document(workspace_id, new_id(), name, scopes, self.clock.now(), expires_at)
         await self.engine.write(insert, "api_keys", [doc])
         return key_record(doc)
 
@@ -74,7 +75,7 @@ class Keys:
         def revoke(conn):
             conn.execute(
                 'UPDATE api_keys SET revokedAt = ? WHERE "_id" = ? AND revokedAt IS NULL',
-                (ms(utcnow()), key_id),
+                (ms(self.clock.now()), key_id),
             )
             row = conn.execute('SELECT * FROM api_keys WHERE "_id" = ?', (key_id,)).fetchone()
             return row and key_record(to_doc(row))

@@ -7,7 +7,6 @@ import sqlite3
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
-from store.clock import utcnow
 from store.exports import BATCH_SIZE, Lines
 from store.idempotency import IdempotentWrite
 from store.paging import Page, Window
@@ -43,7 +42,15 @@ class Lists:
         list_id: str | None = None,
         once: IdempotentWrite | None = None,
     ) -> dict:
-        doc = list_document(workspace_id, name, owner_user_id, source, created_at, list_id, once)
+        doc = list_document(
+            workspace_id,
+            name,
+            owner_user_id,
+            source,
+            created_at or self.events.now(),
+            list_id,
+            once,
+        )
 
         record = list_record(doc)
 
@@ -124,7 +131,7 @@ class Lists:
             changed = conn.execute(
                 "UPDATE lists SET prospectsCount = MAX(prospectsCount, ?), updatedAt = ? "
                 'WHERE "_id" = ? AND workspaceId = ?',
-                (members, ms(utcnow()), list_id, workspace_id),
+                (members, ms(self.events.now()), list_id, workspace_id),
             ).rowcount
             if changed:
                 self.events.record(conn, workspace_id, [("list.updated", list_id)])

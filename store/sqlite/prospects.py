@@ -15,7 +15,6 @@ from collections.abc import AsyncGenerator, Collection
 from typing import TYPE_CHECKING
 
 from store.activities import check_scope, list_added_activity
-from store.clock import utcnow
 from store.exports import BATCH_SIZE, Lines
 from store.idempotency import IdempotentWrite
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
@@ -190,7 +189,7 @@ def match_unit(
     created or filled (the writer's transaction)."""
     targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
     owners: dict[str, str | None] = dict.fromkeys(new, owner_user_id)
-    changes = create_and_fill(conn, workspace_id, targets, new, owners, utcnow(), once)
+    changes = create_and_fill(conn, workspace_id, targets, new, owners, events.now(), once)
     recognise_created(targets, once)
     events.record(conn, workspace_id, changes)
     return outcomes(chosen)
@@ -206,7 +205,7 @@ def upload(
 ) -> Upload:
     """The whole contact upload in the writer's transaction, with its events: the prospects it
     created, filled or added to the list, the `list_added` activities, and the list."""
-    list_id, now = listing["id"], utcnow()
+    list_id, now = listing["id"], events.now()
     targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
     owners: dict[str, str | None] = dict.fromkeys(new, listing["ownerUserId"])
     changes = create_and_fill(conn, workspace_id, targets, new, owners, now, once)

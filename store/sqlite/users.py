@@ -6,15 +6,16 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 
-from store.clock import utcnow
+from store.clock import SYSTEM_CLOCK, Clock
 from store.records import admin_user_record, user_document, user_record
 from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, ms, to_doc
 
 
 class Users:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
+        self.clock = clock
 
     async def create(
         self,
@@ -25,7 +26,9 @@ class Users:
         created_at: dt.datetime | None = None,
         user_id: str | None = None,
     ) -> dict:
-        doc = user_document(workspace_id, email, first_name, last_name, created_at, user_id)
+        doc = user_document(
+            workspace_id, email, first_name, last_name, created_at or self.clock.now(), user_id
+        )
         await self.engine.write(insert, "users", [doc])
         return user_record(doc)
 
@@ -58,7 +61,7 @@ class Users:
                 conn.execute(
                     'UPDATE users SET deletedAt = ? WHERE "_id" = ? AND workspaceId = ? '
                     "AND deletedAt IS NULL",
-                    (ms(utcnow()), user_id, workspace_id),
+                    (ms(self.clock.now()), user_id, workspace_id),
                 ).rowcount
                 == 1
             )

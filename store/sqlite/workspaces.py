@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 
+from store.clock import SYSTEM_CLOCK, Clock
 from store.records import workspace_document, workspace_record
 from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, to_doc
 
 
 class Workspaces:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
+        self.clock = clock
 
     async def create(
         self, name: str, workspace_id: str | None = None, created_at: dt.datetime | None = None
     ) -> dict:
-        doc = workspace_document(name, workspace_id, created_at)
+        doc = workspace_document(name, workspace_id, created_at or self.clock.now())
         await self.engine.write(insert, "workspaces", [doc])
         return workspace_record(doc)
 

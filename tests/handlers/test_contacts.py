@@ -10,7 +10,6 @@ import uuid
 import pytest
 
 from schemas import Schemas
-from store.clock import utcnow
 from store.errors import StoreUnavailable
 from tests.helpers import Client, walk_pages
 
@@ -47,15 +46,12 @@ async def test_upload_result_and_list_metadata(api, new_list):
     assert listed["prospectsCount"] == 2
 
 
-async def test_updated_at_moves(api, store, new_list, monkeypatch):
+async def test_updated_at_moves(api, store, new_list, clock):
     import datetime as dt
-    import importlib
 
     created = await new_list()
     later = dt.datetime(2030, 1, 1, 12, 0, 0, 123000)
-    package = {"sqlite": "store.sqlite", "mongodb": "store.mongo"}[store.backend]
-    for module in ("lists", "prospects"):
-        monkeypatch.setattr(importlib.import_module(f"{package}.{module}"), "utcnow", lambda: later)
+    clock.set(later)
     await upload(api, created["id"], [{"email": "a@example.com"}])
     after = (await api.get(f"/v1/lists/{created['id']}")).json()["list"]
     assert after["updatedAt"] == "2030-01-01T12:00:00.123Z"
@@ -427,7 +423,9 @@ async def test_count_repairs_itself_after_an_interrupted_upload(
 
 @pytest.mark.mongodb
 @pytest.mark.parametrize("horizon", ["after the repair", "before the repair"])
-async def test_an_export_repairs_the_count_too(api, store, ws_a, new_list, monkeypatch, horizon):
+async def test_an_export_repairs_the_count_too(
+    api, store, ws_a, new_list, monkeypatch, horizon, clock
+):
     """The lists export counts again like the reads; a list the repair moves past the export's
     horizon is left to the sync that follows it (its updatedAt is then the repair's)."""
     import store.mongo.prospects as mongo_prospects
@@ -442,7 +440,7 @@ async def test_an_export_repairs_the_count_too(api, store, ws_a, new_list, monke
     with pytest.raises(StoreUnavailable):
         await store.prospects.add_to_list(ws_a.id, listing, [{"email": "x@example.com"}])
     monkeypatch.undo()
-    settled = utcnow() + dt.timedelta(hours=1 if horizon == "after the repair" else 0)
+    settled = clock.now() + dt.timedelta(hours=1 if horizon == "after the repair" else 0)
     exported = [
         record
         async for batch in store.lists.export(ws_a.id, settled)

@@ -13,7 +13,6 @@ import pytest
 
 from server.config import load_config
 from store.calls import call_document
-from store.clock import utcnow
 from tests.helpers import test_environ
 
 SETTLE = 2.0
@@ -149,10 +148,10 @@ async def test_newest_first_cursors_skip_and_repeat_nothing_while_records_arrive
     assert set(seen) == set(before)  # the newer ones sit above the first page
 
 
-async def test_sync_order_settles_never_ends_and_shows_changes_again(api, store, ws_a):
-    old = utcnow() - dt.timedelta(hours=1)
+async def test_sync_order_settles_never_ends_and_shows_changes_again(api, store, ws_a, clock):
+    old = clock.now() - dt.timedelta(hours=1)
     ids = await add_calls(store, ws_a, 3, dt.datetime(2026, 3, 2, 9), updated=old)
-    fresh = await add_calls(store, ws_a, 1, dt.datetime(2026, 3, 2, 10), updated=utcnow())
+    fresh = await add_calls(store, ws_a, 1, dt.datetime(2026, 3, 2, 10), updated=clock.now())
     body = (await api.get("/v1/calls?sort=updatedAt")).json()
     assert [c["id"] for c in body["calls"]] == sorted(ids)  # the fresh one has not settled
     assert body["hasMore"] is False and body["total"] == 3 and body["nextCursor"]
@@ -160,14 +159,16 @@ async def test_sync_order_settles_never_ends_and_shows_changes_again(api, store,
     assert caught_up["calls"] == [] and caught_up["hasMore"] is False
     assert caught_up["nextCursor"] == body["nextCursor"]  # where to resume
     changed = await store.calls.change(ws_a.id, ids[0], {"notes": "Changed"})
-    await asyncio.sleep(SETTLE + 0.1)
+    clock.advance(SETTLE + 0.1)
     later = (await api.get(f"/v1/calls?cursor={caught_up['nextCursor']}")).json()
     assert [c["id"] for c in later["calls"]] == [fresh[0], ids[0]]
     assert later["calls"][1]["notes"] == "Changed" == changed["notes"]
     assert later["nextCursor"]
 
 
-async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store, ws_a, new_list):
+async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(
+    api, store, ws_a, new_list, clock
+):
     """Writers create calls and prospects, fill prospect fields and add prospects to lists at
     full speed, one of them holding a write back for longer than a page takes; a syncer follows
     sort=updatedAt cursors all along. After one settle period without writes its copy equals
@@ -179,7 +180,11 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
     async def write_calls():
         while not stop.is_set():
             await add_calls(
-                store, ws_a, rng.randint(1, 5), utcnow() - dt.timedelta(minutes=5), updated=utcnow()
+                store,
+                ws_a,
+                rng.randint(1, 5),
+                clock.now() - dt.timedelta(minutes=5),
+                updated=clock.now(),
             )
 
     async def write_contacts():
@@ -209,9 +214,9 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
                     disposition="connected",
                     from_number="+1",
                     to_number="+2",
-                    started_at=utcnow(),
-                    ended_at=utcnow(),
-                    updated_at=utcnow(),
+                    started_at=clock.now(),
+                    ended_at=clock.now(),
+                    updated_at=clock.now(),
                 )
             ]
             await asyncio.sleep(SETTLE * 0.6)
@@ -246,7 +251,7 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(api, store,
     await asyncio.sleep(4)
     stop.set()
     await asyncio.gather(*tasks)
-    await asyncio.sleep(SETTLE + 0.2)  # one settle period without writes
+    clock.advance(SETTLE + 0.2)  # one settle period without writes
     deadline = time.monotonic() + 30
     while not await poll():  # a page of each resource per round, until all are caught up
         assert time.monotonic() < deadline, "the syncer never caught up"

@@ -9,7 +9,6 @@ import asyncio
 import datetime as dt
 import io
 import json
-import time
 import uuid
 from urllib.parse import quote
 
@@ -20,7 +19,6 @@ from demo.seeding import seed
 from handlers import jsonio
 from schemas import Schemas
 from server.config import load_config
-from store.clock import utcnow
 from store.paging import Position
 from tests.helpers import Client, add_call, follow_events, test_environ
 
@@ -36,14 +34,15 @@ def config():
     )
 
 
-async def settled_feed(api, path="/v1/events", **kwargs) -> tuple[list[dict], dict]:
-    """Every event of the feed once the writes so far have settled; the last body."""
-    await asyncio.sleep(SETTLE + 0.2)
+async def settled_feed(api, clock, path="/v1/events", **kwargs) -> tuple[list[dict], dict]:
+    """Every event of the feed once the writes so far have settled (the clock moved past the
+    settle period); the last body."""
+    clock.advance(SETTLE + 0.2)
     return await follow_events(api, path, **kwargs)
 
 
 async def test_every_write_records_its_events_with_the_records_as_the_api_returns_them(
-    api, store, ws_a, new_list
+    api, store, ws_a, new_list, clock
 ):
     listing = await new_list("Events")
     upload = await api.post(
@@ -53,7 +52,7 @@ async def test_every_write_records_its_events_with_the_records_as_the_api_return
     assert upload.code == 200
     call_id = await add_call(store, ws_a, None)
     await store.calls.change(ws_a.id, call_id, {"notes": "Call back Tuesday"})
-    events, body = await settled_feed(api)
+    events, body = await settled_feed(api, clock)
     assert set(body) == {"events", "pageSize", "hasMore", "nextCursor"}
     assert body["pageSize"] == 100 and body["hasMore"] is False
     assert isinstance(body["nextCursor"], str)
@@ -105,9 +104,9 @@ def dialer_call(ws, prospect_id: str | None, minute: int, **more) -> dict:
     return {k: v for k, v in body.items() if v is not None}
 
 
-async def events_since(api, cursor: str) -> dict[str, list[dict]]:
+async def events_since(api, cursor: str, clock) -> dict[str, list[dict]]:
     """The settled events after `cursor`, by type."""
-    events, _ = await settled_feed(api, f"/v1/events?cursor={cursor}")
+    events, _ = await settled_feed(api, clock, f"/v1/events?cursor={cursor}")
     by_type: dict[str, list[dict]] = {}
     for event in events:
         assert Schemas().errors("/schemas/records/event.json", event) == [], event
@@ -124,9 +123,9 @@ async def check_activities(api, by_type: dict[str, list[dict]]) -> None:
         assert event["data"] == {**entry, "prospectId": prospect_id}
 
 
-async def test_the_dialers_writes_record_their_events(api, dialer, store, ws_a):
+async def test_the_dialers_writes_record_their_events(api, dialer, store, ws_a, clock):
     pat = await store.prospects.create(ws_a.id, {"email": "pat@a.example"})
-    _, before = await settled_feed(api)
+    _, before = await settled_feed(api, clock)
     sid = "CA" + "e1" * 16
     first = await dialer.post("/v1/calls", dialer_call(ws_a, pat["id"], 1, providerCallSid=sid))
     again = await dialer.post("/v1/calls", dialer_call(ws_a, pat["id"], 1, providerCallSid=sid))
@@ -161,7 +160,7 @@ async def test_the_dialers_writes_record_their_events(api, dialer, store, ws_a):
     }
     logged = await dialer.post("/v1/prospect-activities", note)
     assert logged.code == 201
-    by_type = await events_since(api, before["nextCursor"])
+    by_type = await events_since(api, before["nextCursor"], clock)
     assert {kind: len(events) for kind, events in by_type.items()} == {
         "call.created": 5,
         "call.updated": 1,
@@ -182,14 +181,14 @@ async def test_the_dialers_writes_record_their_events(api, dialer, store, ws_a):
     await check_activities(api, by_type)
 
 
-async def test_a_refused_dialer_write_records_nothing(api, dialer, store, ws_a):
+async def test_a_refused_dialer_write_records_nothing(api, dialer, store, ws_a, clock):
     pat = await store.prospects.create(ws_a.id, {"email": "pat@a.example"})
-    _, before = await settled_feed(api)
+    _, before = await settled_feed(api, clock)
     sid = "CA" + "e2" * 16
     assert (
         await dialer.post("/v1/calls", dialer_call(ws_a, pat["id"], 1, providerCallSid=sid))
     ).code == 201
-    _, after = await settled_feed(api, f"/v1/events?cursor={before['nextCursor']}")
+    _, after = await settled_feed(api, clock, f"/v1/events?cursor={before['nextCursor']}")
     refused = [
         ("/v1/calls", dialer_call(ws_a, pat["id"], 1, providerCallSid=sid, notes="other")),
         (
@@ -220,14 +219,14 @@ async def test_a_refused_dialer_write_records_nothing(api, dialer, store, ws_a):
         assert response.code in (409, 422), response
     unknown = await dialer.patch(f"/v1/calls/{uuid.uuid4()}", {"notes": "x"})
     assert unknown.code == 404
-    assert await events_since(api, after["nextCursor"]) == {}
+    assert await events_since(api, after["nextCursor"], clock) == {}
 
 
-async def test_an_import_records_the_events_the_api_writes_record(api, store, ws_a):
+async def test_an_import_records_the_events_the_api_writes_record(api, store, ws_a, clock):
     from server.importer import Summary, import_file
 
     pat = await store.prospects.create(ws_a.id, {"email": "pat@a.example"})
-    _, before = await settled_feed(api)
+    _, before = await settled_feed(api, clock)
     lines = [
         dialer_call(ws_a, pat["id"], 1, providerCallSid="CA" + "e3" * 16),
         dialer_call(ws_a, None, 2, prospect={"email": "new@b.example"}),
@@ -251,7 +250,7 @@ async def test_an_import_records_the_events_the_api_writes_record(api, store, ws
         store, "activities", ws_a.id, io.BytesIO(json.dumps(activity).encode()), None, summary
     )
     assert summary.created == 1
-    by_type = await events_since(api, before["nextCursor"])
+    by_type = await events_since(api, before["nextCursor"], clock)
     assert {kind: len(events) for kind, events in by_type.items()} == {
         "call.created": 2,
         "prospect.created": 1,
@@ -262,21 +261,25 @@ async def test_an_import_records_the_events_the_api_writes_record(api, store, ws
     await check_activities(api, by_type)
 
 
-async def test_the_feed_is_in_one_total_order_of_occurred_at_then_id(api, store, ws_a, new_list):
+async def test_the_feed_is_in_one_total_order_of_occurred_at_then_id(
+    api, store, ws_a, new_list, clock
+):
     for number in range(3):
         listing = await new_list(f"L{number}")
         contacts = [{"email": f"p{number}-{i}@example.com"} for i in range(5)]
         await api.post(f"/v1/lists/{listing['id']}/contacts", {"contacts": contacts})
-    events, _ = await settled_feed(api)
+    events, _ = await settled_feed(api, clock)
     keys = [(e["occurredAt"], e["id"]) for e in events]
     assert keys == sorted(keys) and len(set(keys)) == len(keys) >= 3 * (1 + 5 + 5 + 1)
     assert all(uuid.UUID(e["id"]).version == 7 for e in events)
 
 
-async def test_pages_follow_the_cursor_with_a_link_and_skip_and_repeat_nothing(api, new_list):
+async def test_pages_follow_the_cursor_with_a_link_and_skip_and_repeat_nothing(
+    api, new_list, clock
+):
     for number in range(25):
         await new_list(f"L{number}")
-    everything, _ = await settled_feed(api)
+    everything, _ = await settled_feed(api, clock)
     first = await api.get("/v1/events?pageSize=10")
     body = first.json()
     assert len(body["events"]) == 10 and body["hasMore"] is True and body["pageSize"] == 10
@@ -289,38 +292,40 @@ async def test_pages_follow_the_cursor_with_a_link_and_skip_and_repeat_nothing(a
     assert [e["id"] for e in seen] == [e["id"] for e in everything] and len(seen) == 25
 
 
-async def test_caught_up_the_cursor_is_where_the_next_poll_resumes(api, new_list):
+async def test_caught_up_the_cursor_is_where_the_next_poll_resumes(api, new_list, clock):
     empty = (await api.get("/v1/events")).json()
     assert empty["events"] == [] and empty["hasMore"] is False and empty["nextCursor"]
     first = await new_list("First")
-    await asyncio.sleep(SETTLE + 0.2)
+    clock.advance(SETTLE + 0.2)
     body = (await api.get(f"/v1/events?cursor={empty['nextCursor']}")).json()
     assert [e["data"]["id"] for e in body["events"]] == [first["id"]]
     again = (await api.get(f"/v1/events?cursor={body['nextCursor']}")).json()
     assert again["events"] == [] and again["hasMore"] is False
     second = await new_list("Second")
-    await asyncio.sleep(SETTLE + 0.2)
+    clock.advance(SETTLE + 0.2)
     later = (await api.get(f"/v1/events?cursor={again['nextCursor']}")).json()
     assert [e["data"]["id"] for e in later["events"]] == [second["id"]]
 
 
-async def test_an_event_appears_only_once_it_has_settled(api, new_list):
+async def test_an_event_appears_only_once_it_has_settled(api, new_list, clock):
+    clock.freeze()
     created = await new_list("Fresh")
     body = (await api.get("/v1/events")).json()
     assert body["events"] == [] and body["hasMore"] is False  # written a moment ago
-    deadline = time.monotonic() + 10
-    while not (body := (await api.get(f"/v1/events?cursor={body['nextCursor']}")).json())["events"]:
-        assert time.monotonic() < deadline, "the event never appeared"
-        await asyncio.sleep(0.05)
-    assert body["events"][0]["data"]["id"] == created["id"]
+    clock.advance(SETTLE - 0.1)
+    body = (await api.get(f"/v1/events?cursor={body['nextCursor']}")).json()
+    assert body["events"] == []  # not settled yet
+    clock.advance(0.2)  # past it
+    body = (await api.get(f"/v1/events?cursor={body['nextCursor']}")).json()
+    assert [e["data"]["id"] for e in body["events"]] == [created["id"]]
 
 
-async def test_type_filters_and_the_cursor_carries_them(api, store, ws_a, new_list):
+async def test_type_filters_and_the_cursor_carries_them(api, store, ws_a, new_list, clock):
     listing = await new_list("Typed")
     await api.post(f"/v1/lists/{listing['id']}/contacts", {"contacts": [{"email": "t@x.io"}]})
     call_id = await add_call(store, ws_a, None)
     await store.calls.change(ws_a.id, call_id, {"notes": "Changed"})
-    everything, _ = await settled_feed(api)
+    everything, _ = await settled_feed(api, clock)
     wanted = {"call.updated", "list.created", "prospect.created"}
     typed, body = await follow_events(
         api, "/v1/events?type=prospect.created,call.updated,list.created"
@@ -359,18 +364,18 @@ async def test_bad_parameters_are_400_pointing_at_them(api, query, parameter):
     assert response.json()["errors"][0]["pointer"] == f"#/query/{parameter}"
 
 
-async def test_page_size_takes_1_to_100(api, new_list):
+async def test_page_size_takes_1_to_100(api, new_list, clock):
     for number in range(3):
         await new_list(f"L{number}")
-    await asyncio.sleep(SETTLE + 0.2)
+    clock.advance(SETTLE + 0.2)
     assert len((await api.get("/v1/events?pageSize=1")).json()["events"]) == 1
     assert len((await api.get("/v1/events?pageSize=100")).json()["events"]) == 3
 
 
-async def test_since_is_inclusive_and_carried_by_the_cursor(api, new_list):
+async def test_since_is_inclusive_and_carried_by_the_cursor(api, new_list, clock):
     for number in range(4):
         await new_list(f"L{number}")
-    everything, _ = await settled_feed(api)
+    everything, _ = await settled_feed(api, clock)
     third = everything[2]
     body = (await api.get(f"/v1/events?since={third['occurredAt']}")).json()
     assert body["events"][0]["id"] in {
@@ -385,19 +390,23 @@ async def test_since_is_inclusive_and_carried_by_the_cursor(api, new_list):
     assert moved.code == 400 and moved.json()["errors"][0]["pointer"] == "#/query/since"
 
 
-async def test_a_since_or_cursor_past_the_retention_horizon_is_410(api, app, ws_a):
-    old = (utcnow() - dt.timedelta(days=31)).isoformat() + "Z"
+async def test_a_since_or_cursor_past_the_retention_horizon_is_410(api, app, ws_a, clock):
+    old = (clock.now() - dt.timedelta(days=31)).isoformat() + "Z"
     response = await api.get(f"/v1/events?since={old}")
     assert response.code == 410
     problem = response.json()
     assert problem["code"] == "events_expired"
     assert problem["type"] == "/reference/problems#events_expired"
     assert problem["errors"][0]["pointer"] == "#/query/since"
-    recent = (utcnow() - dt.timedelta(days=29)).isoformat() + "Z"
+    recent = (clock.now() - dt.timedelta(days=29)).isoformat() + "Z"
     assert (await api.get(f"/v1/events?since={recent}")).code == 200
     cursors = app.settings["cursors"]
     stale = cursors.encode(
-        ws_a.id, "events", "occurredAt", {}, Position(utcnow() - dt.timedelta(days=30, hours=1), "")
+        ws_a.id,
+        "events",
+        "occurredAt",
+        {},
+        Position(clock.now() - dt.timedelta(days=30, hours=1), ""),
     )
     expired = await api.get(f"/v1/events?cursor={stale}")
     assert expired.code == 410 and expired.json()["errors"][0]["pointer"] == "#/query/cursor"
@@ -418,36 +427,36 @@ async def test_head_answers_like_get_without_a_body(api):
     assert response.code == 200 and response.body == b"" and "Link" in response.headers
 
 
-async def test_another_workspace_sees_none_of_the_events(api, api_b, new_list):
+async def test_another_workspace_sees_none_of_the_events(api, api_b, new_list, clock):
     await new_list("Mine")
-    await asyncio.sleep(SETTLE + 0.2)
+    clock.advance(SETTLE + 0.2)
     assert (await api.get("/v1/events")).json()["events"]
     assert (await api_b.get("/v1/events")).json()["events"] == []
 
 
-async def test_the_demo_seeding_writes_no_events_and_later_writes_do(store, auth, origin):
+async def test_the_demo_seeding_writes_no_events_and_later_writes_do(store, auth, origin, clock):
     workspaces = await seed(store, auth, seed=3, scale=Scale(calls=50, prospects=30, timeline=5))
     client = Client(origin, workspaces[0]["apiKey"])
-    events, _ = await settled_feed(client)
+    events, _ = await settled_feed(client, clock)
     assert events == []
     users = (await client.get("/v1/users")).json()["users"]
     created = await client.post("/v1/lists", {"name": "After", "ownerUserId": users[0]["id"]})
-    events, _ = await settled_feed(client)
+    events, _ = await settled_feed(client, clock)
     assert [e["type"] for e in events] == ["list.created"]
     assert events[0]["data"] == created.json()["list"]
 
 
-async def test_retention_deletes_in_bounded_batches_oldest_first(api, store, ws_a, new_list):
+async def test_retention_deletes_in_bounded_batches_oldest_first(api, store, ws_a, new_list, clock):
     for number in range(7):
         await new_list(f"L{number}")
-    await asyncio.sleep(SETTLE + 0.2)
+    clock.advance(SETTLE + 0.2)
     everything, _ = await follow_events(api)
     assert len(everything) == 7
     middle = dt.datetime.fromisoformat(everything[3]["occurredAt"].removesuffix("Z"))
     assert await store.events.delete_expired(middle) == sum(
         e["occurredAt"] < everything[3]["occurredAt"] for e in everything
     )
-    future = utcnow() + dt.timedelta(days=1)
+    future = clock.now() + dt.timedelta(days=1)
     left = 7 - len([e for e in everything if e["occurredAt"] < everything[3]["occurredAt"]])
     assert await store.events.delete_expired(future, batch=2, max_batches=1) == 2
     assert await store.events.delete_expired(future, batch=2) == left - 2
@@ -456,42 +465,45 @@ async def test_retention_deletes_in_bounded_batches_oldest_first(api, store, ws_
 
 @pytest.mark.mongodb
 async def test_mongodb_the_feed_waits_for_a_change_whose_events_are_being_written(
-    api, store, ws_a, new_list
+    api, store, ws_a, new_list, clock
 ):
     """A change landed with its marker but its events are held back (a stalled writer, past
     the settle period): readers do not pass it, and see it once its events are in."""
     before = await new_list("Before")
-    await asyncio.sleep(SETTLE + 0.2)
+    clock.advance(SETTLE + 0.2)
     writer = store.event_writer
     publish = writer.publish
     held = asyncio.Event()
 
+    entered = asyncio.Event()
+
     async def held_back(*args, **kwargs):
+        entered.set()
         await held.wait()
         await publish(*args, **kwargs)
 
     writer.publish = held_back
     try:
         pending = asyncio.ensure_future(new_list("Held back"))
-        await asyncio.sleep(0.2)
+        await asyncio.wait_for(entered.wait(), 10)  # its change landed, its events wait
         after_owner = ws_a.users[0]["id"]
         writer.publish = publish  # writes after it record their events at once
         after = await store.lists.create(ws_a.id, "After", after_owner)
-        await asyncio.sleep(3 * SETTLE)
+        clock.advance(3 * SETTLE)
         seen, body = await follow_events(api)
         assert [e["data"]["id"] for e in seen] == [before["id"]]  # not "After": it waits
         held.set()
         held_list = await pending
     finally:
         writer.publish = publish
-    await asyncio.sleep(SETTLE + 0.2)
+    clock.advance(SETTLE + 0.2)
     later, _ = await follow_events(api, f"/v1/events?cursor={body['nextCursor']}")
     # The held-back list's event was recorded last: after "After", and ahead of the reader.
     assert [e["data"]["id"] for e in later] == [after["id"], held_list["id"]]
 
 
 @pytest.mark.mongodb
-async def test_mongodb_the_sweep_records_what_a_dead_writer_left(api, store, ws_a):
+async def test_mongodb_the_sweep_records_what_a_dead_writer_left(api, store, ws_a, clock):
     """A writer that dies after its change and before its events: the feed stops before the
     change, and the sweep records its event from the record as it is then."""
     writer = store.event_writer
@@ -508,12 +520,12 @@ async def test_mongodb_the_sweep_records_what_a_dead_writer_left(api, store, ws_
     }
     await store.lists.col.insert_one(pending.new(doc))  # ... and the writer dies here
     later = await store.lists.create(ws_a.id, "Later", ws_a.users[0]["id"])
-    await asyncio.sleep(3 * SETTLE)
+    clock.advance(3 * SETTLE)
     assert (await follow_events(api))[0] == []  # the feed waits before the orphan
-    assert await store.events.recover(utcnow() - dt.timedelta(seconds=60)) == 0  # not stale yet
-    assert await store.events.recover(utcnow() + dt.timedelta(seconds=1)) == 1
-    assert await store.events.recover(utcnow() + dt.timedelta(seconds=1)) == 0  # done once
-    await asyncio.sleep(SETTLE + 0.2)
+    assert await store.events.recover(clock.now() - dt.timedelta(seconds=60)) == 0  # not stale yet
+    assert await store.events.recover(clock.now() + dt.timedelta(seconds=1)) == 1
+    assert await store.events.recover(clock.now() + dt.timedelta(seconds=1)) == 0  # done once
+    clock.advance(SETTLE + 0.2)
     events, _ = await follow_events(api)
     assert [(e["type"], e["data"]["id"]) for e in events] == [
         ("list.created", later["id"]),
@@ -526,16 +538,16 @@ async def test_mongodb_the_sweep_records_what_a_dead_writer_left(api, store, ws_
 @pytest.mark.parametrize(
     "ahead", [dt.timedelta(seconds=61), dt.timedelta(days=1), dt.timedelta(days=365 * 900)]
 )
-async def test_a_since_more_than_a_minute_ahead_is_400(api, ahead):
-    since = jsonio.format_timestamp(utcnow() + ahead)
+async def test_a_since_more_than_a_minute_ahead_is_400(api, ahead, clock):
+    since = jsonio.format_timestamp(clock.now() + ahead)
     response = await api.get(f"/v1/events?since={since}")
     assert response.code == 400, response
     assert response.json()["errors"][0]["pointer"] == "#/query/since"
     assert "a minute ahead" in response.json()["detail"]
 
 
-async def test_a_since_up_to_a_minute_ahead_is_a_clock_running_fast(api):
-    since = jsonio.format_timestamp(utcnow() + dt.timedelta(seconds=50))
+async def test_a_since_up_to_a_minute_ahead_is_a_clock_running_fast(api, clock):
+    since = jsonio.format_timestamp(clock.now() + dt.timedelta(seconds=50))
     response = await api.get(f"/v1/events?since={since}")
     assert response.code == 200, response
     assert response.json()["events"] == []

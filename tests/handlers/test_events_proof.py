@@ -19,7 +19,6 @@ import pytest
 from demo.live import ApiRecorder, LiveWriter
 from server.config import load_config
 from store.calls import call_document
-from store.clock import utcnow
 from tests.helpers import Client, test_environ
 
 SETTLE = 1.0
@@ -137,7 +136,7 @@ def check(reader: Reader, records: dict[tuple[str, str], dict]) -> None:
 
 
 async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_speed(
-    api, store, auth, origin, ws_a, new_list
+    api, store, auth, origin, ws_a, new_list, clock
 ):
     rng = random.Random(25)
     stop = asyncio.Event()
@@ -187,7 +186,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     async def held_back() -> None:  # stamped now, lands HOLD later (a slow network, a stall)
         while not stop.is_set():
             prospect = rng.choice(prospects)
-            now = utcnow()
+            now = clock.now()
             doc = call_document(
                 ws_a.id,
                 user_id=ws_a.users[0]["id"],
@@ -259,7 +258,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
             held_events.restore()
     assert counts["uploads"] > 5 and counts["notes"] > 5 and counts["held"] >= 2, counts
     assert live.written > 10 and counts["dialed"] >= 1, counts
-    await asyncio.sleep(SETTLE + 0.2)  # one settle period without writes
+    clock.advance(SETTLE + 0.2)  # one settle period without writes
     deadline = time.monotonic() + 60
     while not await reader.poll():
         assert time.monotonic() < deadline, "the reader never caught up"

@@ -25,8 +25,7 @@ from schemas import Schemas
 from server.config import load_config
 from store.activities import activity_document, export_record
 from store.calls import call_document
-from store.clock import utcnow
-from tests.helpers import settled, test_environ
+from tests.helpers import FakeClock, settled, test_environ
 
 BASE = dt.datetime(2026, 3, 2, 9)
 RESOURCES = ("calls", "prospects", "lists", "activities")
@@ -149,10 +148,12 @@ async def test_an_export_is_the_whole_sync_order_as_ndjson(api, store, ws_a, res
         assert schemas.errors(LINE_SCHEMAS[resource], line) == []
 
 
-async def test_the_activities_export_holds_every_activity_in_the_order_stored(api, store, ws_a):
+async def test_the_activities_export_holds_every_activity_in_the_order_stored(
+    api, store, ws_a, clock
+):
     await seed(store, ws_a)
     prospect = await store.prospects.create(ws_a.id, {"email": "late@example.com"})
-    now = utcnow()
+    now = clock.now()
     logged_late = activity_document(
         ws_a.id,
         prospect["id"],
@@ -284,12 +285,12 @@ async def test_an_unreadable_phone_number_is_400(api):
 
 
 async def test_an_export_covers_the_settled_records_and_its_link_the_rest(
-    api, app, config, store, ws_a
+    api, app, config, store, ws_a, clock
 ):
     """Records changed within the settle period are left to the continuation."""
     app.settings["config"] = config.replace(sync_settle_seconds=1.0)
     old = calls_of(ws_a, 6)
-    fresh = calls_of(ws_a, 3, updated=utcnow())
+    fresh = calls_of(ws_a, 3, updated=clock.now())
     await store.calls.insert_documents(ws_a.id, old + fresh)
     response = await api.get("/v1/exports/calls?direction=outbound")
     lines = parsed(response.body)
@@ -299,18 +300,13 @@ async def test_an_export_covers_the_settled_records_and_its_link_the_rest(
     parts = urlsplit(link)
     assert parts.path == "/v1/calls" and set(parse_qs(parts.query)) == {"sort", "cursor"}
     assert parse_qs(parts.query)["sort"] == ["updatedAt"]
-    deadline = time.monotonic() + 10
-    while True:  # the fresh calls settle a second after their updatedAt
-        rest = await sync_walk(api, link, "calls")
-        if len(rest) == 2:
-            break
-        assert time.monotonic() < deadline, rest
-        await asyncio.sleep(0.1)
+    clock.advance(1.1)  # the fresh calls settle a second after their updatedAt
+    rest = await sync_walk(api, link, "calls")
     assert {c["id"] for c in rest} == {d["_id"] for d in fresh if d["direction"] == "outbound"}
 
 
 async def test_following_the_link_after_an_export_misses_and_repeats_nothing_under_writes(
-    api, app, config, store, ws_a, monkeypatch
+    api, app, config, store, ws_a, monkeypatch, clock
 ):
     """While the export streams (in batches of 10), calls it has sent and calls it has not
     reached yet are changed, and new calls are recorded. Its lines and then the sync order from
@@ -331,7 +327,7 @@ async def test_following_the_link_after_an_export_misses_and_repeats_nothing_und
                     await store.calls.change(ws_a.id, doc["_id"], {"notes": f"changed at {n}"})
                 new = calls_of(ws_a, 4)
                 for doc in new:
-                    doc["updatedAt"] = utcnow()  # recorded now
+                    doc["updatedAt"] = clock.now()  # recorded now
                 await store.calls.insert_documents(ws_a.id, new)
             yield batch
 
@@ -339,7 +335,7 @@ async def test_following_the_link_after_an_export_misses_and_repeats_nothing_und
     response = await api.get("/v1/exports/calls")
     exported = parsed(response.body)
     assert batches["read"] > 8 and len(exported) < 120  # changed calls left the export
-    await asyncio.sleep(0.4)  # the last writes settle
+    clock.advance(0.4)  # the last writes settle
     continued = await sync_walk(api, next_link(response), "calls")
     seen = exported + continued
     versions = [(c["id"], c["updatedAt"]) for c in seen]
@@ -352,7 +348,7 @@ async def test_following_the_link_after_an_export_misses_and_repeats_nothing_und
 
 
 async def test_the_events_link_after_an_export_brings_every_later_change(
-    api, app, config, store, ws_a, monkeypatch
+    api, app, config, store, ws_a, monkeypatch, clock
 ):
     """The same writes during the export; its lines and then the events feed from its
     rel="events" link give the API's current calls: every change the export missed has an
@@ -370,18 +366,18 @@ async def test_the_events_link_after_an_export_brings_every_later_change(
             if batches["read"] == 3:
                 for doc in order[5:10] + order[45:50]:  # sent already, and not reached yet
                     await store.calls.change(ws_a.id, doc["_id"], {"notes": "changed"})
-                recorded = calls_of(ws_a, 4, updated=utcnow() - dt.timedelta(seconds=5))
+                recorded = calls_of(ws_a, 4, updated=clock.now() - dt.timedelta(seconds=5))
                 await store.calls.insert_documents(ws_a.id, recorded)
             yield batch
 
-    await asyncio.sleep(0.4)  # the seeded calls' events settle before the export's horizon
+    clock.advance(0.4)  # the seeded calls' events settle before the export's horizon
     monkeypatch.setattr(store.calls, "export", export_under_writes)
-    started = utcnow()
+    started = clock.now()
     response = await api.get("/v1/exports/calls")
     link = links(response)["events"]
     assert urlsplit(link).path == "/v1/events" and set(parse_qs(urlsplit(link).query)) == {"cursor"}
     latest = {line["id"]: line for line in parsed(response.body)}
-    await asyncio.sleep(0.4)  # the last writes settle
+    clock.advance(0.4)  # the last writes settle
     events = await follow_events(api, link)
     horizon = (started - dt.timedelta(seconds=0.3)).isoformat(timespec="milliseconds") + "Z"
     assert all(e["occurredAt"] >= horizon for e in events)
@@ -499,7 +495,7 @@ async def test_head_answers_without_reading(api, store, ws_a, monkeypatch):
 async def test_an_export_is_one_request_for_the_rate_limit(app, api, store, ws_a, monkeypatch):
     # A frozen clock keeps the three requests in one window (a window ending between them
     # would refill the quota).
-    monkeypatch.setattr(app.settings["rate_limiter"], "clock", lambda: 1_800_000_000.5)
+    monkeypatch.setattr(app.settings["rate_limiter"], "clock", FakeClock(1_800_000_000.5))
     monkeypatch.setattr(ExportHandler, "batch_size", 7)
     await seed(store, ws_a, calls=200)
     before = (await api.get("/v1/users")).headers["RateLimit"]

@@ -51,20 +51,20 @@ async def use_up(client, count=LIMIT):
 async def test_every_counted_response_carries_policy_and_remaining_quota(
     api, limiter, ws_a, rate_clock
 ):
-    start, end = limiter.window_of(ws_a.id, rate_clock())
-    rate_clock.now = start + 0.25  # all requests below fall into this window
+    start, end = limiter.window_of(ws_a.id, rate_clock.time())
+    rate_clock.set(start + 0.25)  # all requests below fall into this window
     for expected in range(LIMIT - 1, -1, -1):
         response = await api.get("/v1/users")
         assert response.code == 200
         assert response.headers["RateLimit-Policy"] == f'"workspace";q={LIMIT};w=60'
-        assert state(response) == (expected, math.ceil(end - rate_clock()))
+        assert state(response) == (expected, math.ceil(end - rate_clock.time()))
         rate_clock.advance(1)
 
 
 async def test_over_the_limit_is_429_with_retry_after_until_the_window_ends(
     api, rate_clock, limiter, ws_a
 ):
-    rate_clock.now = limiter.window_of(ws_a.id, rate_clock())[0] + 0.25
+    rate_clock.set(limiter.window_of(ws_a.id, rate_clock.time())[0] + 0.25)
     await use_up(api)
     response = await api.get("/v1/users")
     assert response.code == 429
@@ -165,7 +165,7 @@ async def test_counters_live_in_a_shared_file_beside_the_database(
     store, limiter, ws_a, rate_clock, api
 ):
     await use_up(api, 2)
-    start, _ = limiter.window_of(ws_a.id, rate_clock())
+    start, _ = limiter.window_of(ws_a.id, rate_clock.time())
     window = EPOCH + dt.timedelta(seconds=start)
     assert await store.ratelimits.count(ws_a.id, window) == 2
     assert store.ratelimits.path == store.path.with_name(store.path.name + "-ratelimit")
@@ -176,7 +176,7 @@ async def test_counters_live_in_a_shared_file_beside_the_database(
 @pytest.mark.mongodb
 async def test_counters_are_documents_that_expire(store, limiter, ws_a, rate_clock, api):
     await use_up(api, 2)
-    start, end = limiter.window_of(ws_a.id, rate_clock())
+    start, end = limiter.window_of(ws_a.id, rate_clock.time())
     window = EPOCH + dt.timedelta(seconds=start)
     assert await store.ratelimits.count(ws_a.id, window) == 2
     doc = await store.db["rate_limits"].find_one({"workspaceId": ws_a.id})
@@ -192,7 +192,7 @@ async def test_counters_are_documents_that_expire(store, limiter, ws_a, rate_clo
 
 
 def test_windows_are_offset_per_workspace_and_always_contain_now():
-    limiter = RateLimiter(None, 10, clock=lambda: 0)
+    limiter = RateLimiter(None, 10, clock=FakeClock(0))
     starts = set()
     for n in range(20):
         workspace = f"00000000-0000-4000-8000-{n:012d}"

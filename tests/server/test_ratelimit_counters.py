@@ -6,6 +6,7 @@ import datetime as dt
 import types
 
 from server.ratelimit import LocalCounters, RateLimiter, counters_for
+from tests.helpers import FakeClock
 
 
 def test_counters_follow_where_the_data_lives():
@@ -21,26 +22,26 @@ def test_only_a_throwaway_store_is_private_to_its_process(store, config):
 
 
 async def test_local_counters_count_exactly_per_workspace_and_window():
-    clock = types.SimpleNamespace(now=1_800_000_000.0)
-    limiter = RateLimiter(LocalCounters(), 3, clock=lambda: clock.now)
-    start, end = limiter.window_of("ws-a", clock.now)
-    clock.now = start + 1
+    clock = FakeClock(1_800_000_000.0)
+    limiter = RateLimiter(LocalCounters(), 3, clock=clock)
+    start, end = limiter.window_of("ws-a", clock.time())
+    clock.set(start + 1)
     verdicts = [await limiter.hit("ws-a") for _ in range(4)]
     assert [v.allowed for v in verdicts] == [True, True, True, False]
     assert [v.remaining for v in verdicts] == [2, 1, 0, 0]
     assert (await limiter.hit("ws-b")).remaining == 2  # another workspace: its own quota
-    clock.now = end + 0.5  # the next window starts afresh
+    clock.set(end + 0.5)  # the next window starts afresh
     assert (await limiter.hit("ws-a")).remaining == 2
 
 
 async def test_local_counters_forget_only_windows_that_are_over():
     counters = LocalCounters()
-    limiter = RateLimiter(counters, 10**6, clock=lambda: now)
-    now = 1_800_000_000.0
+    clock = FakeClock(1_800_000_000.0)
+    limiter = RateLimiter(counters, 10**6, clock=clock)
     for n in range(3000):  # many workspaces in one window: nothing may be forgotten
         await limiter.hit(f"ws-{n}")
     assert (await limiter.hit("ws-0")).remaining == 10**6 - 2
-    now += 3 * 60  # two windows later, the old counters go at the next pruning
+    clock.advance(3 * 60)  # two windows later, the old counters go at the next pruning
     for n in range(3000):
         await limiter.hit(f"new-{n}")
     assert len(counters._counts) <= 3000 + 1024

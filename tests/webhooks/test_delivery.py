@@ -1,8 +1,9 @@
 """Webhook delivery end to end, on a real port with a real receiver: what is sent (the feed's
 event, byte for byte, signed the Standard Webhooks way and verified with the `standardwebhooks`
 package), retries on the schedule with Retry-After, 410, disabling and re-enabling, recovery,
-rotation, and a slow endpoint beside a fast one. Attempt times are read from the deliveries
-listing and compared with the schedule with tolerances."""
+rotation, and a slow endpoint beside a fast one. The retry tests freeze the service's clock
+(tests/helpers.py FakeClock) and move it to each planned attempt: attempt times read from the
+deliveries listing are then exactly the schedule's, and nobody waits for a retry gap."""
 
 from __future__ import annotations
 
@@ -60,6 +61,16 @@ async def attempted(api, endpoint_id: str, count: int) -> list[dict]:
     return await until(listed, what=f"{count} attempts listed")  # type: ignore[return-value]
 
 
+async def retried(api, clock, endpoint_id: str, count: int) -> list[dict]:
+    """With the clock frozen: move it to the newest attempt's nextAttemptAt, then the
+    endpoint's attempts (newest first) once `count` are listed."""
+    [newest, *_] = await attempts(api, endpoint_id)
+    planned = instant(newest["nextAttemptAt"])
+    assert planned > clock.now()  # not due before the clock gets there
+    clock.set(planned)
+    return await attempted(api, endpoint_id, count)
+
+
 async def feed(api) -> dict[str, bytes]:
     """The workspace's events by id, each as the JSON text GET /v1/events serves."""
     events, _ = await follow_events(api)
@@ -114,7 +125,7 @@ async def test_an_event_arrives_signed_and_as_the_feed_serves_it(
     assert MARKER not in caplog.text and secret not in caplog.text
 
 
-async def test_event_types_choose_what_is_sent(api, new_list, receiver, start_dispatcher):
+async def test_event_types_choose_what_is_sent(api, new_list, receiver, start_dispatcher, clock):
     endpoint, _ = await create_endpoint(
         api, receiver.url(), eventTypes=["prospect.created", "list.updated"]
     )
@@ -126,7 +137,7 @@ async def test_event_types_choose_what_is_sent(api, new_list, receiver, start_di
     )
     assert upload.code == 200, upload
     await wait_for(lambda: len(receiver.requests) >= 2, what="two deliveries")
-    await asyncio.sleep(1)  # past the settle period: the feed below holds every event sent
+    clock.advance(1)  # past the settle period: the feed below holds every event sent
     events = await feed(api)
     wanted = {i for i, e in events.items() if e["type"] in ("prospect.created", "list.updated")}
     await wait_for(lambda: set(receiver.ids()) == wanted, what="every event of those types")
@@ -136,29 +147,33 @@ async def test_event_types_choose_what_is_sent(api, new_list, receiver, start_di
 
 
 async def test_failures_are_retried_on_the_schedule_then_delivered(
-    api, new_list, receiver, start_dispatcher
+    api, new_list, receiver, start_dispatcher, clock
 ):
     receiver.plan = lambda request, number: Answer(500 if number <= 2 else 204)
     endpoint, secret = await create_endpoint(api, receiver.url())
+    clock.freeze()
     start_dispatcher()  # schedule 1, 1, 2 seconds
     await new_list()
-    await wait_for(lambda: len(receiver.requests) >= 3, what="three attempts")
+    clock.advance(0.5)  # past the settle period (0.3 s) and a poll (0.1 s)
+    await attempted(api, endpoint["id"], 1)
+    for count in (2, 3):
+        await retried(api, clock, endpoint["id"], count)
+    assert len(receiver.requests) == 3
     assert len(set(receiver.ids())) == 1  # one event, the same webhook-id on every attempt
     for request in receiver.requests:
         verify(secret, request)
-    listing = list(reversed(await attempted(api, endpoint["id"], 3)))
+    listing = list(reversed(await attempts(api, endpoint["id"])))
     assert [(a["attempt"], a["statusCode"]) for a in listing] == [(1, 500), (2, 500), (3, 204)]
     assert listing[0]["error"] == "http 500" and listing[2]["error"] is None
     for earlier, later in itertools.pairwise(listing):
+        assert instant(later["at"]) == instant(earlier["nextAttemptAt"])  # sent when planned
         gap = (instant(later["at"]) - instant(earlier["at"])).total_seconds()
-        assert 1.0 <= gap <= 1.2 + 1.5, gap  # 1 s and up to 20% jitter, plus slack
-        planned = instant(earlier["nextAttemptAt"])
-        assert abs((instant(later["at"]) - planned).total_seconds()) <= 1.5
+        assert 1.0 <= gap <= 1.2, gap  # the 1 s step and up to 20% jitter
     assert listing[2]["nextAttemptAt"] is None
 
 
 async def test_retry_after_is_honoured_up_to_the_next_step(
-    api, new_list, receiver, start_dispatcher
+    api, new_list, receiver, start_dispatcher, clock
 ):
     def plan(request, number):
         if number == 1:
@@ -169,15 +184,18 @@ async def test_retry_after_is_honoured_up_to_the_next_step(
 
     receiver.plan = plan
     endpoint, _ = await create_endpoint(api, receiver.url())
+    clock.freeze()
     start_dispatcher(webhook_retry_schedule="1,3,4")
     await new_list()
-    await wait_for(lambda: len(receiver.requests) >= 3, timeout=30, what="three attempts")
-    first, second, third = reversed(await attempted(api, endpoint["id"], 3))
+    clock.advance(0.5)  # past the settle period and a poll
+    await attempted(api, endpoint["id"], 1)
+    await retried(api, clock, endpoint["id"], 2)
+    first, second, third = reversed(await retried(api, clock, endpoint["id"], 3))
     assert (first["statusCode"], second["statusCode"], third["statusCode"]) == (429, 503, 200)
     gap = (instant(second["at"]) - instant(first["at"])).total_seconds()
-    assert 2.0 <= gap <= 2.0 + 1.5, gap  # later than the 1 s step: Retry-After
+    assert gap == 2.0  # later than the 1 s step (at most 1.2 s): Retry-After
     gap = (instant(third["at"]) - instant(second["at"])).total_seconds()
-    assert 4.0 <= gap <= 4.0 + 1.5, gap  # Retry-After 100 s, but never past the next step
+    assert gap == 4.0  # Retry-After 100 s, but never past the next step
 
 
 async def test_out_of_retries_the_delivery_fails_and_recover_sends_it_again(
@@ -362,7 +380,7 @@ async def test_the_address_is_checked_again_at_delivery(api, new_list, receiver,
 
 
 async def test_a_receiver_down_past_the_retries_gets_everything_through_recover(
-    api, new_list, receiver, start_dispatcher
+    api, new_list, receiver, start_dispatcher, clock
 ):
     endpoint, secret = await create_endpoint(api, receiver.url())
     port = receiver.port
@@ -370,13 +388,13 @@ async def test_a_receiver_down_past_the_retries_gets_everything_through_recover(
     start_dispatcher(webhook_retry_schedule="0.3,0.3")
     for number in range(5):
         await new_list(f"While down {number}")
-    await asyncio.sleep(1)  # settled
+    clock.advance(1)  # settled
     wanted = {e["id"] for e in (await feed(api)).values() if e["type"] == "list.created"}
     listing = await attempted(api, endpoint["id"], 3 * len(wanted))
     assert {a["eventId"] for a in listing} == wanted
     assert all(a["statusCode"] is None and a["error"] for a in listing)
-    await asyncio.sleep(1)
-    assert len(await attempts(api, endpoint["id"])) == 3 * len(wanted)  # out of retries
+    last = [a for a in listing if a["attempt"] == 3]
+    assert len(last) == len(wanted) and all(a["nextAttemptAt"] is None for a in last)  # failed
     receiver.start(port)  # back
     response = await api.post(
         f"/v1/webhook-endpoints/{endpoint['id']}/recover", {"since": endpoint["createdAt"]}
