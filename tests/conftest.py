@@ -128,6 +128,14 @@ def pytest_collection_modifyitems(config, items):
 _image_warmup: contextlib.ExitStack | None = None
 
 
+def pytest_sessionstart(session):
+    """On the wire tier the database server is built (when its sources changed) once, here,
+    before any test worker starts: workers then find it built instead of each building it."""
+    if TIER == "wire" and not os.environ.get("PYTEST_XDIST_WORKER"):
+        with contextlib.suppress(RuntimeError):  # the fixture says why, in every worker
+            wire.binary()
+
+
 def pytest_collection_finish(session):
     """When the container image tests are to run, their image starts building in the background
     now (tests/container.py `warmed`): a cold build waits mostly on downloads, which then
@@ -159,11 +167,18 @@ def database_server(tmp_path_factory):
     if TIER != "wire":
         yield None
         return
-    try:
-        directory = tmp_path_factory.mktemp("wire-server")
-        server = wire.WireServer(directory / "server.log", directory / "data").start()
-    except RuntimeError as exc:  # no Go toolchain, or the server did not start: say so once
-        pytest.exit(f"the wire tier cannot start its database server: {exc}", returncode=1)
+    for attempt in range(3):  # a free port taken by another process before the server bound it
+        try:
+            directory = tmp_path_factory.mktemp("wire-server")
+            server = wire.WireServer(directory / "server.log", directory / "data").start()
+            break
+        except RuntimeError as exc:  # no Go toolchain, or the server did not start: say so once
+            if attempt < 2:
+                continue
+            message = f"the wire tier cannot start its database server: {exc}"
+            if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker's exit would hide the message
+                pytest.fail(message, pytrace=False)
+            pytest.exit(message, returncode=1)
     previous = os.environ.get("MONGODB_URI")
     os.environ["MONGODB_URI"] = server.uri
     try:
