@@ -12,17 +12,8 @@ from store.calls import CallFields
 
 
 class UserSeeding(Protocol):
-    """Creating users directly (seeding, the admin CLI, tests)."""
-
-    async def create(
-        self,
-        workspace_id: str,
-        email: str,
-        first_name: str,
-        last_name: str,
-        created_at: dt.datetime | None = None,
-        user_id: str | None = None,
-    ) -> dict: ...
+    """Creating users directly (seeding, the admin CLI, tests): `Users.create`, whose events a
+    bulk load leaves out like every write's."""
 
 
 class ProspectSeeding(Protocol):

@@ -52,7 +52,7 @@ class MongoStore:
         # this one writer (store/mongo/events.py).
         self.event_writer = EventWriter(db)
         self.workspaces = Workspaces(db)
-        self.users = Users(db)
+        self.users = Users(db, self.event_writer)
         self.keys = Keys(db)
         self.lists = Lists(db, self.event_writer)
         self.prospects = Prospects(db, self.event_writer, default_region)

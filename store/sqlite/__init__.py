@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from store.errors import StoreDamaged
-from store.sqlite import activities, calls, lists, opening, prospects, schema
+from store.sqlite import activities, calls, lists, opening, prospects, schema, users
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
@@ -25,7 +25,8 @@ from store.sqlite.metrics import DialerMetrics, build_quarters
 from store.sqlite.prospects import Prospects
 from store.sqlite.provider_calls import ProviderCalls, delete_expired_provider_calls
 from store.sqlite.ratecounts import SharedCounters, counters_path
-from store.sqlite.small import Keys, Settings, Users, Workspaces
+from store.sqlite.small import Keys, Settings, Workspaces
+from store.sqlite.users import Users
 from store.sqlite.webhook_deliveries import WebhookDeliveries
 from store.sqlite.webhook_endpoints import WebhookEndpoints
 
@@ -92,10 +93,11 @@ class SQLiteStore:
                 "prospect": prospects.EVENT_SOURCE,
                 "list": lists.EVENT_SOURCE,
                 "activity": activities.EVENT_SOURCE,
+                "user": users.EVENT_SOURCE,
             }
         )
         self.workspaces = Workspaces(self.engine)
-        self.users = Users(self.engine)
+        self.users = Users(self.engine, self.event_writer)
         self.keys = Keys(self.engine)
         self.lists = Lists(self.engine, self.event_writer)
         self.prospects = Prospects(self.engine, self.event_writer, default_region)

@@ -214,7 +214,7 @@ def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
     assert keys["baseUrl"].startswith("http://127.0.0.1:") and keys["baseUrl"].endswith("/v1")
     assert len(keys["workspaces"]) >= 2
     assert all(
-        set(w) == {"id", "name", "apiKey", "readOnlyApiKey", "ingestApiKey"}
+        set(w) == {"id", "name", "apiKey", "readOnlyApiKey", "ingestApiKey", "adminApiKey"}
         for w in keys["workspaces"]
     )
     base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]
