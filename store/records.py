@@ -79,6 +79,11 @@ def user_record(doc: dict) -> dict:
     }
 
 
+USER_FIELDS = dict.fromkeys(
+    ("_id", "email", "firstName", "lastName", "createdAt", "updatedAt", "deletedAt"), 1
+)  # a user's stored fields that admin_user_record shows (a projection)
+
+
 def admin_user_record(doc: dict) -> dict:
     """A user as GET /users/{id}, its writes, its events and the admin commands show it: the
     record of GET /users and when it was deleted (null while it is not)."""

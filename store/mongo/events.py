@@ -59,7 +59,7 @@ from store.mongo.paging import window_query
 from store.paging import Position, Window
 from store.prospects import RECORD_FIELDS as PROSPECT_FIELDS
 from store.prospects import record as prospect_record
-from store.records import LIST_FIELDS, admin_user_record, list_record
+from store.records import LIST_FIELDS, USER_FIELDS, admin_user_record, list_record
 
 log = logging.getLogger("workspace_api")
 
@@ -78,10 +78,6 @@ COLLECTIONS = {resource: name for name, (resource, _, _) in MARKED.items()}
 # them): one tombstone per removed record, {_id: "<resource>/<id>", workspaceId, resource,
 # recordId, deletedAt, _evt}, written before the delete (`EventWriter.bury`).
 TOMBSTONES = "tombstones"
-# A user's fields that its event shows (store.records.admin_user_record).
-USER_FIELDS = dict.fromkeys(
-    ("_id", "email", "firstName", "lastName", "createdAt", "updatedAt", "deletedAt"), 1
-)
 FEED_FIELDS = {"type": 1, "occurredAt": 1, "data": 1}
 ONE_MS = dt.timedelta(milliseconds=1)
 # Ids per `$in` of a read or an update: a few round trips for a bulk batch of thousands, and

@@ -21,15 +21,15 @@ from store.idempotency import Once
 from store.mongo.errors import translate_errors
 from store.mongo.idempotency import store_response
 from store.mongo.locks import Leases
-from store.records import admin_user_record, user_document
+from store.records import USER_FIELDS, admin_user_record, user_document
 from store.records import user_record as _record
 from store.users import UserExists, changes_of, checked_email, email_taken
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter
 
-USER_FIELDS = {"_id": 1, "email": 1, "firstName": 1, "lastName": 1, "createdAt": 1, "updatedAt": 1}
-RECORD_FIELDS = {**USER_FIELDS, "deletedAt": 1}  # admin_user_record's (events' data too)
+RECORD_FIELDS = USER_FIELDS  # admin_user_record's (the events' data too)
+ACTIVE_FIELDS = {name: 1 for name in USER_FIELDS if name != "deletedAt"}  # user_record's
 EMAILS_LEASE = "user-emails"  # held by the writes that may take an email (the docstring)
 
 
@@ -124,7 +124,7 @@ class Users:
         return admin_user_record({**doc, **changes}), True
 
     async def list_active(self, workspace_id: str) -> list[dict]:
-        cursor = self.col.find({"workspaceId": workspace_id, "deletedAt": None}, USER_FIELDS)
+        cursor = self.col.find({"workspaceId": workspace_id, "deletedAt": None}, ACTIVE_FIELDS)
         cursor = cursor.sort([("createdAt", 1), ("_id", 1)])
         return [_record(doc) async for doc in cursor]
 
