@@ -11,11 +11,6 @@ from typing import Protocol, Unpack
 from store.calls import CallFields
 
 
-class UserSeeding(Protocol):
-    """Creating users directly (seeding, the admin CLI, tests): `Users.create`, whose events a
-    bulk load leaves out like every write's."""
-
-
 class ProspectSeeding(Protocol):
     """Prospects written as given, without matching (seeding, bulk loads, tests)."""
 

@@ -134,7 +134,7 @@ async def test_keys_have_scopes_expiry_and_last_use(config, services, capsys, an
         ["--scope", ""],
         ["--scope", ","],
         ["--scope", "read,"],
-        ["--scope", "read,admin"],
+        ["--scope", "read,owner"],
         ["--scope", "READ"],
         ["--expires-in", "0"],
         ["--expires-in", "-3"],
@@ -155,6 +155,8 @@ def test_a_write_or_ingest_scope_without_read_is_allowed():
         ("ingest", {"ingest"}),
         ("ingest,write", {"ingest", "write"}),
         ("read,write,ingest", {"read", "write", "ingest"}),
+        ("read,write,admin", {"read", "write", "admin"}),
+        ("admin", {"admin"}),
         (" read , write ", {"read", "write"}),
     ]:
         args = build_parser().parse_args(
