@@ -412,7 +412,8 @@ def build_document(schemas: Schemas | None = None) -> dict:
                     "lists the one it needs (also its `x-required-scope`): `read` for every "
                     "GET and HEAD, `write` for the integrator's writes (lists, contact "
                     "uploads, webhook endpoints), `ingest` for the dialer's writes (calls, "
-                    "activities), `admin` for the users' writes. A request without it is 403 `insufficient_scope` with "
+                    "activities), `admin` for the users' writes. A request without it is 403 "
+                    "`insufficient_scope` with "
                     '`WWW-Authenticate: Bearer error="insufficient_scope"` and the scope '
                     "needed; it changes nothing and counts against the rate limit. A key "
                     "past its expiry is 401 like a revoked one. GET /v1/api-key describes "
