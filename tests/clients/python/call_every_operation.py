@@ -254,7 +254,8 @@ def activity_of(
 def read_user(user: User) -> str:
     assert isinstance(user.id, uuid.UUID) and isinstance(user.created_at, dt.datetime)
     assert user.created_at <= user.updated_at
-    assert user.deleted_at is UNSET or user.deleted_at is None or user.deleted_at >= user.created_at
+    deleted = user.deleted_at
+    assert not isinstance(deleted, dt.datetime) or deleted >= user.created_at
     return f"{user.first_name} {user.last_name} <{user.email}>"
 
 
@@ -358,6 +359,9 @@ Event = (
     | DialerListCreatedEvent
     | DialerListUpdatedEvent
     | ActivityCreatedEvent
+    | UserCreatedEvent
+    | UserUpdatedEvent
+    | UserDeletedEvent
 )
 
 
