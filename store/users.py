@@ -11,8 +11,9 @@ from store.identity import normalize_email
 
 # A user's fields a change may set (PATCH /users/{id}); every one a non-blank string.
 FIELDS = ("email", "firstName", "lastName")
-# One "@" with something on each side, a dot in the domain, no whitespace: the same rule as
-# schemas/requests/user-create.json's pattern, for the admin command line too.
+# One "@" with something on each side, a dot in the domain, no whitespace (str.isspace, which
+# is what \s means to Python): the rule of schemas/requests/user-create.json's pattern (spelled
+# there with the characters of schemas.NON_BLANK), for the admin command line too.
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
