@@ -2,11 +2,11 @@
 (or serving a kept data file), with the simulated telephony provider beside it.
 
 It writes the keys file {"baseUrl", "workspaces": [{"id", "name", "apiKey", "readOnlyApiKey",
-"ingestApiKey"}], "provider": {"accountSid", "authToken"}} once it serves, prints the banner,
-runs the admin console on its standard input and, with `--live-calls-per-minute N`, the live
-writer (a dialer writing through the API with the ingest keys, or with `--live-via provider`
-placing its calls through the simulated provider, whose signed callbacks record them: the
-demo's `public_base_url` is its own base URL); Ctrl-C stops it all.
+"ingestApiKey", "adminApiKey"}], "provider": {"accountSid", "authToken"}} once it serves, prints
+the banner, runs the admin console on its standard input and, with `--live-calls-per-minute N`,
+the live writer (a dialer writing through the API with the ingest keys, or with
+`--live-via provider` placing its calls through the simulated provider, whose signed callbacks
+record them: the demo's `public_base_url` is its own base URL); Ctrl-C stops it all.
 """
 
 from __future__ import annotations

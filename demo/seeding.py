@@ -142,11 +142,20 @@ async def _write_calls(
 async def demo_keys(auth: Any, workspace_id: str) -> dict[str, str]:
     """New demo keys for a workspace: "apiKey" (the default scopes, read and write),
     "readOnlyApiKey" (read only: what a dashboard or someone exploring should hold) and
-    "ingestApiKey" (ingest only: what a dialer records calls with; the live writes use it)."""
+    "ingestApiKey" (ingest only: what a dialer records calls with; the live writes use it) and
+    "adminApiKey" (read, write and admin: what manages the workspace's users)."""
     _, key = await auth.create(workspace_id, "demo key")
     _, read_only = await auth.create(workspace_id, "demo read-only key", frozenset({"read"}))
     _, ingest = await auth.create(workspace_id, "demo ingest key", frozenset({"ingest"}))
-    return {"apiKey": key, "readOnlyApiKey": read_only, "ingestApiKey": ingest}
+    _, admin = await auth.create(
+        workspace_id, "demo admin key", frozenset({"read", "write", "admin"})
+    )
+    return {
+        "apiKey": key,
+        "readOnlyApiKey": read_only,
+        "ingestApiKey": ingest,
+        "adminApiKey": admin,
+    }
 
 
 async def seed(
@@ -159,7 +168,7 @@ async def seed(
 ) -> list[dict]:
     """Create the demo workspaces in `store` (opened by store.database.open_store), each with
     its keys from `auth` (a server.auth.KeyService); returns [{"id", "name", "apiKey",
-    "readOnlyApiKey", "ingestApiKey"}]. Same seed, same data.
+    "readOnlyApiKey", "ingestApiKey", "adminApiKey"}]. Same seed, same data.
 
     The first workspace gets `scale`, the second about a tenth of it. In the first, the
     prospect LONG_TIMELINE_CONTACT has `scale.timeline` extra activities, and the workspace's

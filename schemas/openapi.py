@@ -34,7 +34,11 @@ LICENSE = {"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
 STANDARD_PROBLEMS = ["invalid_request", "unauthorized", "rate_limited", "service_unavailable"]
 METHODS = ("get", "head", "post", "put", "patch", "delete", "options")
 TAGS = [
-    ("Users", "Workspace users: the candidates for a list's ownerUserId."),
+    (
+        "Users",
+        "Workspace users: the candidates for a list's ownerUserId, the callers behind calls; "
+        "created, changed and deleted with a key of the `admin` scope.",
+    ),
     (
         "Dialer lists",
         "Create dialer lists and upload contacts to them: GET /users, POST /lists, "
@@ -71,7 +75,8 @@ prospects, prospect activities, users, dialer lists and dialer KPIs.
 
 Every request carries `Authorization: Bearer <API key>`; the key decides the workspace, and
 its scopes what it may do: `read` (every GET and HEAD), `write` (the integrator's writes:
-lists, contact uploads, webhook endpoints), `ingest` (the dialer's writes: calls, activities).
+lists, contact uploads, webhook endpoints), `ingest` (the dialer's writes: calls, activities),
+`admin` (the workspace's users: creating, changing and deleting them).
 Each operation names the scope it needs (`x-required-scope`, and in its security
 requirement); a request the key's scopes do not allow is 403 `insufficient_scope`. GET
 /v1/api-key says which scopes a key has and when it expires.
@@ -405,7 +410,8 @@ def build_document(schemas: Schemas | None = None) -> dict:
                     "lists the one it needs (also its `x-required-scope`): `read` for every "
                     "GET and HEAD, `write` for the integrator's writes (lists, contact "
                     "uploads, webhook endpoints), `ingest` for the dialer's writes (calls, "
-                    "activities). A request without it is 403 `insufficient_scope` with "
+                    "activities), `admin` for the users' writes. A request without it is 403 "
+                    "`insufficient_scope` with "
                     '`WWW-Authenticate: Bearer error="insufficient_scope"` and the scope '
                     "needed; it changes nothing and counts against the rate limit. A key "
                     "past its expiry is 401 like a revoked one. GET /v1/api-key describes "

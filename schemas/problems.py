@@ -103,6 +103,12 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "content. `callId` is that call's id: change it with PATCH /calls/{id}. Posting the "
         "same content again is not an error (200 with the call).",
     ),
+    "user_exists": (
+        409,
+        "User exists",
+        "Another non-deleted user of your workspace has this email (emails are compared "
+        "trimmed and case-insensitively). A deleted user's email may be taken again.",
+    ),
     "idempotency_key_in_use": (
         409,
         "Idempotency key in use",

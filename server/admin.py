@@ -16,6 +16,7 @@ from server.config import Config
 from server.output import emit
 from store.contract import Store
 from store.keys import DEFAULT_SCOPES, SCOPES, ordered
+from store.users import InvalidEmail, UserExists
 
 MAX_EXPIRY_DAYS = 36_500
 
@@ -96,7 +97,8 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _scopes(text: str) -> frozenset[str]:
-    """An argparse type: a comma-separated list of scopes (read, write, ingest), not empty."""
+    """An argparse type: a comma-separated list of scopes (read, write, ingest, admin), not
+    empty."""
     try:
         return parse_scopes(text)
     except ValueError as exc:
@@ -172,11 +174,15 @@ async def _dispatch(store: Store, auth: KeyService, args: argparse.Namespace) ->
         return {"users": await store.users.list(args.workspace, args.include_deleted)}
     if command == ("users", "create"):
         await _workspace(store, args.workspace)
-        return {
-            "user": await store.users.create(
-                args.workspace, args.email, args.first_name, args.last_name
+        try:
+            user = await store.users.create(
+                args.workspace, args.email, args.first_name.strip(), args.last_name.strip()
             )
-        }
+        except InvalidEmail:
+            raise AdminError(f"{args.email!r} is not an email address") from None
+        except UserExists:
+            raise AdminError(f"another user of the workspace has the email {args.email}") from None
+        return {"user": user}
     if command == ("users", "delete"):
         workspace = await store.users.workspace_of(args.user_id)
         if workspace is None or not await store.users.delete(workspace, args.user_id):

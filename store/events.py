@@ -42,6 +42,9 @@ TYPES: dict[str, tuple[str, str]] = {
     "list.created": ("list", "created"),
     "list.updated": ("list", "updated"),
     "activity.created": ("activity", "created"),
+    "user.created": ("user", "created"),
+    "user.updated": ("user", "updated"),
+    "user.deleted": ("user", "deleted"),
 }
 RESOURCE = "events"  # the cursors' resource name
 SORT = "occurredAt"  # the cursors' order (store.paging.SORTS)

@@ -11,8 +11,9 @@ import dataclasses
 import datetime as dt
 
 # `read`: every GET/HEAD; `write`: the integrator's writes (lists, contact uploads, webhook
-# endpoints); `ingest`: the dialer's writes (calls, activities). The order is the one shown.
-SCOPES = ("read", "write", "ingest")
+# endpoints); `ingest`: the dialer's writes (calls, activities); `admin`: the workspace's
+# users (POST/PATCH/DELETE /users). The order is the one shown.
+SCOPES = ("read", "write", "ingest", "admin")
 # What every key could do before keys had scopes, and what a key gets when none is asked for.
 DEFAULT_SCOPES = frozenset({"read", "write"})
 
@@ -35,7 +36,7 @@ class KeyExpired(Exception):
 
 
 def ordered(scopes: frozenset[str] | set[str]) -> list[str]:
-    """Scopes in their shown order: read, write, ingest."""
+    """Scopes in their shown order: read, write, ingest, admin."""
     return [scope for scope in SCOPES if scope in scopes]
 
 

@@ -26,13 +26,15 @@ def user_document(
     user_id: str | None = None,
 ) -> dict:
     """The stored form of a new user (not deleted)."""
+    now = created_at or utcnow()
     return {
         "_id": user_id or new_id(),
         "workspaceId": workspace_id,
         "email": email,
         "firstName": first_name,
         "lastName": last_name,
-        "createdAt": created_at or utcnow(),
+        "createdAt": now,
+        "updatedAt": now,
         "deletedAt": None,
     }
 
@@ -72,11 +74,19 @@ def user_record(doc: dict) -> dict:
         "firstName": doc["firstName"],
         "lastName": doc["lastName"],
         "createdAt": doc["createdAt"],
+        # A user stored before users had updatedAt was last changed when it was created.
+        "updatedAt": doc.get("updatedAt") or doc["createdAt"],
     }
 
 
+USER_FIELDS = dict.fromkeys(
+    ("_id", "email", "firstName", "lastName", "createdAt", "updatedAt", "deletedAt"), 1
+)  # a user's stored fields that admin_user_record shows (a projection)
+
+
 def admin_user_record(doc: dict) -> dict:
-    """A user as the admin commands show it: the API's record and when it was deleted."""
+    """A user as GET /users/{id}, its writes, its events and the admin commands show it: the
+    record of GET /users and when it was deleted (null while it is not)."""
     return {**user_record(doc), "deletedAt": doc.get("deletedAt")}
 
 

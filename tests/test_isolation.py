@@ -68,7 +68,20 @@ def pending_sid(workspace: dict) -> str:
 # identical. Cases without placeholders are only scanned for B's data.
 CASES: dict[str, list[tuple[str, str, object]]] = {
     r"/v1/api-key": [("GET", "/v1/api-key", None)],
-    r"/v1/users": [("GET", "/v1/users", None)],
+    r"/v1/users": [
+        ("GET", "/v1/users", None),
+        # B's user's email is free in A: a new user of A, never a conflict with B's.
+        ("POST", "/v1/users", {"email": "{user_email}", "firstName": "New", "lastName": "User"}),
+    ],
+    r"/v1/users/([^/]+)": [
+        ("GET", "/v1/users/{user}", None),
+        ("GET", "/v1/users/{deleted_user}", None),
+        ("HEAD", "/v1/users/{user}", None),
+        ("PATCH", "/v1/users/{user}", {"lastName": "Renamed"}),
+        ("PATCH", "/v1/users/{a_user}", {"email": "{user_email}"}),
+        ("DELETE", "/v1/users/{user}", None),
+        ("DELETE", "/v1/users/{deleted_user}", None),
+    ],
     r"/v1/lists": [
         ("GET", "/v1/lists?pageSize=100", None),
         ("POST", "/v1/lists", {"name": "mine", "ownerUserId": "{user}"}),
@@ -315,6 +328,9 @@ def b_values(demo: Demo) -> dict[str, str]:
     return {
         "user": next(u["_id"] for u in users if not u.get("deletedAt")),
         "deleted_user": next(u["_id"] for u in users if u.get("deletedAt")),
+        "user_email": next(
+            u["email"] for u in users if not u.get("deletedAt") and u["email"] not in a_strings
+        ),
         "list": demo.of("b", "lists")[0]["_id"],
         "prospect": prospects[0]["_id"],
         "email": prospects[0]["email"],
@@ -332,7 +348,7 @@ def fresh_values(demo: Demo, like: dict[str, str]) -> dict[str, str]:
     values = {}
     for name, value in like.items():
         while True:
-            if name == "email":
+            if name in ("email", "user_email"):
                 local, _, domain = value.partition("@")
                 candidate = f"{local[:-2]}{rng.randint(10, 99)}x@{domain}"
             elif name == "phone":
@@ -376,7 +392,7 @@ def normalised(response, values: dict[str, str]) -> tuple:
     # What a write creates has a new random id each time (an upload's prospects, a recorded
     # call and its prospect), and the moment it was written.
     text = re.sub(r'"(id|prospectId|callId|Location)":"[0-9a-f-]{36}"', r'"\1":"<new>"', text)
-    text = re.sub(r'"updatedAt":"[^"]*"', '"updatedAt":"<now>"', text)
+    text = re.sub(r'"(updatedAt|createdAt)":"[^"]*"', r'"\1":"<now>"', text)
     location = re.sub(r"[0-9a-f-]{36}", "<new>", response.headers.get("Location", ""))
     return response.code, response.headers.get("Content-Type"), link, location, text
 
@@ -406,7 +422,8 @@ CASE_LIST = [
 async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
     demo, store, auth, origin, pattern, method, path, body
 ):
-    _, key = await auth.create(demo.a["id"], "every scope", frozenset({"read", "write", "ingest"}))
+    every = frozenset({"read", "write", "ingest", "admin"})
+    _, key = await auth.create(demo.a["id"], "every scope", every)
     client = Client(origin, key)
     names = placeholders(path, body) - OWN
     values_b = b_values(demo)

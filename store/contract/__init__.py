@@ -50,7 +50,6 @@ from store.contract.seeding import (
     CallSeeding,
     ProspectSeeding,
     Seeding,
-    UserSeeding,
 )
 from store.contract.service import DialerMetrics, Idempotency, RateCounters, Settings
 from store.contract.store import (
@@ -103,7 +102,6 @@ __all__ = [
     "Store",
     "StoreHooks",
     "UserHooks",
-    "UserSeeding",
     "Users",
     "WebhookDeliveries",
     "WebhookEndpoints",

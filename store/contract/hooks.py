@@ -36,10 +36,6 @@ class WorkspaceHooks(Protocol):
 class UserHooks(Protocol):
     """Operators' calls on users (admin CLI)."""
 
-    async def delete(self, workspace_id: str, user_id: str) -> bool:
-        """Mark the user deleted; False when there was no active user to delete."""
-        ...
-
     async def workspace_of(self, user_id: str) -> str | None:
         """Operator scope (admin CLI only): which workspace a user id belongs to."""
         ...

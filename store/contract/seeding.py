@@ -11,20 +11,6 @@ from typing import Protocol, Unpack
 from store.calls import CallFields
 
 
-class UserSeeding(Protocol):
-    """Creating users directly (seeding, the admin CLI, tests)."""
-
-    async def create(
-        self,
-        workspace_id: str,
-        email: str,
-        first_name: str,
-        last_name: str,
-        created_at: dt.datetime | None = None,
-        user_id: str | None = None,
-    ) -> dict: ...
-
-
 class ProspectSeeding(Protocol):
     """Prospects written as given, without matching (seeding, bulk loads, tests)."""
 

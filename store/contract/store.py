@@ -29,7 +29,6 @@ from store.contract.seeding import (
     CallSeeding,
     ProspectSeeding,
     Seeding,
-    UserSeeding,
 )
 from store.contract.service import RateCounters
 from store.contract.webhooks import WebhookDeliveries, WebhookEndpoints
@@ -38,7 +37,7 @@ from store.contract.webhooks import WebhookDeliveries, WebhookEndpoints
 class AllWorkspaces(Workspaces, WorkspaceHooks, Protocol): ...
 
 
-class AllUsers(Users, UserSeeding, UserHooks, Protocol): ...
+class AllUsers(Users, UserHooks, Protocol): ...
 
 
 class AllKeys(Keys, KeyHooks, Protocol): ...

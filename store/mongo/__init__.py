@@ -58,7 +58,7 @@ class MongoStore:
         # this one writer (store/mongo/events.py).
         self.event_writer = EventWriter(db, clock)
         self.workspaces = Workspaces(db, clock)
-        self.users = Users(db, clock)
+        self.users = Users(db, self.event_writer, clock)
         self.keys = Keys(db, clock)
         self.lists = Lists(db, self.event_writer)
         self.prospects = Prospects(db, self.event_writer, default_region)

@@ -59,7 +59,7 @@ from store.mongo.paging import window_query
 from store.paging import Position, Window
 from store.prospects import RECORD_FIELDS as PROSPECT_FIELDS
 from store.prospects import record as prospect_record
-from store.records import LIST_FIELDS, list_record
+from store.records import LIST_FIELDS, USER_FIELDS, admin_user_record, list_record
 
 log = logging.getLogger("workspace_api")
 
@@ -70,6 +70,7 @@ MARKED: dict[str, tuple[str, dict, Callable[[dict], dict]]] = {
     "prospects": ("prospect", PROSPECT_FIELDS, prospect_record),
     "lists": ("list", LIST_FIELDS, list_record),
     "activities": ("activity", {**ACTIVITY_FIELDS, "prospectId": 1}, activity_record),
+    "users": ("user", USER_FIELDS, admin_user_record),
 }
 RECORDS = {resource: record for resource, _, record in MARKED.values()}
 COLLECTIONS = {resource: name for name, (resource, _, _) in MARKED.items()}
@@ -384,8 +385,10 @@ class Events:
         events, pulls = [], []
         for doc in docs:
             gone = Removed(doc["resource"], doc["recordId"], doc["deletedAt"])
+            # Still there: present and not deleted (a user is deleted by its deletedAt).
             still = await self.db[COLLECTIONS[gone.resource]].find_one(
-                {"_id": gone.id, "workspaceId": doc["workspaceId"]}, {"_id": 1}
+                {"_id": gone.id, "workspaceId": doc["workspaceId"], "deletedAt": None},
+                {"_id": 1},
             )
             if still is None:
                 events.append(_removed_event(doc["workspaceId"], gone, next(stamps)))

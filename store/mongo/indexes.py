@@ -132,7 +132,7 @@ INDEXES: dict[str, list[IndexModel]] = {
 # the same fields without the filter.
 PENDING = {"$exists": True}
 INDEXES["tombstones"] = []  # markers of removed records (store/mongo/events.py)
-for _collection in ("calls", "prospects", "lists", "activities", "tombstones"):
+for _collection in ("calls", "prospects", "lists", "activities", "users", "tombstones"):
     INDEXES[_collection] += [
         IndexModel(
             [("workspaceId", ASC), ("_evt.t", ASC)],

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.errors import StoreDamaged
-from store.sqlite import activities, calls, lists, opening, prospects, schema
+from store.sqlite import activities, calls, lists, opening, prospects, schema, users
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
@@ -98,11 +98,12 @@ class SQLiteStore:
                 "prospect": prospects.EVENT_SOURCE,
                 "list": lists.EVENT_SOURCE,
                 "activity": activities.EVENT_SOURCE,
+                "user": users.EVENT_SOURCE,
             },
             clock,
         )
         self.workspaces = Workspaces(self.engine, clock)
-        self.users = Users(self.engine, clock)
+        self.users = Users(self.engine, self.event_writer, clock)
         self.keys = Keys(self.engine, clock)
         self.lists = Lists(self.engine, self.event_writer)
         self.prospects = Prospects(self.engine, self.event_writer, default_region)

@@ -109,6 +109,8 @@ ADDED_COLUMNS = {
     "calls": {"record": "TEXT", "contentHash": "TEXT"},
     # When an activity was stored (store/activities.py): the activities export's order.
     "activities": {"storedAt": "INTEGER"},
+    # When a user last changed (a user written before it existed: when it was created).
+    "users": {"updatedAt": "INTEGER"},
     # A key's scopes (JSON array), expiry and last use (store/keys.py): NULL in a key written
     # before they existed, which is `read,write` and never expires.
     "api_keys": {"scopes": "TEXT", "expiresAt": "INTEGER", "lastUsedAt": "INTEGER"},
@@ -116,7 +118,7 @@ ADDED_COLUMNS = {
     "idempotency": {"seed": "TEXT", "holder": "TEXT"},
 }
 # Added columns that existing rows get a value for, from another column, when they are added.
-FILLED_FROM = {("activities", "storedAt"): "occurredAt"}
+FILLED_FROM = {("activities", "storedAt"): "occurredAt", ("users", "updatedAt"): "createdAt"}
 DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
 # limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).

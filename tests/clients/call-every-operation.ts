@@ -7,6 +7,7 @@
 // tests/e2e/test_generated_clients.py.
 //
 // Usage: node generated/dist/call-every-operation.js BASE_URL API_KEY OUTPUT_DIR INGEST_KEY
+//   WORKSPACE_ID ACCOUNT_SID AUTH_TOKEN ADMIN_KEY
 
 import assert from "node:assert/strict";
 import { createHmac, randomUUID } from "node:crypto";
@@ -26,7 +27,7 @@ type Endpoint = Schemas["records.webhook-endpoint"];
 type EndpointWithSecret = Schemas["records.webhook-endpoint-secret"];
 type Attempt = Schemas["records.webhook-attempt"];
 
-const [baseUrl, key, output, ingestKey, workspaceId, accountSid, authToken] = process.argv.slice(2);
+const [baseUrl, key, output, ingestKey, workspaceId, accountSid, authToken, adminKey] = process.argv.slice(2);
 const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
 const anonymous = createClient<paths>({ baseUrl });
 const called: Record<string, number> = {};
@@ -73,8 +74,12 @@ function readProblem(operationId: string, error: Problem | undefined, response: 
 }
 
 function readUser(u: Schemas["records.user"]): Schemas["records.user"] {
-  const user = { id: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, createdAt: u.createdAt };
+  const user = {
+    id: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, createdAt: u.createdAt, updatedAt: u.updatedAt,
+    ...(u.deletedAt === undefined ? {} : { deletedAt: u.deletedAt }),
+  };
   assert.deepEqual(user, u);
+  assert.ok(user.createdAt <= user.updatedAt);
   return user;
 }
 
@@ -183,6 +188,13 @@ function readEvent(e: Event): Event {
     case "list.created":
     case "list.updated":
       event = { ...common, type: e.type, data: readList(e.data) };
+      break;
+    case "user.created":
+    case "user.updated":
+      event = { ...common, type: e.type, data: readUser(e.data) };
+      break;
+    case "user.deleted":
+      event = { ...common, type: e.type, data: { id: e.data.id, deletedAt: e.data.deletedAt } };
       break;
     case "activity.created": {
       const { prospectId, ...activity } = e.data;
@@ -377,6 +389,40 @@ async function exerciseWebhookEndpoint(created: EndpointWithSecret): Promise<voi
   assert.ok(remaining.every((e) => e.id !== created.id));
 }
 
+// The users' writes with a key of the `admin` scope: create (a taken email: 409), read, change,
+// delete (then still readable, with deletedAt); the full key (read, write) is 403.
+async function exerciseUsers(): Promise<void> {
+  const admin = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${adminKey}` } });
+  const described = readApiKey(expectOk("getApiKey", await admin.GET("/v1/api-key")).apiKey);
+  assert.deepEqual(described.scopes, ["read", "write", "admin"]);
+  const body = { email: "ada.lovelace@typescript.generated.example", firstName: "Ada", lastName: "L" };
+  const refused = await api.POST("/v1/users", { body });
+  assert.equal(readProblem("createUser", refused.error, refused.response, 403).code, "insufficient_scope");
+  const made = await admin.POST("/v1/users", { body });
+  const created = readUser(expectOk("createUser", made, 201).user);
+  assert.equal(created.deletedAt, null);
+  assert.equal(made.response.headers.get("location"), `/v1/users/${created.id}`);
+  const taken = await admin.POST("/v1/users", { body: { ...body, email: body.email.toUpperCase() } });
+  assert.equal(readProblem("createUser", taken.error, taken.response, 409).code, "user_exists");
+  const id = { params: { path: { userId: created.id } } };
+  assert.deepEqual(readUser(expectOk("getUser", await api.GET("/v1/users/{userId}", id)).user), created);
+  expectHead("getUserHead", (await api.HEAD("/v1/users/{userId}", id)).response);
+  const changed = readUser(expectOk("updateUser", await admin.PATCH("/v1/users/{userId}", {
+    ...id, body: { lastName: "Lovelace" },
+  })).user);
+  assert.equal(changed.lastName, "Lovelace");
+  assert.ok(changed.updatedAt > created.updatedAt);
+  const deleted = await admin.DELETE("/v1/users/{userId}", id);
+  called["deleteUser"] = deleted.response.status;
+  assert.equal(deleted.response.status, 204);
+  const gone = readUser(expectOk("getUser", await api.GET("/v1/users/{userId}", id)).user);
+  assert.ok(typeof gone.deletedAt === "string");
+  const listed = expectOk("listUsers", await api.GET("/v1/users")).users;
+  assert.ok(listed.every((u) => u.id !== created.id));
+  const missing = await admin.DELETE("/v1/users/{userId}", { params: { path: { userId: randomUUID() } } });
+  assert.equal(readProblem("deleteUser", missing.error, missing.response, 404).code, "not_found");
+}
+
 // X-Twilio-Signature: base64 HMAC-SHA1 of the URL the provider called and the sorted form fields.
 function providerSignature(url: string, params: Record<string, string>): string {
   const text = url + Object.keys(params).sort().map((name) => name + params[name]).join("");
@@ -454,6 +500,7 @@ async function main(): Promise<Record<string, unknown>> {
   expectHead("listUsersHead", (await api.HEAD("/v1/users")).response);
 
   const hook = await newWebhookEndpoint(); // before the writes below: their events are delivered
+  await exerciseUsers();
 
   const created = readList(expectOk("createList", await api.POST("/v1/lists", {
     body: { name: "Generated TypeScript client", ownerUserId: users[0].id },
@@ -615,6 +662,7 @@ async function main(): Promise<Record<string, unknown>> {
   // The list created, the contact uploaded and the dialer's calls above, as events.
   const events = await followEvents([
     "list.created", "prospect.created", "activity.created", "call.created", "call.updated",
+    "user.created", "user.updated", "user.deleted",
   ]);
   const eventTypes = [...new Set(events.map((e) => e.type))].sort();
   const expired = await api.GET("/v1/events", { params: { query: { since: "2000-01-01" } } });

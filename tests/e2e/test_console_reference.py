@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from store.events import TYPES
 from tests.e2e.conftest import Console
 
 pytestmark = pytest.mark.browser
@@ -102,9 +103,9 @@ def test_code_samples_follow_the_form_and_never_hold_the_key(console):
         "ops => ops.filter(o => !o.dataset.path.startsWith('/'))"
         ".map(o => o.querySelectorAll('pre.sample').length)",
     )
-    assert len(payloads) == 7 and set(payloads) == {0}
+    assert len(payloads) == len(TYPES) and set(payloads) == {0}  # one per event type
     assert len(texts) == 3 * (callable_ops - len(unsampled))
-    assert callable_ops + 7 == len(visible_ops(console))
+    assert callable_ops + len(TYPES) == len(visible_ops(console))
     assert all(console.demo.key not in text for text in texts)
     console.assert_clean()
 

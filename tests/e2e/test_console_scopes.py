@@ -75,18 +75,28 @@ def test_each_demo_key_can_try_what_its_scopes_allow_and_a_bad_key_disables_noth
         "listPendingCalls",
         "resolvePendingCall",
     }
+    admin = {op for op, needed in operations.items() if needed == "admin"}
+    assert admin == {"createUser", "updateUser", "deleteUser"}
     console.enter_key(console.demo.workspaces[0]["readOnlyApiKey"])
     wait_for_scopes(console, "scopes: read.")
     assert console.op("createList").locator(".send").is_disabled()
 
-    # read, write: everything but the dialer's writes, which say they need ingest.
+    # read, write: everything but the dialer's and the users' writes, which say what they need.
     console.enter_key(console.demo.key)
     wait_for_scopes(console, "This key's scopes: read, write")
     assert console.op("createList").locator(".send").is_enabled()
-    assert page.locator(".try-blocked:visible").count() == len(dialer)
-    for operation_id in dialer:
+    assert page.locator(".try-blocked:visible").count() == len(dialer) + len(admin)
+    for operation_id in dialer | admin:
         why = console.op(operation_id).locator(".try-blocked")
-        assert why.is_visible() and "needs the ingest scope" in why.inner_text(), operation_id
+        needed = "ingest" if operation_id in dialer else "admin"
+        assert why.is_visible() and f"needs the {needed} scope" in why.inner_text(), operation_id
+
+    # read, write, admin: the users' writes too, not the dialer's.
+    console.enter_key(console.demo.workspaces[0]["adminApiKey"])
+    wait_for_scopes(console, "This key's scopes: read, write, admin")
+    for operation_id, needed in operations.items():
+        send = console.op(operation_id).locator(".send")
+        assert send.is_enabled() == (needed != "ingest"), operation_id
 
     # ingest: the dialer's writes, and nothing else.
     console.enter_key(console.demo.workspaces[0]["ingestApiKey"])
@@ -104,7 +114,7 @@ def test_each_demo_key_can_try_what_its_scopes_allow_and_a_bad_key_disables_noth
     page.wait_for_function("() => document.getElementById('key-scopes').hidden")
     # Each check is one GET /v1/api-key with the key pasted, and nothing else.
     checks = [r for r in console.requests if r[1].endswith("/v1/api-key")]
-    assert len(checks) == 4 and all(r[0] == "GET" for r in checks)
+    assert len(checks) == 5 and all(r[0] == "GET" for r in checks)
     console.assert_clean()
 
 

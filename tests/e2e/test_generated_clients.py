@@ -93,6 +93,7 @@ def demo(tmp_path_factory):
             first["id"],
             provider["accountSid"],
             provider["authToken"],
+            first["adminApiKey"],
         )
 
 
@@ -107,13 +108,17 @@ def document(demo, tmp_path_factory) -> tuple[dict, Path]:
     return json.loads(body), path
 
 
-# The events of the scripts' own writes: a list, a contact, the dialer's calls and their changes.
+# The events of the scripts' own writes: a list, a contact, the dialer's calls and their changes,
+# a user created, changed and deleted.
 EVENT_TYPES = {
     "list.created",
     "prospect.created",
     "activity.created",
     "call.created",
     "call.updated",
+    "user.created",
+    "user.updated",
+    "user.deleted",
 }
 
 
@@ -180,7 +185,7 @@ def test_generated_python_client_calls_every_operation(demo, document, tmp_path)
     )
     assert "Success: no issues found" in checked, checked
 
-    origin, key, ingest, workspace, account, token = demo
+    origin, key, ingest, workspace, account, token, admin = demo
     saved = tmp_path / "saved"
     saved.mkdir()
     report = json.loads(
@@ -194,6 +199,7 @@ def test_generated_python_client_calls_every_operation(demo, document, tmp_path)
             workspace,
             account,
             token,
+            admin,
             env={"PYTHONPATH": str(generated)},
         )
         .strip()
@@ -221,7 +227,7 @@ def test_generated_typescript_client_calls_every_operation(npm_tools, demo, docu
     )
     run(str(npm_tools / "tsc"), "-p", "tsconfig.json", cwd=CLIENTS)  # strict: see tsconfig
 
-    origin, key, ingest, workspace, account, token = demo
+    origin, key, ingest, workspace, account, token, admin = demo
     output = run(
         "node",
         str(generated / "dist" / "call-every-operation.js"),
@@ -232,6 +238,7 @@ def test_generated_typescript_client_calls_every_operation(npm_tools, demo, docu
         workspace,
         account,
         token,
+        admin,
         cwd=CLIENTS,
     )
     report = json.loads(output.strip().splitlines()[-1])

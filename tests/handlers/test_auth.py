@@ -118,7 +118,7 @@ async def test_other_methods_are_405_with_allow(api, method):
     response = await api.fetch("/v1/lists", method, body=b"{}" if method != "DELETE" else None)
     assert response.code == 405
     assert response.headers["Allow"] == "GET, HEAD, POST"
-    response = await api.fetch("/v1/users", method, body=b"{}" if method != "DELETE" else None)
+    response = await api.fetch("/v1/prospects", method, body=b"{}" if method != "DELETE" else None)
     assert response.headers["Allow"] == "GET, HEAD"
 
 

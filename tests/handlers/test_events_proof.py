@@ -1,5 +1,6 @@
 """The proof that the events feed misses nothing: writers create and change calls, prospects,
-lists and activities at full speed (contact uploads and list creations over HTTP, the demo's
+lists, activities and users at full speed, and delete users (contact uploads, list creations
+and the users' writes over HTTP, the demo's
 live writer recording through the dialer's API, calls by contact and their changes, notes
 changes, calls stamped now that land seconds later, and on MongoDB events
 held back after their change landed), while a reader follows GET /v1/events from the start.
@@ -85,10 +86,21 @@ async def walk(api: Client, resource: str) -> dict[str, dict]:
         body = (await api.get(f"/v1/{resource}?cursor={body['nextCursor']}")).json()
 
 
-async def truth(api: Client) -> dict[tuple[str, str], dict]:
+async def truth(api: Client, made: list[str], history: set[str]) -> dict[tuple[str, str], dict]:
     """Every record of the workspace as the API shows it now, activities with their
-    prospectId (as their events carry them)."""
+    prospectId (as their events carry them). Users: every one but `history` (those the test
+    found, made without events), and the deleted ones among `made` (the writers' users), as
+    their last event carries them: the record, or `{"id", "deletedAt"}` once deleted."""
     records: dict[tuple[str, str], dict] = {}
+    listed = [u["id"] for u in (await api.get("/v1/users")).json()["users"]]
+    for user_id in dict.fromkeys([*made, *listed]):
+        if user_id in history:
+            continue
+        user = (await api.get(f"/v1/users/{user_id}")).json()["user"]
+        gone = user["deletedAt"] is not None
+        records[("user", user_id)] = (
+            {"id": user_id, "deletedAt": user["deletedAt"]} if gone else user
+        )
     for resource in RESOURCES:
         for record_id, record in (await walk(api, resource)).items():
             records[(resource.removesuffix("s"), record_id)] = record
@@ -151,6 +163,10 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     recorder = ApiRecorder(f"{origin}/v1", {ws_a.id: ingest}, random.Random(8), (0.1, 1.0))
     live = LiveWriter(store, [ws_a.id], 12_000, recorder, rng=random.Random(7))
     counts = {"uploads": 0, "lists": 0, "notes": 0, "held": 0, "held_events": 0, "dialed": 0}
+    counts |= {"users": 0, "deleted_users": 0}
+    _, key = await auth.create(ws_a.id, "directory", frozenset({"read", "admin"}))
+    admin = Client(origin, key)
+    users: list[str] = []
 
     async def upload() -> None:  # creates, fills and lists prospects; moves the lists
         n = 0
@@ -239,7 +255,25 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
             )
             assert changed.code == 200, changed
 
+    async def manage_users() -> None:  # a directory in step: users created, renamed, deleted
+        n = 0
+        while not stop.is_set():
+            n += 1
+            body = {"email": f"rep{n}@proof.example", "firstName": "Rep", "lastName": str(n)}
+            response = await admin.post("/v1/users", body)
+            assert response.code == 201, response
+            users.append(response.json()["user"]["id"])
+            renamed = await admin.patch(f"/v1/users/{users[-1]}", {"lastName": f"R{n}"})
+            assert renamed.code == 200, renamed
+            counts["users"] += 1
+            if n % 2 == 0:  # some twice: 204 again, nothing recorded
+                deleted = await admin.fetch(f"/v1/users/{rng.choice(users)}", "DELETE")
+                assert deleted.code == 204, deleted
+                counts["deleted_users"] += 1
+            await asyncio.sleep(0.1)  # a directory's pace, as create_lists keeps a CRM's
+
     tasks = [upload, create_lists, change_notes, held_back, held_back, live_calls, dial_contacts]
+    tasks.append(manage_users)
     # MongoDB: some events held back between the instant they were stamped with and their
     # insert (a stalled process, a slow network), after their change landed.
     held_events = HeldInserts(store, rng, counts) if store.backend == "mongodb" else None
@@ -257,14 +291,15 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
         if held_events is not None:
             held_events.restore()
     assert counts["uploads"] > 5 and counts["notes"] > 5 and counts["held"] >= 2, counts
-    assert live.written > 10 and counts["dialed"] >= 1, counts
+    assert live.written > 10 and counts["dialed"] >= 1 and counts["deleted_users"] >= 2, counts
     clock.advance(SETTLE + 0.2)  # one settle period without writes
     deadline = time.monotonic() + 60
     while not await reader.poll():
         assert time.monotonic() < deadline, "the reader never caught up"
-    records = await truth(api)
+    records = await truth(api, users, {u["id"] for u in [*ws_a.users, ws_a.deleted_user]})
     kinds = {resource for resource, _ in records}
-    assert kinds == {"call", "prospect", "list", "activity"}
+    assert kinds == {"call", "prospect", "list", "activity", "user"}
+    assert any(records[("user", u)].keys() == {"id", "deletedAt"} for u in users), "none deleted"
     updated = [key for key in records if key[0] == "call" and records[key]["notes"] is not None]
     assert updated, "no call was changed"
     recorded = [key for key in records if key[0] == "call" and records[key]["hasRecording"]]

@@ -13,7 +13,7 @@ async def test_lists_active_users_of_own_workspace(api, ws_a, ws_b):
     assert not {u["id"] for u in ws_b.users} & {u["id"] for u in users}
     schemas = Schemas()
     for user in users:
-        assert set(user) == {"id", "email", "firstName", "lastName", "createdAt"}
+        assert set(user) == {"id", "email", "firstName", "lastName", "createdAt", "updatedAt"}
         assert schemas.errors("/schemas/records/user.json", user) == []
 
 

@@ -134,7 +134,7 @@ async def test_keys_have_scopes_expiry_and_last_use(config, services, capsys, an
         ["--scope", ""],
         ["--scope", ","],
         ["--scope", "read,"],
-        ["--scope", "read,admin"],
+        ["--scope", "read,owner"],
         ["--scope", "READ"],
         ["--expires-in", "0"],
         ["--expires-in", "-3"],
@@ -155,6 +155,8 @@ def test_a_write_or_ingest_scope_without_read_is_allowed():
         ("ingest", {"ingest"}),
         ("ingest,write", {"ingest", "write"}),
         ("read,write,ingest", {"read", "write", "ingest"}),
+        ("read,write,admin", {"read", "write", "admin"}),
+        ("admin", {"admin"}),
         (" read , write ", {"read", "write"}),
     ]:
         args = build_parser().parse_args(
@@ -214,7 +216,7 @@ def test_demo_serves_seeded_workspaces_and_writes_the_keys_file(demo_process):
     assert keys["baseUrl"].startswith("http://127.0.0.1:") and keys["baseUrl"].endswith("/v1")
     assert len(keys["workspaces"]) >= 2
     assert all(
-        set(w) == {"id", "name", "apiKey", "readOnlyApiKey", "ingestApiKey"}
+        set(w) == {"id", "name", "apiKey", "readOnlyApiKey", "ingestApiKey", "adminApiKey"}
         for w in keys["workspaces"]
     )
     base, key = keys["baseUrl"], keys["workspaces"][0]["apiKey"]

@@ -26,7 +26,12 @@ from tests.helpers import running_demo
 MOVED_ANCHORS = ["2027-03-20", "2028-03-01", "2030-01-01", "2041-11-05"]
 SMALL = Scale(calls=400, prospects=80, timeline=300)
 # Set by the store when written: store.lists, store.users, and when an activity was stored.
-WALL_CLOCK = {"lists": ["updatedAt"], "users": ["deletedAt"], "activities": ["storedAt"]}
+# A deleted user's updatedAt is its deletedAt (the others' equals their createdAt, compared).
+WALL_CLOCK = {
+    "lists": ["updatedAt"],
+    "users": ["deletedAt", "updatedAt"],
+    "activities": ["storedAt"],
+}
 
 
 async def seeded(seed_value=7, scale=SMALL, now=None):

@@ -1,11 +1,11 @@
 """The events feed across a crash: `workspace-api serve` (a real process) is killed with SIGKILL
-in the middle of contact uploads, list creations and a dialer's calls (POST /v1/calls by
-contact, then PATCH) and started again on the same database, while calls are created and
-changed beside it and a reader follows GET /v1/events all along.
-Once the writes have stopped (and, on MongoDB, the event sweep of the new process has recorded
-what the killed one left unwritten), the reader has seen, for every record, an event carrying
-its final state as its last event, and a `*.created` event for every record, every write
-acknowledged to its client among them: 0 missing, 0 stale.
+in the middle of contact uploads, list creations, a dialer's calls (POST /v1/calls by contact,
+then PATCH) and the users' writes (POST, PATCH, DELETE /v1/users) and started again on the same
+database, while calls are created and changed beside it and a reader follows GET /v1/events
+all along. Once the writes have stopped (and, on MongoDB, the event sweep of the new process
+has recorded what the killed one left unwritten), the reader has seen, for every record, an
+event carrying its final state as its last event, and a `*.created` event for every record,
+every write acknowledged to its client among them: 0 missing, 0 stale.
 
 The database is this tier's: a SQLite file in tmp_path (embedded), or the wire tier's server.
 """
@@ -104,9 +104,11 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         servers.append(server)
         await asyncio.to_thread(server.wait_ready)
         _, ingest = await auth.create(ws.id, "dialer", frozenset({"read", "ingest"}))
+        _, admin = await auth.create(ws.id, "directory", frozenset({"read", "admin"}))
         state = {
             "api": Client(server.origin, ws.key, connections=8),
             "dialer": Client(server.origin, ingest, connections=4),
+            "admin": Client(server.origin, admin, connections=2),
             "down": False,
         }
         owner = ws.users[0]["id"]
@@ -117,7 +119,13 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         ]
         await state["api"].post(f"/v1/lists/{lists[0]['id']}/contacts", {"contacts": seed})
         prospects = (await state["api"].get("/v1/prospects?pageSize=100")).json()["prospects"]
-        acknowledged: dict[str, set[str]] = {"list": set(), "prospect": set(), "call": set()}
+        acknowledged: dict[str, set[str]] = {
+            "list": set(),
+            "prospect": set(),
+            "call": set(),
+            "user": set(),
+        }
+        users: list[str] = []
         answers: dict[int, int] = {}
         calls: list[str] = []
         stop = asyncio.Event()
@@ -206,6 +214,22 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
                 calls.append(doc["_id"])
                 await store.calls.change(ws.id, rng.choice(calls), {"notes": f"n{rng.random()}"})
 
+        async def user_writes() -> None:  # the users' POST, PATCH and DELETE
+            n = 0
+            while not stop.is_set():
+                n += 1
+                body = {"email": f"u{n}@crash.example", "firstName": "U", "lastName": str(n)}
+                response = await post("/v1/users", body, "admin")
+                if response is None:
+                    await asyncio.sleep(0.05)
+                    continue
+                users.append(response.json()["user"]["id"])
+                acknowledged["user"].add(users[-1])
+                await post(f"/v1/users/{users[-1]}", {"lastName": f"r{n}"}, "admin", "PATCH")
+                if n % 2 == 0:
+                    with contextlib.suppress(OSError, HTTPClientError):  # 204, or cut short
+                        await state["admin"].fetch(f"/v1/users/{rng.choice(users)}", "DELETE")
+
         reader = None
 
         async def follow() -> None:
@@ -220,7 +244,7 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
                 if caught_up:
                     await asyncio.sleep(0.05)
 
-        writers = (uploads, uploads, create_lists, call_writes, dialer_writes)
+        writers = (uploads, uploads, create_lists, call_writes, dialer_writes, user_writes)
         tasks = [asyncio.ensure_future(t()) for t in writers]
         following = asyncio.ensure_future(follow())
         await asyncio.sleep(3)
@@ -230,6 +254,7 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         await asyncio.to_thread(server.wait_ready)
         state["api"] = Client(server.origin, ws.key, connections=8)
         state["dialer"] = Client(server.origin, ingest, connections=4)
+        state["admin"] = Client(server.origin, admin, connections=2)
         await asyncio.sleep(2)
         stop.set()
         await asyncio.gather(*tasks)
@@ -244,7 +269,8 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         # are the records as they are, or fail after the deadline (an event that landed behind
         # the reader would never show up).
         await asyncio.sleep(SETTLE + 0.2)
-        records = await truth(state["api"])
+        history = {u["id"] for u in [*ws.users, ws.deleted_user]}
+        records = await truth(state["api"], users, history)
         deadline = time.monotonic() + 60
         while True:
             while not await reader.poll():

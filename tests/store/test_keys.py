@@ -108,7 +108,9 @@ async def test_scopes_are_kept_in_their_order_and_checked(store, ws_a):
     assert record["scopes"] == ["read", "ingest"]
     active = await store.keys.find_active(ws_a.id, record["id"])
     assert active is not None and active.scopes == {"read", "ingest"}
-    for bad in (frozenset(), frozenset({"admin"})):
+    admin = await store.keys.create(ws_a.id, "directory", frozenset({"admin", "read"}))
+    assert admin["scopes"] == ["read", "admin"]
+    for bad in (frozenset(), frozenset({"owner"})):
         with pytest.raises(ValueError):
             await store.keys.create(ws_a.id, "bad", bad)
     assert await store.keys.get(ws_a.id, record["id"]) == record

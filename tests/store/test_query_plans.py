@@ -1,7 +1,7 @@
 """Every query the API sends to SQLite is served by an index: the statements of every endpoint
 and filter are captured as they run (the writes with the events they record, the events feed,
 the retention delete), and `EXPLAIN QUERY PLAN` of each shows no full scan of a workspace's
-calls, prospects, memberships, activities or events, and no walk over all of a workspace's
+calls, prospects, memberships, activities, events or users, and no walk over all of a workspace's
 rows outside a LIMITed page (docs/deployment.md's index table lists the indexes)."""
 
 import datetime as dt
@@ -15,7 +15,7 @@ from demo.seeding import seed
 
 pytestmark = pytest.mark.sqlite
 
-BIG_TABLES = ("calls", "prospects", "memberships", "activities", "events")
+BIG_TABLES = ("calls", "prospects", "memberships", "activities", "events", "users")
 
 
 @pytest.fixture
@@ -152,6 +152,17 @@ async def test_no_endpoint_scans_a_big_table(store, auth, app, origin, statement
     }
     assert (await dialer.post("/v1/prospect-activities", note)).code == 201
     await store.calls.change(workspaces[0]["id"], call["id"], {"notes": "Plans"})
+    # The users' writes and reads, with the events they record.
+    _, key = await auth.create(workspaces[0]["id"], "admin", frozenset({"read", "admin"}))
+    admin = Client(origin, key)
+    body = {"email": "plans@users.example", "firstName": "Plan", "lastName": "S"}
+    made = (await admin.post("/v1/users", body)).json()["user"]["id"]
+    assert (await admin.post("/v1/users", body)).code == 409
+    change = {"email": "Plans2@users.example", "lastName": "Lans"}
+    assert (await admin.patch(f"/v1/users/{made}", change)).code == 200
+    assert (await admin.fetch(f"/v1/users/{made}", "DELETE")).code == 204
+    assert (await admin.fetch(f"/v1/users/{made}", "DELETE")).code == 204
+    assert (await admin.get(f"/v1/users/{made}")).code == 200
     feed = await api.get("/v1/events?pageSize=5")
     assert feed.code == 200
     for path in (

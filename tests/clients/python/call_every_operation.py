@@ -80,7 +80,15 @@ from workspace_api_client.api.service import (
     get_readiness,
     get_readiness_head,
 )
-from workspace_api_client.api.users import list_users, list_users_head
+from workspace_api_client.api.users import (
+    create_user,
+    delete_user,
+    get_user,
+    get_user_head,
+    list_users,
+    list_users_head,
+    update_user,
+)
 from workspace_api_client.api.webhooks import (
     create_webhook_endpoint,
     delete_webhook_endpoint,
@@ -106,11 +114,13 @@ from workspace_api_client.models import (
     CallOutcomeOutcome,
     CallUpdatedEvent,
     ChangeACall,
+    ChangeUser,
     ChangeWebhookEndpoint,
     ChangeWebhookEndpointEventTypesType0Item,
     ChangeWebhookEndpointStatus,
     Contact,
     CreateList,
+    CreateUser,
     CreateWebhookEndpoint,
     CreateWebhookEndpointEventTypesType0Item,
     DialerList,
@@ -145,6 +155,9 @@ from workspace_api_client.models import (
     StatusChangeActivity,
     UploadContacts,
     User,
+    UserCreatedEvent,
+    UserDeletedEvent,
+    UserUpdatedEvent,
     WebhookDeliveryAttempt,
     WebhookEndpoint,
     WebhookEndpointWithItsSecret,
@@ -240,6 +253,9 @@ def activity_of(
 
 def read_user(user: User) -> str:
     assert isinstance(user.id, uuid.UUID) and isinstance(user.created_at, dt.datetime)
+    assert user.created_at <= user.updated_at
+    deleted = user.deleted_at
+    assert not isinstance(deleted, dt.datetime) or deleted >= user.created_at
     return f"{user.first_name} {user.last_name} <{user.email}>"
 
 
@@ -343,6 +359,9 @@ Event = (
     | DialerListCreatedEvent
     | DialerListUpdatedEvent
     | ActivityCreatedEvent
+    | UserCreatedEvent
+    | UserUpdatedEvent
+    | UserDeletedEvent
 )
 
 
@@ -355,6 +374,11 @@ def read_event(event: Event) -> str:
         read_prospect(event.data)
     elif isinstance(event, DialerListCreatedEvent | DialerListUpdatedEvent):
         read_list(event.data)
+    elif isinstance(event, UserCreatedEvent | UserUpdatedEvent):
+        read_user(event.data)
+    elif isinstance(event, UserDeletedEvent):
+        assert isinstance(event.data.id, uuid.UUID)
+        assert isinstance(event.data.deleted_at, dt.datetime)
     else:
         read_activity(event.data)
         assert isinstance(event.data.prospect_id, uuid.UUID)
@@ -588,6 +612,47 @@ def exercise_webhook_endpoint(
     assert endpoint_id not in {e.id for e in listed}
 
 
+# --- users --------------------------------------------------------------------------------
+
+
+def exercise_users(base_url: str, admin_key: str, api: AuthenticatedClient) -> None:
+    """The users' writes with a key of the `admin` scope: create (a taken email: 409), read,
+    change, delete (then still readable, with deletedAt); the full key (read, write) is 403."""
+    admin = AuthenticatedClient(base_url=base_url, token=admin_key)
+    described = expect("getApiKey", get_api_key.sync_detailed(client=admin), 200).api_key
+    assert read_api_key(described) == ["read", "write", "admin"]
+    body = CreateUser(
+        email="grace.hopper@python.generated.example", first_name="Grace", last_name="H"
+    )
+    refused = create_user.sync_detailed(client=api, body=body)
+    assert expect_problem("createUser", refused, 403).code == ProblemCode.INSUFFICIENT_SCOPE
+    response = create_user.sync_detailed(client=admin, body=body)
+    created = expect("createUser", response, 201).user
+    read_user(created)
+    assert created.deleted_at is None and response.headers["location"].endswith(str(created.id))
+    taken = CreateUser(email="GRACE.Hopper@python.generated.example", first_name="G", last_name="H")
+    conflict = create_user.sync_detailed(client=admin, body=taken)
+    assert expect_problem("createUser", conflict, 409).code == ProblemCode.USER_EXISTS
+    fetched = expect("getUser", get_user.sync_detailed(created.id, client=api), 200).user
+    assert fetched == created
+    expect_head("getUserHead", get_user_head.sync_detailed(created.id, client=api))
+    change = ChangeUser(last_name="Hopper")
+    response = update_user.sync_detailed(created.id, client=admin, body=change)
+    changed = expect("updateUser", response, 200).user
+    read_user(changed)
+    assert changed.last_name == "Hopper" and changed.updated_at > created.updated_at
+    deleted = delete_user.sync_detailed(created.id, client=admin)
+    called["deleteUser"] = deleted.status_code
+    assert deleted.status_code == 204 and deleted.content == b"", deleted.content
+    gone = expect("getUser", get_user.sync_detailed(created.id, client=api), 200).user
+    read_user(gone)
+    assert isinstance(gone.deleted_at, dt.datetime)
+    listed = expect("listUsers", list_users.sync_detailed(client=api), 200).users
+    assert created.id not in {user.id for user in listed}
+    missing = delete_user.sync_detailed(uuid.uuid4(), client=admin)
+    assert expect_problem("deleteUser", missing, 404).code == ProblemCode.NOT_FOUND
+
+
 # --- the run ------------------------------------------------------------------------------
 
 
@@ -757,6 +822,7 @@ def main(
     workspace: uuid.UUID,
     account_sid: str,
     auth_token: str,
+    admin_key: str,
 ) -> dict[str, object]:
     api = AuthenticatedClient(base_url=base_url, token=key)
     anonymous = Client(base_url=base_url)
@@ -779,6 +845,7 @@ def main(
     expect_head("listUsersHead", list_users_head.sync_detailed(client=api))
 
     hook = new_webhook_endpoint(api)  # before the writes below: their events are delivered
+    exercise_users(base_url, admin_key, api)
 
     body = CreateList(name="Generated Python client", owner_user_id=users[0].id)
     created = expect("createList", create_list.sync_detailed(client=api, body=body), 201).list_
@@ -940,6 +1007,7 @@ def main(
 
     # The list created, the contact uploaded and the dialer's calls above, as events.
     wanted = {"list.created", "prospect.created", "activity.created", "call.created"}
+    wanted |= {"user.created", "user.updated", "user.deleted"}
     events = follow_events(api, wanted | {"call.updated"})
     event_types = sorted({read_event(event) for event in events})
     expired = expect_problem(
@@ -961,7 +1029,6 @@ def main(
 
 
 if __name__ == "__main__":
-    base, api_key, out, ingest, workspace_id, account, token = sys.argv[1:8]
-    print(
-        json.dumps(main(base, api_key, Path(out), ingest, uuid.UUID(workspace_id), account, token))
-    )
+    base, api_key, out, ingest, workspace_id, account, token, admin_key = sys.argv[1:9]
+    workspace = uuid.UUID(workspace_id)
+    print(json.dumps(main(base, api_key, Path(out), ingest, workspace, account, token, admin_key)))
