@@ -20,24 +20,26 @@ demo: $(STAMP)
 # FerretDB (SQLite backend) that the suite builds and starts (tests/ferretdb/: needs Go 1.24 or
 # later; .ci/run installs it where it is missing). Both tiers always run; the target
 # fails when either fails. PYTEST_ARGS passes options to both, e.g. PYTEST_ARGS='-m "not browser"'.
-# Each tier runs its test files in TEST_WORKERS processes (pytest-xdist, a file per worker at a
-# time): most tests wait on sockets and subprocesses, so more workers than cores pay off.
-# TEST_WORKERS=0 runs in this process alone.
+# The embedded tier runs its test files in TEST_WORKERS processes (pytest-xdist, a file per
+# worker at a time): most tests wait on sockets and subprocesses, so more workers than cores pay
+# off. The wire tier runs in WIRE_TEST_WORKERS (default: one process): each worker starts its own
+# FerretDB, and four of them on 2 cores miss the 5 s database timeout. 0 means one process.
 TEST_WORKERS ?= 4
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
+WIRE_TEST_WORKERS ?= 0
+xdist = $(if $(filter 0 1,$(1)),-p no:xdist,-n $(1) --dist loadfile)
 test: $(STAMP)
 	@status=0; \
-	for tier in embedded wire; do \
-	  echo "== test tier: $$tier =="; \
-	  env -u MONGODB_URI WSAPI_TEST_TIER=$$tier $(PY) -m pytest $(XDIST) $(PYTEST_ARGS) || status=1; \
-	done; \
+	echo "== test tier: embedded =="; \
+	env -u MONGODB_URI WSAPI_TEST_TIER=embedded $(PY) -m pytest $(call xdist,$(TEST_WORKERS)) $(PYTEST_ARGS) || status=1; \
+	echo "== test tier: wire =="; \
+	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(call xdist,$(WIRE_TEST_WORKERS)) $(PYTEST_ARGS) || status=1; \
 	exit $$status
 
 test-embedded: $(STAMP)
-	env -u MONGODB_URI WSAPI_TEST_TIER=embedded $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	env -u MONGODB_URI WSAPI_TEST_TIER=embedded $(PY) -m pytest $(call xdist,$(TEST_WORKERS)) $(PYTEST_ARGS)
 
 test-wire: $(STAMP)
-	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(call xdist,$(WIRE_TEST_WORKERS)) $(PYTEST_ARGS)
 
 # Benchmarks of the hot paths (bench/run.py, rows P1a..P10b, M1a, M1b and S1..S3): each figure against its
 # baseline in the same run, one table of ratios, under 5 minutes on 2 cores.
