@@ -112,11 +112,10 @@ class Workspace:
 async def make_workspace(store, auth, name: str, users: int = 3) -> Workspace:
     workspace = await store.workspaces.create(name)
     wid = workspace["id"]
+    domain = name.lower().replace(" ", "-")  # a workspace's name may hold spaces; a domain not
     async with store.bulk_load(defer_indexes=False):  # the users are history: no events
         people = [
-            await store.users.create(
-                wid, f"user{i}@{name.lower()}.example", f"First{i}", f"Last{i}"
-            )
+            await store.users.create(wid, f"user{i}@{domain}.example", f"First{i}", f"Last{i}")
             for i in range(users + 1)
         ]
         await store.users.delete(wid, people[-1]["id"])

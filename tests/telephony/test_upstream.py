@@ -139,7 +139,8 @@ async def test_faults_before_the_body(provider, upstream, kind, options, range_h
     started = time.monotonic()
     with pytest.raises(UpstreamError) as caught:
         await upstream.open(REF, range_header=range_header)
-    assert time.monotonic() - started < 2  # header timeout is 0.5 s in these tests
+    # The header timeout (2 s in these tests) ends a stall, long before the provider's 10 s.
+    assert time.monotonic() - started < 8
     assert_clean(caught.value, provider)
     assert len(provider.stats.requests) == 1  # no retry, no redirect followed
 
