@@ -47,6 +47,7 @@ class Config:
     sync_settle_seconds: float
     expiry_sweep_seconds: float
     event_retention_days: float
+    tombstone_retention_days: float
     webhook_retry_schedule: str
     webhook_disable_after_hours: float
     webhook_max_in_flight_per_endpoint: int
@@ -166,6 +167,8 @@ def validate(config: Config) -> None:
         raise ConfigError("expiry_sweep_seconds must be positive")
     if config.event_retention_days <= 0:
         raise ConfigError("event_retention_days must be positive")
+    if config.tombstone_retention_days <= 0:
+        raise ConfigError("tombstone_retention_days must be positive")
     if config.provider_callbacks_per_minute < 1:
         raise ConfigError("provider_callbacks_per_minute must be at least 1")
     if config.provider_pending_days <= 0:
