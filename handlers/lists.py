@@ -1,9 +1,11 @@
-"""Dialer lists: GET/POST /v1/lists, GET /v1/lists/{id}, POST /v1/lists/{id}/contacts."""
+"""Dialer lists: GET/POST /v1/lists, GET/PATCH /v1/lists/{id}, POST /v1/lists/{id}/contacts
+and POST /v1/lists/{id}/contacts/remove."""
 
 from handlers.base import APIError, APIHandler, invalid, not_found, path_uuid
 from handlers.idempotency import IdempotentHandler, Reply, idempotent
 from handlers.pagination import serve_page
 from handlers.params import instant
+from store.lists import Removal
 from store.paging import Page, Window
 from store.prospects import Upload
 
@@ -33,11 +35,7 @@ class ListsHandler(IdempotentHandler):
         store = self.store
         owner = self.body["ownerUserId"].lower()
         if not await store.users.is_active(self.workspace_id, owner):
-            raise APIError(
-                "invalid_reference",
-                "ownerUserId must be an existing, non-deleted user of your workspace",
-                [{"pointer": "#/ownerUserId", "detail": "is not an active user of your workspace"}],
-            )
+            raise invalid_owner()
         name = self.body["name"].strip()
         self.answer(await store.lists.create(self.workspace_id, name, owner, once=self.once))
 
@@ -45,13 +43,37 @@ class ListsHandler(IdempotentHandler):
         return Reply(201, {"list": created}, f"/v1/lists/{created['id']}")
 
 
+def invalid_owner() -> APIError:
+    """The 422 of an `ownerUserId` that is not a non-deleted user of the workspace."""
+    return APIError(
+        "invalid_reference",
+        "ownerUserId must be an existing, non-deleted user of your workspace",
+        [{"pointer": "#/ownerUserId", "detail": "is not an active user of your workspace"}],
+    )
+
+
 class ListHandler(APIHandler):
+    scopes = {"GET": "read", "HEAD": "read", "PATCH": "write"}
+    body_schemas = {"PATCH": "/schemas/requests/list-update.json"}
+
     async def get(self, list_id: str) -> None:
         list_id = path_uuid(list_id, "list")
         found = await self.store.lists.get(self.workspace_id, list_id)
         if found is None:
             raise not_found("list")
         self.send_json({"list": found})
+
+    async def patch(self, list_id: str) -> None:
+        list_id = path_uuid(list_id, "list")
+        owner = self.body.get("ownerUserId")
+        if owner is not None and not await self.store.users.is_active(
+            self.workspace_id, owner.lower()
+        ):
+            raise invalid_owner()
+        changed = await self.store.lists.update(self.workspace_id, list_id, self.body)
+        if changed is None:
+            raise not_found("list")
+        self.send_json({"list": changed[0]})
 
 
 class ContactsHandler(IdempotentHandler):
@@ -99,8 +121,38 @@ class ContactsHandler(IdempotentHandler):
         )
 
 
+class RemoveContactsHandler(IdempotentHandler):
+    scopes = {"POST": "write"}
+    body_schemas = {"POST": "/schemas/requests/contacts-remove.json"}
+    list_id = ""
+
+    @idempotent
+    async def post(self, list_id: str) -> None:
+        self.list_id = path_uuid(list_id, "list")
+        target = await self.store.lists.get(self.workspace_id, self.list_id)
+        if target is None:
+            raise not_found("list")
+        self.answer(
+            await self.store.lists.remove_members(
+                self.workspace_id, target, self.body["prospectIds"], once=self.once
+            )
+        )
+
+    def reply(self, removal: Removal) -> Reply:
+        return Reply(
+            200,
+            {
+                "listId": self.list_id,
+                "removed": removal.removed,
+                "prospectsCount": removal.members,
+                "results": removal.results,
+            },
+        )
+
+
 default_handlers = [
     (r"/v1/lists", ListsHandler),
     (r"/v1/lists/([^/]+)", ListHandler),
     (r"/v1/lists/([^/]+)/contacts", ContactsHandler),
+    (r"/v1/lists/([^/]+)/contacts/remove", RemoveContactsHandler),
 ]

@@ -15,7 +15,15 @@ import uuid
 
 from store.clock import name_id, new_id, utcnow
 
-TYPES = ("call", "note", "email", "list_added", "meeting_booked", "status_change")
+TYPES = (
+    "call",
+    "note",
+    "email",
+    "list_added",
+    "list_removed",
+    "meeting_booked",
+    "status_change",
+)
 TIMELINE_ORDER = [("occurredAt", -1), ("_id", -1)]
 FIELDS = {
     "_id": 1,
@@ -120,6 +128,28 @@ def list_added_activity(
         summary,
         {"listId": list_id, "listName": list_name},
         activity_id=derived_id(workspace_id, "list_added", prospect_id, list_id),
+    )
+
+
+def list_removed_activity(
+    workspace_id: str,
+    prospect_id: str,
+    list_id: str,
+    list_name: str | None,
+    at: dt.datetime,
+    removal: str,
+) -> dict:
+    """A prospect left a dialer list; one per prospect and removal (`removal`, the id of the
+    request's unit of work, is in its id: the same removal written again is idempotent)."""
+    summary = f"Removed from list {list_name}" if list_name else "Removed from a dialer list"
+    return activity_document(
+        workspace_id,
+        prospect_id,
+        "list_removed",
+        at,
+        summary,
+        {"listId": list_id, "listName": list_name},
+        activity_id=derived_id(workspace_id, "list_removed", prospect_id, list_id, removal),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from store.exports import Batch
 from store.idempotency import IdempotentWrite
+from store.lists import Removal
 from store.paging import Page, Window
 
 
@@ -58,6 +59,30 @@ class Lists(Protocol):
         the sync order (updatedAt, then id), in batches of at most `batch_size` records
         (store/exports.py); memory stays bounded whatever the number. Close it
         (contextlib.aclosing) when stopping early."""
+        ...
+
+    async def update(
+        self, workspace_id: str, list_id: str, fields: dict
+    ) -> tuple[dict, bool] | None:
+        """Set the list's `name` and/or `ownerUserId` (store/lists.py): the list and whether it
+        changed (only then its updatedAt moves and `list.updated` is recorded); None when the
+        workspace has no such list."""
+        ...
+
+    async def remove_members(
+        self,
+        workspace_id: str,
+        listing: dict,
+        prospect_ids: list[str],
+        once: IdempotentWrite | None = None,
+    ) -> Removal:
+        """Take the prospects of `prospect_ids` that are members out of `listing` (a list
+        record): their memberships and the list in their `listIds` go (their updatedAt moves),
+        each gets a `list_removed` activity, the list's prospectsCount and updatedAt move, and
+        the events `prospect.updated`, `activity.created` and `list.updated` are recorded. Any
+        other id is `not_member`. One transaction on SQLite; on MongoDB a unit of work recorded
+        first and finished by the list purge after a crash. With an Idempotency-Key (`once`)
+        its response is stored."""
         ...
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:

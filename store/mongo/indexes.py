@@ -39,6 +39,9 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
         IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
     ],
+    # Removals of prospects from lists still being carried out (store/mongo/memberships.py),
+    # found by the instant their writer's lease lapses.
+    "list_removals": [IndexModel([("until", ASC)], name="until")],
     "prospects": [
         IndexModel([("workspaceId", ASC), ("dedupeKey", ASC)], name="ws_dedupe", unique=True),
         IndexModel([("workspaceId", ASC), ("emailNorm", ASC)], name="ws_email"),

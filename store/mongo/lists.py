@@ -23,10 +23,12 @@ from pymongo.errors import DuplicateKeyError
 from store.clock import new_id
 from store.exports import BATCH_SIZE
 from store.idempotency import IdempotentWrite
+from store.lists import Removal, list_changes
 from store.mongo.errors import translate_errors
 from store.mongo.exports import export_batches
 from store.mongo.idempotency import store_response
 from store.mongo.locks import UPLOAD_LEASE, Leases
+from store.mongo.memberships import Memberships
 from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.records import LIST_FIELDS, list_document
@@ -47,6 +49,7 @@ class Lists:
         self.idempotency = db["idempotency"]
         self.leases = Leases(db)
         self.events = events
+        self.memberships = Memberships(db, events)
 
     async def create(
         self,
@@ -173,6 +176,39 @@ class Lists:
                     doc = healed
                 batch.append(_record(doc))
             yield batch
+
+    async def update(
+        self, workspace_id: str, list_id: str, fields: dict
+    ) -> tuple[dict, bool] | None:
+        """Set `name` and/or `ownerUserId`: one marked single-document write, its event after."""
+        selector = {"_id": list_id, "workspaceId": workspace_id}
+        doc = await self.col.find_one(selector, FIELDS)
+        if doc is None:
+            return None
+        changes = list_changes(doc, fields)
+        if not changes:
+            return _record(doc), False
+        changes["updatedAt"] = self.events.now()
+        pending = self.events.begin()
+        changed = await self.col.find_one_and_update(
+            selector,
+            pending.update({"$set": changes}),
+            return_document=ReturnDocument.AFTER,
+        )
+        if changed is None:
+            return None
+        await self.events.publish(workspace_id, pending, {"lists": [list_id]})
+        return _record(changed), True
+
+    async def remove_members(
+        self,
+        workspace_id: str,
+        listing: dict,
+        prospect_ids: list[str],
+        once: IdempotentWrite | None = None,
+    ) -> Removal:
+        """Take prospects out of `listing` (store/mongo/memberships.py)."""
+        return await self.memberships.remove(workspace_id, listing, prospect_ids, once)
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.

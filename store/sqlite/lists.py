@@ -9,12 +9,15 @@ from typing import TYPE_CHECKING
 
 from store.exports import BATCH_SIZE, Lines
 from store.idempotency import IdempotentWrite
+from store.lists import Removal, list_changes
 from store.paging import Page, Window
 from store.records import list_document, list_record
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
+from store.sqlite.memberships import remove_unit
 from store.sqlite.paging import bump, page_query, quick
+from store.sqlite.prospects import UPLOAD_TIMEOUT
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
 if TYPE_CHECKING:
@@ -25,6 +28,7 @@ FIELDS = ", ".join(f'"{name}"' for name in COLUMNS)
 SELECT = f"SELECT {FIELDS} FROM lists"
 JSON = json_record({"id" if name == "_id" else name: name for name in COLUMNS})
 EVENT_SOURCE = ("lists", "", JSON)  # store/sqlite/events.py
+ONE = '"_id" = ? AND workspaceId = ?'
 
 
 class Lists:
@@ -123,9 +127,56 @@ class Lists:
         ):
             yield batch
 
+    async def update(
+        self, workspace_id: str, list_id: str, fields: dict
+    ) -> tuple[dict, bool] | None:
+        """Set the list's `name` and/or `ownerUserId` (store.records.list_changes): the list
+        and whether it changed (updatedAt moves and `list.updated` is recorded only then), or
+        None when there is no such list."""
+
+        def update(conn: sqlite3.Connection) -> tuple[dict, bool] | None:
+            row = conn.execute(f"{SELECT} WHERE {ONE}", (list_id, workspace_id)).fetchone()
+            if row is None:
+                return None
+            doc = to_doc(row)
+            changes = list_changes(doc, fields)
+            if not changes:
+                return list_record(doc), False
+            changes["updatedAt"] = self.events.now()
+            assigned = ", ".join(f'"{name}" = ?' for name in changes)
+            values = [ms(v) if isinstance(v, dt.datetime) else v for v in changes.values()]
+            conn.execute(
+                f"UPDATE lists SET {assigned} WHERE {ONE}", (*values, list_id, workspace_id)
+            )
+            self.events.record(conn, workspace_id, [("list.updated", list_id)])
+            return list_record({**doc, **changes}), True
+
+        return await self.engine.write(update)
+
+    async def remove_members(
+        self,
+        workspace_id: str,
+        listing: dict,
+        prospect_ids: list[str],
+        once: IdempotentWrite | None = None,
+    ) -> Removal:
+        """Take prospects out of `listing` (a list record) in one transaction
+        (store/sqlite/memberships.py), with its stored response under an Idempotency-Key."""
+        return await write_once(
+            self.engine,
+            once,
+            remove_unit,
+            workspace_id,
+            listing,
+            prospect_ids,
+            self.events,
+            once,
+            timeout=UPLOAD_TIMEOUT,
+        )
+
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
-        Members are never removed, so the larger count wins (as `$max` on MongoDB)."""
+        The larger count wins (as `$max` on MongoDB): a removal sets its own count."""
 
         def set_count(conn: sqlite3.Connection) -> dict | None:
             changed = conn.execute(

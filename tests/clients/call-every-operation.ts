@@ -150,6 +150,9 @@ function readActivity(a: Activity): Activity {
     case "list_added":
       activity = { ...common, type: a.type, details: { listId: a.details.listId, listName: a.details.listName } };
       break;
+    case "list_removed":
+      activity = { ...common, type: a.type, details: { listId: a.details.listId, listName: a.details.listName } };
+      break;
     case "meeting_booked":
       activity = { ...common, type: a.type, details: { scheduledFor: a.details.scheduledFor } };
       break;

@@ -131,6 +131,7 @@ from workspace_api_client.models import (
     DialerMetricsReportDialerMetricsOfOneUser,
     EmailActivity,
     ListAddedActivity,
+    ListRemovedActivity,
     LogANote,
     LogANoteNoteDetails,
     MeetingBookedActivity,
@@ -229,6 +230,7 @@ def activity_of(
     | NoteActivity
     | EmailActivity
     | ListAddedActivity
+    | ListRemovedActivity
     | MeetingBookedActivity
     | StatusChangeActivity
 ):
@@ -242,6 +244,8 @@ def activity_of(
         return EmailActivity.from_dict(line)
     if kind == "list_added":
         return ListAddedActivity.from_dict(line)
+    if kind == "list_removed":
+        return ListRemovedActivity.from_dict(line)
     if kind == "meeting_booked":
         return MeetingBookedActivity.from_dict(line)
     assert kind == "status_change", kind
@@ -323,6 +327,7 @@ def read_activity(
     | NoteActivity
     | EmailActivity
     | ListAddedActivity
+    | ListRemovedActivity
     | MeetingBookedActivity
     | StatusChangeActivity,
 ) -> str:
@@ -339,7 +344,7 @@ def read_activity(
     elif isinstance(activity, EmailActivity):
         assert activity.details.direction.value in ("inbound", "outbound")
         assert isinstance(activity.details.subject, str)
-    elif isinstance(activity, ListAddedActivity):
+    elif isinstance(activity, (ListAddedActivity, ListRemovedActivity)):
         assert isinstance(activity.details.list_id, uuid.UUID)
         assert activity.details.list_name is None or activity.details.list_name
     elif isinstance(activity, MeetingBookedActivity):
