@@ -87,7 +87,17 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
         ("POST", "/v1/lists", {"name": "mine", "ownerUserId": "{user}"}),
         ("POST", "/v1/lists", {"name": "mine", "ownerUserId": "{deleted_user}"}),
     ],
-    r"/v1/lists/([^/]+)": [("GET", "/v1/lists/{list}", None), ("HEAD", "/v1/lists/{list}", None)],
+    r"/v1/lists/([^/]+)": [
+        ("GET", "/v1/lists/{list}", None),
+        ("HEAD", "/v1/lists/{list}", None),
+        ("PATCH", "/v1/lists/{list}", {"name": "Renamed"}),
+        ("PATCH", "/v1/lists/{a_list}", {"ownerUserId": "{user}"}),
+    ],
+    r"/v1/lists/([^/]+)/contacts/remove": [
+        ("POST", "/v1/lists/{list}/contacts/remove", {"prospectIds": ["{prospect}"]}),
+        # B's prospect taken out of A's list: not_member, as a random id is.
+        ("POST", "/v1/lists/{a_list}/contacts/remove", {"prospectIds": ["{prospect}"]}),
+    ],
     r"/v1/lists/([^/]+)/contacts": [
         ("POST", "/v1/lists/{list}/contacts", {"contacts": [{"email": "new@a.example"}]}),
         # B's prospect's email and phone uploaded into a fresh list of A: a new prospect of A,

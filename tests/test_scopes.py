@@ -66,9 +66,13 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
     r"/v1/lists/([^/]+)": {
         "GET": ("read", "/v1/lists/{list}", None),
         "HEAD": ("read", "/v1/lists/{list}", None),
+        "PATCH": ("write", "/v1/lists/{list}", {"name": "Scoped"}),
     },
     r"/v1/lists/([^/]+)/contacts": {
         "POST": ("write", "/v1/lists/{list}/contacts", {"contacts": [{"email": "s@a.example"}]}),
+    },
+    r"/v1/lists/([^/]+)/contacts/remove": {
+        "POST": ("write", "/v1/lists/{list}/contacts/remove", {"prospectIds": ["{prospect}"]}),
     },
     r"/v1/calls": {
         "GET": ("read", "/v1/calls", None),
