@@ -523,6 +523,16 @@ async function main(): Promise<Record<string, unknown>> {
 
   assert.equal(readList(expectOk("getList", await api.GET("/v1/lists/{listId}", listId)).list).prospectsCount, 1);
   expectHead("getListHead", (await api.HEAD("/v1/lists/{listId}", listId)).response);
+  const renamed = readList(expectOk("updateList", await api.PATCH("/v1/lists/{listId}", {
+    ...listId, body: { name: "Generated TypeScript client, renamed" },
+  })).list);
+  assert.equal(renamed.name, "Generated TypeScript client, renamed");
+  const removed = expectOk("removeContacts", await api.POST("/v1/lists/{listId}/contacts/remove", {
+    ...listId, body: { prospectIds: [uploaded.results[0].prospectId, randomUUID()] },
+  }));
+  assert.deepEqual(
+    [removed.listId, removed.removed, removed.prospectsCount, removed.results.map((r) => r.outcome)],
+    [created.id, 1, 0, ["removed", "not_member"]]);
   const missing = await api.GET("/v1/lists/{listId}", { params: { path: { listId: randomUUID() } } });
   assert.equal(readProblem("getList", missing.error, missing.response, 404).code, "not_found");
 

@@ -7,6 +7,7 @@ rows outside a LIMITed page (docs/deployment.md's index table lists the indexes)
 import datetime as dt
 import re
 import sqlite3
+import uuid
 
 import pytest
 
@@ -112,6 +113,12 @@ async def test_no_endpoint_scans_a_big_table(store, auth, app, origin, statement
             f"/v1/lists/{created['list']['id']}/contacts", {"contacts": contacts}
         )
         assert response.code == 200
+    # The lists' changes: renamed, then members taken out (and one that is not a member).
+    plans = f"/v1/lists/{created['list']['id']}"
+    assert (await api.patch(plans, {"name": "Plans 2", "ownerUserId": user})).code == 200
+    members = (await api.get(f"/v1/prospects?listId={created['list']['id']}")).json()
+    removal = {"prospectIds": [members["prospects"][0]["id"], str(uuid.uuid4())]}
+    assert (await api.post(f"{plans}/contacts/remove", removal)).json()["removed"] == 1
     assert await store.calls.recording_ref(workspaces[0]["id"], call["id"]) is not None
     # The dialer's writes: calls by id and by contact, with and without a SID, again (existing),
     # in a batch, changed, read back; activities.

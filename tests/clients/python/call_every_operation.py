@@ -52,6 +52,8 @@ from workspace_api_client.api.dialer_lists import (
     get_list_head,
     list_lists,
     list_lists_head,
+    remove_contacts,
+    update_list,
     upload_contacts,
 )
 from workspace_api_client.api.events import list_events, list_events_head
@@ -114,6 +116,7 @@ from workspace_api_client.models import (
     CallOutcomeOutcome,
     CallUpdatedEvent,
     ChangeACall,
+    ChangeList,
     ChangeUser,
     ChangeWebhookEndpoint,
     ChangeWebhookEndpointEventTypesType0Item,
@@ -151,6 +154,7 @@ from workspace_api_client.models import (
     RecordACall,
     RecordCalls,
     RecoverWebhookDeliveries,
+    RemoveContacts,
     ResolveAPendingCall,
     Sort,
     StatusChangeActivity,
@@ -878,6 +882,18 @@ def main(
     read_list(fetched)
     assert fetched.prospects_count == 1
     expect_head("getListHead", get_list_head.sync_detailed(created.id, client=api))
+    change = ChangeList(name="Generated Python client, renamed")
+    renamed = expect(
+        "updateList", update_list.sync_detailed(created.id, client=api, body=change), 200
+    )
+    read_list(renamed.list_)
+    assert renamed.list_.name == change.name
+    removal = RemoveContacts(prospect_ids=[result.results[0].prospect_id, uuid.uuid4()])
+    removed = expect(
+        "removeContacts", remove_contacts.sync_detailed(created.id, client=api, body=removal), 200
+    )
+    assert (removed.list_id, removed.removed, removed.prospects_count) == (created.id, 1, 0)
+    assert [r.outcome.value for r in removed.results] == ["removed", "not_member"]
     missing = expect_problem("getList", get_list.sync_detailed(uuid.uuid4(), client=api), 404)
     assert missing.code == ProblemCode.NOT_FOUND
 
