@@ -1,5 +1,5 @@
-"""Dialer lists: GET/POST /v1/lists, GET/PATCH /v1/lists/{id}, POST /v1/lists/{id}/contacts
-and POST /v1/lists/{id}/contacts/remove."""
+"""Dialer lists: GET/POST /v1/lists, GET/PATCH/DELETE /v1/lists/{id},
+POST /v1/lists/{id}/contacts and POST /v1/lists/{id}/contacts/remove."""
 
 from handlers.base import APIError, APIHandler, invalid, not_found, path_uuid
 from handlers.idempotency import IdempotentHandler, Reply, idempotent
@@ -53,7 +53,7 @@ def invalid_owner() -> APIError:
 
 
 class ListHandler(APIHandler):
-    scopes = {"GET": "read", "HEAD": "read", "PATCH": "write"}
+    scopes = {"GET": "read", "HEAD": "read", "PATCH": "write", "DELETE": "write"}
     body_schemas = {"PATCH": "/schemas/requests/list-update.json"}
 
     async def get(self, list_id: str) -> None:
@@ -74,6 +74,16 @@ class ListHandler(APIHandler):
         if changed is None:
             raise not_found("list")
         self.send_json({"list": changed[0]})
+
+    async def delete(self, list_id: str) -> None:
+        list_id = path_uuid(list_id, "list")
+        # A list deleted before (its tombstone still kept) is deleted: 204 again.
+        if await self.store.lists.delete(self.workspace_id, list_id) is None:
+            raise not_found("list")
+        if (work := self.settings.get("list_work")) is not None:
+            work.kick()  # its members lose it in the background, starting now
+        self.set_status(204)
+        self.finish()
 
 
 class ContactsHandler(IdempotentHandler):

@@ -16,6 +16,7 @@ from schemas.openapi import ENDPOINTS as ENDPOINT_FILES
 from server.auth import KeyService, resolve_secret
 from server.config import Config, ConfigError
 from server.gate import Gate
+from server.list_work import ListWork
 from server.logs import access_log
 from server.ratelimit import RateLimiter, counters_for
 from server.webhook_dispatch import webhook_policy
@@ -75,6 +76,8 @@ def make_app(
     services.setdefault("cursors", Cursors(auth.subkey("cursors")))
     services.setdefault("webhook_policy", webhook_policy(config))
     services.setdefault("metrics", None)  # server.metrics.Metrics when metrics_port is set
+    # The lists' background work (server/list_work.py): `serve` starts it; a DELETE kicks it.
+    services.setdefault("list_work", ListWork(store, config.list_purge_batch))
     schemas = Schemas()
     routes = collect_handlers()
     log_function: Callable[[tornado.web.RequestHandler], None] = access_log

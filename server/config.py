@@ -48,6 +48,7 @@ class Config:
     expiry_sweep_seconds: float
     event_retention_days: float
     tombstone_retention_days: float
+    list_purge_batch: int
     webhook_retry_schedule: str
     webhook_disable_after_hours: float
     webhook_max_in_flight_per_endpoint: int
@@ -169,6 +170,8 @@ def validate(config: Config) -> None:
         raise ConfigError("event_retention_days must be positive")
     if config.tombstone_retention_days <= 0:
         raise ConfigError("tombstone_retention_days must be positive")
+    if config.list_purge_batch < 1:
+        raise ConfigError("list_purge_batch must be at least 1")
     if config.provider_callbacks_per_minute < 1:
         raise ConfigError("provider_callbacks_per_minute must be at least 1")
     if config.provider_pending_days <= 0:

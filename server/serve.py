@@ -159,6 +159,7 @@ async def run_worker(
     app = make_app(config, tracing.wrap(store) if tracing else store, auth, metrics=metrics)
     sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
     events = EventSweeper.from_config(store, config).start()
+    list_work = app.settings["list_work"].start()
     webhooks = dispatcher(store, config, metrics).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
@@ -206,6 +207,7 @@ async def run_worker(
         indexes.cancel()
     await webhooks.stop(config.shutdown_timeout_seconds)
     await sweeper.stop()
+    await list_work.stop()
     await auth.usage.stop()  # writes the keys' last uses still queued
     await events.stop()
     await store.close()

@@ -41,6 +41,7 @@ TYPES: dict[str, tuple[str, str]] = {
     "prospect.updated": ("prospect", "updated"),
     "list.created": ("list", "created"),
     "list.updated": ("list", "updated"),
+    "list.deleted": ("list", "deleted"),
     "activity.created": ("activity", "created"),
     "user.created": ("user", "created"),
     "user.updated": ("user", "updated"),
@@ -66,8 +67,7 @@ def event_type(resource: str, created: bool) -> str:
 class Removed:
     """A record a write removed, as the write recorded it in its unit (the record is gone:
     its event is made from this, never from the row): a `<resource>.deleted` event whose
-    data is `{"id", "deletedAt"}`. (No API write removes a record yet; TYPES lists the
-    types the API serves.)"""
+    data is `{"id", "deletedAt"}` (a user's or a list's delete keeps a tombstone row)."""
 
     resource: str
     id: str

@@ -85,6 +85,20 @@ class Lists(Protocol):
         its response is stored."""
         ...
 
+    async def delete(self, workspace_id: str, list_id: str) -> bool | None:
+        """Delete the list: it becomes a tombstone (store/tombstones.py), gone from every
+        ordinary read at once, `list.deleted` is recorded, and its members are left to lose it
+        by `purge`. True; False when it was deleted already; None when the workspace has no
+        such list."""
+        ...
+
+    async def purge(self, batch: int) -> int:
+        """One bounded unit of the lists' background work, of any workspace: up to `batch`
+        members of a deleted list lose it from `listIds` (updatedAt, `prospect.updated`), or a
+        purge with no member left is closed, or (MongoDB) a removal whose writer died is
+        finished. How much it did; 0 when nothing is waiting."""
+        ...
+
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects (the larger count wins) and move its
         updatedAt; the list's record, or None."""

@@ -38,6 +38,8 @@ INDEXES: dict[str, list[IndexModel]] = {
     "lists": [
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
         IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
+        # Deleted lists whose members are still to lose them (store/mongo/memberships.py).
+        IndexModel([("purgeAt", ASC)], name="purge_at"),
     ],
     # Removals of prospects from lists still being carried out (store/mongo/memberships.py),
     # found by the instant their writer's lease lapses.

@@ -185,7 +185,7 @@ class Lists:
         self, workspace_id: str, list_id: str, fields: dict
     ) -> tuple[dict, bool] | None:
         """Set `name` and/or `ownerUserId`: one marked single-document write, its event after."""
-        selector = {"_id": list_id, "workspaceId": workspace_id}
+        selector = {"_id": list_id, "workspaceId": workspace_id, "deletedAt": None}
         doc = await self.col.find_one(selector, FIELDS)
         if doc is None:
             return None
@@ -213,6 +213,14 @@ class Lists:
     ) -> Removal:
         """Take prospects out of `listing` (store/mongo/memberships.py)."""
         return await self.memberships.remove(workspace_id, listing, prospect_ids, once)
+
+    async def delete(self, workspace_id: str, list_id: str) -> bool | None:
+        """Make the list a tombstone with its purge to come (store/mongo/memberships.py)."""
+        return await self.memberships.delete(workspace_id, list_id)
+
+    async def purge(self, batch: int) -> int:
+        """One unit of the lists' background work (store/mongo/memberships.py)."""
+        return await self.memberships.resume() or await self.memberships.purge(batch)
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.

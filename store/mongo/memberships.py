@@ -9,7 +9,16 @@ them) with their updatedAt, the list's prospectsCount counted and set, and the u
 Every write is marked (store/mongo/events.py), so a writer that dies leaves its events to the
 event sweeper; the unit itself, once its lease lapses, is taken over and finished by the lists'
 background work (server/list_work.py) on any process. Removals and uploads of a workspace take
-turns through its upload lease, so the count they set is exact."""
+turns through its upload lease, so the count they set is exact.
+
+DELETE /lists/{id} buries the list's `list.deleted` event (a marked tombstone, as every
+removal does), then makes the list a tombstone (store/tombstones.py) in one single-document
+write that also sets `purgeAt`: from then on the list's members are to lose it. The lists'
+background work claims such a list (`purgeAt` moved ahead by a lease), pulls the list from up
+to a batch of members' `listIds` (marked, their `prospect.updated` published), and gives the
+list back (`purgeAt` now) until no member is left, when `purgeAt` goes. A process that dies
+mid-way leaves `purgeAt`, so another process, or the same one restarted, takes the list over
+once the lease lapses; each member's change is one single-document write, never half done."""
 
 from __future__ import annotations
 
@@ -22,6 +31,7 @@ from pymongo.errors import DuplicateKeyError
 
 from store.activities import list_removed_activity
 from store.clock import new_id
+from store.events import Removed
 from store.idempotency import IdempotentWrite
 from store.lists import Removal, removal_results
 from store.mongo.events import chunks
@@ -154,3 +164,66 @@ class Memberships:
             if result.matched_count:
                 await self.events.publish(workspace_id, pending, {"lists": [list_id]})
         return count
+
+    async def delete(self, workspace_id: str, list_id: str) -> bool | None:
+        """Make the list a tombstone with its purge to come: True; False when it was deleted
+        already; None when the workspace has no such list."""
+        selector = {"_id": list_id, "workspaceId": workspace_id}
+        found = await self.lists.find_one(selector, {"deletedAt": 1})
+        if found is None:
+            return None
+        if found.get("deletedAt") is not None:
+            return False
+        gone = Removed("list", list_id, self.events.now())
+        pending = self.events.begin()
+        await self.events.bury(workspace_id, pending, [gone])
+        result = await self.lists.update_one(
+            {**selector, "deletedAt": None},
+            {"$set": {"deletedAt": gone.at, "updatedAt": gone.at, "purgeAt": gone.at}},
+        )
+        if result.modified_count == 0:  # another delete came first: its event is the one
+            await self.events.db["tombstones"].update_one(
+                {"_id": f"list/{list_id}", "workspaceId": workspace_id},
+                {"$pullAll": {"_evt": pending.entries}},
+            )
+            return False
+        await self.events.publish(workspace_id, pending, removed=[gone])
+        return True
+
+    async def purge(self, batch: int) -> int:
+        """One unit of a deleted list's purge (any workspace's): up to `batch` members lose the
+        list, with their events. How many members it changed, or 1 for a purge it closed; 0
+        when no list is waiting."""
+        now = self.events.now()
+        claimed = now + LEASE
+        doc = await self.lists.find_one_and_update(
+            {"purgeAt": {"$lte": now}},
+            {"$set": {"purgeAt": claimed}},
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is None:
+            return 0
+        workspace_id, list_id = doc["workspaceId"], doc["_id"]
+        mine = {"_id": list_id, "workspaceId": workspace_id, "purgeAt": claimed}
+        cursor = self.prospects.find(
+            {"workspaceId": workspace_id, "listIds": list_id}, {"_id": 1}
+        ).limit(batch)
+        members = [found["_id"] async for found in cursor]
+        if not members:
+            await self.lists.update_one(mine, {"$unset": {"purgeAt": ""}})
+            return 1
+        pending = self.events.begin()
+        for part in chunks(members):
+            await self.prospects.bulk_write(
+                [
+                    UpdateOne(
+                        {"_id": member, "workspaceId": workspace_id, "listIds": list_id},
+                        pending.update({"$pull": {"listIds": list_id}, "$set": {"updatedAt": now}}),
+                    )
+                    for member in part
+                ],
+                ordered=False,
+            )
+        await self.events.publish(workspace_id, pending, {"prospects": members})
+        await self.lists.update_one(mine, {"$set": {"purgeAt": self.events.now()}})
+        return len(members)

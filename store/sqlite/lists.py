@@ -15,7 +15,7 @@ from store.records import list_document, list_record
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
-from store.sqlite.memberships import remove_unit
+from store.sqlite.memberships import delete_unit, purge_batch, remove_unit
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.prospects import UPLOAD_TIMEOUT
 from store.sqlite.schema import insert, json_record, ms, to_doc
@@ -28,7 +28,7 @@ FIELDS = ", ".join(f'"{name}"' for name in COLUMNS)
 SELECT = f"SELECT {FIELDS} FROM lists"
 JSON = json_record({"id" if name == "_id" else name: name for name in COLUMNS})
 EVENT_SOURCE = ("lists", "", JSON)  # store/sqlite/events.py
-ONE = '"_id" = ? AND workspaceId = ?'
+ONE = '"_id" = ? AND workspaceId = ? AND deletedAt IS NULL'
 
 
 class Lists:
@@ -174,6 +174,15 @@ class Lists:
             once,
             timeout=UPLOAD_TIMEOUT,
         )
+
+    async def delete(self, workspace_id: str, list_id: str) -> bool | None:
+        """Make the list a tombstone (store/sqlite/memberships.py): True; False when it was
+        deleted already; None when there is no such list."""
+        return await self.engine.write(delete_unit, workspace_id, list_id, self.events)
+
+    async def purge(self, batch: int) -> int:
+        """One unit of a deleted list's purge (store/sqlite/memberships.py)."""
+        return await self.engine.write(purge_batch, batch, self.events, timeout=UPLOAD_TIMEOUT)
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.

@@ -1,7 +1,16 @@
-"""Taking prospects out of a list on SQLite: POST /lists/{id}/contacts/remove, one write
-transaction (all or nothing) that deletes the memberships, takes the list out of the members'
-`listIds` (their updatedAt moves), adds a `list_removed` activity to each one's timeline,
-sets the list's prospectsCount and records the events of all of it."""
+"""Taking prospects out of a list on SQLite.
+
+POST /lists/{id}/contacts/remove is one write transaction (all or nothing) that deletes the
+memberships, takes the list out of the members' `listIds` (their updatedAt moves), adds a
+`list_removed` activity to each one's timeline, sets the list's prospectsCount and records the
+events of all of it.
+
+DELETE /lists/{id} is one transaction that makes the list a tombstone (store/tombstones.py),
+records `list.deleted` and a row in `list_purges`; the members then lose the list in units of
+at most a batch (`purge_batch`, each one transaction with its `prospect.updated` events), run
+by the lists' background work of any process (server/list_work.py) until none is left. A
+process killed in between leaves the row: the work goes on after a restart, and no member is
+ever half changed (a unit commits whole or not at all)."""
 
 from __future__ import annotations
 
@@ -10,8 +19,10 @@ from typing import TYPE_CHECKING
 
 from store.activities import list_removed_activity
 from store.clock import new_id
+from store.events import Removed
 from store.idempotency import IdempotentWrite
 from store.lists import Removal, removal_results
+from store.sqlite.paging import bump
 from store.sqlite.schema import insert, ms
 
 if TYPE_CHECKING:
@@ -87,3 +98,52 @@ def remove_unit(
             ],
         )
     return Removal(len(members), count, removal_results(prospect_ids, set(members)))
+
+
+def delete_unit(
+    conn: sqlite3.Connection, workspace_id: str, list_id: str, events: EventWriter
+) -> bool | None:
+    """Make the list a tombstone with its `list.deleted` event and its purge to come: True;
+    False when it was deleted already; None when the workspace has no such list."""
+    row = conn.execute(
+        'SELECT deletedAt FROM lists WHERE "_id" = ? AND workspaceId = ?', (list_id, workspace_id)
+    ).fetchone()
+    if row is None:
+        return None
+    if row[0] is not None:
+        return False
+    at = events.now()
+    conn.execute(
+        'UPDATE lists SET deletedAt = ?1, updatedAt = ?1 WHERE "_id" = ?2 AND workspaceId = ?3',
+        (ms(at), list_id, workspace_id),
+    )
+    bump(conn, workspace_id, "lists", -1)  # the counter counts live lists
+    conn.execute(
+        'INSERT OR IGNORE INTO list_purges ("_id", workspaceId) VALUES (?, ?)',
+        (list_id, workspace_id),
+    )
+    events.record(conn, workspace_id, [], removed=[Removed("list", list_id, at)])
+    return True
+
+
+def purge_batch(conn: sqlite3.Connection, batch: int, events: EventWriter) -> int:
+    """One unit of a deleted list's purge (any workspace's): up to `batch` members lose the
+    list, with their events; the purge's row goes once no member is left. How many members
+    it changed, or 1 for a purge it closed; 0 when no purge is waiting."""
+    row = conn.execute('SELECT "_id", workspaceId FROM list_purges LIMIT 1').fetchone()
+    if row is None:
+        return 0
+    list_id, workspace_id = row[0], row[1]
+    members = [
+        found[0]
+        for found in conn.execute(
+            "SELECT prospectId FROM memberships WHERE workspaceId = ? AND listId = ? LIMIT ?",
+            (workspace_id, list_id, batch),
+        )
+    ]
+    if not members:
+        conn.execute('DELETE FROM list_purges WHERE "_id" = ?', (list_id,))
+        return 1
+    leave(conn, workspace_id, list_id, members, ms(events.now()))
+    events.record(conn, workspace_id, [("prospect.updated", member) for member in members])
+    return len(members)

@@ -33,6 +33,9 @@ TABLES = {
     "phoneE164 TEXT, linkedinNorm TEXT, ownerUserId TEXT, "
     "listIds TEXT NOT NULL DEFAULT '[]', createdAt INTEGER NOT NULL, "
     "updatedAt INTEGER NOT NULL, deletedAt INTEGER",
+    # Deleted lists whose members still have them in listIds (store/sqlite/memberships.py):
+    # one row each until the list's purge is done.
+    "list_purges": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL',
     # A prospect's list memberships, one row each (the prospect's `listIds` in table form),
     # with the prospect's createdAt so a list's prospects page newest first from the index.
     "memberships": "workspaceId TEXT NOT NULL, listId TEXT NOT NULL, prospectId TEXT NOT NULL, "

@@ -197,6 +197,7 @@ function readEvent(e: Event): Event {
       event = { ...common, type: e.type, data: readUser(e.data) };
       break;
     case "user.deleted":
+    case "list.deleted":
       event = { ...common, type: e.type, data: { id: e.data.id, deletedAt: e.data.deletedAt } };
       break;
     case "activity.created": {

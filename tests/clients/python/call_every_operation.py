@@ -128,6 +128,7 @@ from workspace_api_client.models import (
     CreateWebhookEndpointEventTypesType0Item,
     DialerList,
     DialerListCreatedEvent,
+    DialerListDeletedEvent,
     DialerListUpdatedEvent,
     DialerMetrics,
     DialerMetricsReportDialerMetricsOfOneDay,
@@ -371,6 +372,7 @@ Event = (
     | UserCreatedEvent
     | UserUpdatedEvent
     | UserDeletedEvent
+    | DialerListDeletedEvent
 )
 
 
@@ -385,7 +387,7 @@ def read_event(event: Event) -> str:
         read_list(event.data)
     elif isinstance(event, UserCreatedEvent | UserUpdatedEvent):
         read_user(event.data)
-    elif isinstance(event, UserDeletedEvent):
+    elif isinstance(event, UserDeletedEvent | DialerListDeletedEvent):
         assert isinstance(event.data.id, uuid.UUID)
         assert isinstance(event.data.deleted_at, dt.datetime)
     else:
