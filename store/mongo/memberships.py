@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 REMOVALS = "list_removals"
 # How long the writer of a removal owns it before the background work may take it over.
 LEASE = dt.timedelta(seconds=60)
+# How long a process owns a deleted list between two batches of its purge (each batch gives it
+# back): another process takes a dead one's list over after this. A batch done twice by two
+# processes changes each member once (the pull matches only members that still have the list).
+PURGE_LEASE = dt.timedelta(seconds=10)
 
 
 class Memberships:
@@ -195,7 +199,7 @@ class Memberships:
         list, with their events. How many members it changed, or 1 for a purge it closed; 0
         when no list is waiting."""
         now = self.events.now()
-        claimed = now + LEASE
+        claimed = now + PURGE_LEASE
         doc = await self.lists.find_one_and_update(
             {"purgeAt": {"$lte": now}},
             {"$set": {"purgeAt": claimed}},
