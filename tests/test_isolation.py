@@ -92,6 +92,7 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
         ("HEAD", "/v1/lists/{list}", None),
         ("PATCH", "/v1/lists/{list}", {"name": "Renamed"}),
         ("PATCH", "/v1/lists/{a_list}", {"ownerUserId": "{user}"}),
+        ("DELETE", "/v1/lists/{list}", None),
     ],
     r"/v1/lists/([^/]+)/contacts/remove": [
         ("POST", "/v1/lists/{list}/contacts/remove", {"prospectIds": ["{prospect}"]}),

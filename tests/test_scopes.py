@@ -67,6 +67,7 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
         "GET": ("read", "/v1/lists/{list}", None),
         "HEAD": ("read", "/v1/lists/{list}", None),
         "PATCH": ("write", "/v1/lists/{list}", {"name": "Scoped"}),
+        "DELETE": ("write", "/v1/lists/{list}", None),
     },
     r"/v1/lists/([^/]+)/contacts": {
         "POST": ("write", "/v1/lists/{list}/contacts", {"contacts": [{"email": "s@a.example"}]}),

@@ -534,6 +534,14 @@ async function main(): Promise<Record<string, unknown>> {
   assert.deepEqual(
     [removed.listId, removed.removed, removed.prospectsCount, removed.results.map((r) => r.outcome)],
     [created.id, 1, 0, ["removed", "not_member"]]);
+  const doomed = readList(expectOk("createList", await api.POST("/v1/lists", {
+    body: { name: "Generated TypeScript client, deleted", ownerUserId: users[0].id },
+  }), 201).list);
+  const listGone = await api.DELETE("/v1/lists/{listId}", { params: { path: { listId: doomed.id } } });
+  called["deleteList"] = listGone.response.status;
+  assert.equal(listGone.response.status, 204);
+  const after = await api.GET("/v1/lists/{listId}", { params: { path: { listId: doomed.id } } });
+  assert.equal(readProblem("getList", after.error, after.response, 404).code, "not_found");
   const missing = await api.GET("/v1/lists/{listId}", { params: { path: { listId: randomUUID() } } });
   assert.equal(readProblem("getList", missing.error, missing.response, 404).code, "not_found");
 

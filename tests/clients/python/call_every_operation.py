@@ -48,6 +48,7 @@ from workspace_api_client.api.calls_from_the_provider import (
 )
 from workspace_api_client.api.dialer_lists import (
     create_list,
+    delete_list,
     get_list,
     get_list_head,
     list_lists,
@@ -896,6 +897,13 @@ def main(
     )
     assert (removed.list_id, removed.removed, removed.prospects_count) == (created.id, 1, 0)
     assert [r.outcome.value for r in removed.results] == ["removed", "not_member"]
+    doomed = CreateList(name="Generated Python client, deleted", owner_user_id=users[0].id)
+    doomed_id = expect("createList", create_list.sync_detailed(client=api, body=doomed), 201)
+    gone = delete_list.sync_detailed(doomed_id.list_.id, client=api)
+    called["deleteList"] = gone.status_code
+    assert gone.status_code == 204 and gone.content == b"", gone.content
+    after = expect_problem("getList", get_list.sync_detailed(doomed_id.list_.id, client=api), 404)
+    assert after.code == ProblemCode.NOT_FOUND
     missing = expect_problem("getList", get_list.sync_detailed(uuid.uuid4(), client=api), 404)
     assert missing.code == ProblemCode.NOT_FOUND
 
