@@ -30,14 +30,14 @@ def test_search_filters_operations_and_schemas_as_you_type(console):
     assert len(everything) >= 13
     search = page.locator("#search")
     search.press_sequentially("contac")
-    assert visible_ops(console) == ["op-uploadContacts"]
+    assert visible_ops(console) == ["op-uploadContacts", "op-removeContacts"]
     sidebar = page.locator(".sidebar li[data-search]:visible")
     assert sidebar.count() >= 2 and "/v1/lists/{listId}/contacts" in sidebar.all_inner_texts()[0]
     schemas = page.locator("details.schema:visible")
     names = schemas.evaluate_all("s => s.map(e => e.id)")
     assert "schema-requests.contact" in names and "schema-requests.contacts-upload" in names
     assert page.locator("#schemas").evaluate("d => d.open")  # matching schemas are shown
-    assert page.locator("#search-status").inner_text().startswith("1 operation")
+    assert page.locator("#search-status").inner_text().startswith("2 operations")
     assert page.locator("section.tag:visible").count() == 1
     console.screenshot("console-search.png")
 
