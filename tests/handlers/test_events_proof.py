@@ -1,6 +1,6 @@
 """The proof that the events feed misses nothing: writers create and change calls, prospects,
-lists, activities and users at full speed, and delete users (contact uploads, list creations
-and the users' writes over HTTP, the demo's
+lists, activities and users at full speed, and delete users (contact uploads, list creations,
+lists renamed and members taken out of them, and the users' writes over HTTP, the demo's
 live writer recording through the dialer's API, calls by contact and their changes, notes
 changes, calls stamped now that land seconds later, and on MongoDB events
 held back after their change landed), while a reader follows GET /v1/events from the start.
@@ -14,6 +14,7 @@ import asyncio
 import datetime as dt
 import random
 import time
+import uuid
 
 import pytest
 
@@ -163,7 +164,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     recorder = ApiRecorder(f"{origin}/v1", {ws_a.id: ingest}, random.Random(8), (0.1, 1.0))
     live = LiveWriter(store, [ws_a.id], 12_000, recorder, rng=random.Random(7))
     counts = {"uploads": 0, "lists": 0, "notes": 0, "held": 0, "held_events": 0, "dialed": 0}
-    counts |= {"users": 0, "deleted_users": 0}
+    counts |= {"users": 0, "deleted_users": 0, "renamed": 0, "removed": 0}
     _, key = await auth.create(ws_a.id, "directory", frozenset({"read", "admin"}))
     admin = Client(origin, key)
     users: list[str] = []
@@ -189,6 +190,25 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
             lists.append(await new_list(f"More {counts['lists']}"))
             counts["lists"] += 1
             await asyncio.sleep(0.1)
+
+    async def change_lists() -> None:  # lists renamed, members taken out (and uploaded again)
+        n = 0
+        while not stop.is_set():
+            n += 1
+            target = rng.choice(lists)["id"]
+            renamed = await api.patch(f"/v1/lists/{target}", {"name": f"Renamed {n}"})
+            assert renamed.code == 200, renamed
+            counts["renamed"] += 1
+            page = (await api.get(f"/v1/prospects?listId={target}&pageSize=50")).json()
+            members = [p["id"] for p in page["prospects"]]
+            chosen = rng.sample(members, min(len(members), rng.randint(1, 3)))
+            if chosen:
+                body = {"prospectIds": [*chosen, str(uuid.uuid4())]}
+                removed = await api.post(f"/v1/lists/{target}/contacts/remove", body)
+                assert removed.code == 200, removed
+                counts["removed"] += removed.json()["removed"]
+            # A removal takes the uploads' turn (MongoDB): leave the uploads most of them.
+            await asyncio.sleep(0.05 if store.backend == "sqlite" else 0.5)
 
     async def change_notes() -> None:  # at full speed, on the live writer's newest calls
         while not stop.is_set():
@@ -273,7 +293,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
             await asyncio.sleep(0.1)  # a directory's pace, as create_lists keeps a CRM's
 
     tasks = [upload, create_lists, change_notes, held_back, held_back, live_calls, dial_contacts]
-    tasks.append(manage_users)
+    tasks += [manage_users, change_lists]
     # MongoDB: some events held back between the instant they were stamped with and their
     # insert (a stalled process, a slow network), after their change landed.
     held_events = HeldInserts(store, rng, counts) if store.backend == "mongodb" else None
@@ -292,6 +312,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
             held_events.restore()
     assert counts["uploads"] > 5 and counts["notes"] > 5 and counts["held"] >= 2, counts
     assert live.written > 10 and counts["dialed"] >= 1 and counts["deleted_users"] >= 2, counts
+    assert counts["renamed"] >= 2 and counts["removed"] >= 2, counts
     clock.advance(SETTLE + 0.2)  # one settle period without writes
     deadline = time.monotonic() + 60
     while not await reader.poll():
