@@ -4,9 +4,10 @@ A contact upload cannot add memberships and move the list's count in one write (
 multi-document transactions), so it marks the list first (`countPending`, a token of the
 upload), adds the memberships, then sets the count from them and removes its mark. An upload
 cut short in between leaves the mark: the next read of the list counts its memberships and
-corrects `prospectsCount` (members are never removed, so the count only grows), and removes
-the mark once no upload of the workspace is running. So `prospectsCount` is exact after a crash
-at any point of an upload, without waiting for a retry.
+corrects `prospectsCount` (only upwards: uploads only add), and removes the mark once no upload
+of the workspace is running. So `prospectsCount` is exact after a crash at any point of an
+upload, without waiting for a retry. A removal of contacts (store/mongo/memberships.py), which
+takes the uploads' turn, sets the count it counted itself, lower.
 """
 
 from __future__ import annotations
@@ -225,9 +226,9 @@ class Lists:
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
 
-        The count comes from the memberships themselves (Prospects.count_in_list). Members are
-        never removed, so `$max` keeps an upload that finishes late from overwriting a later
-        upload's larger count.
+        The count comes from the memberships themselves (Prospects.count_in_list). `$max` keeps
+        an upload that finishes late from overwriting a later upload's larger count; a removal
+        of contacts sets its own (store/mongo/memberships.py).
         """
         pending = self.events.begin()
         doc = await self.col.find_one_and_update(
