@@ -52,6 +52,11 @@ TAGS = [
     ),
     ("Prospects", "Prospects and their activity timelines."),
     (
+        "Do not call",
+        "The workspace's suppression list: phone numbers and emails no contact upload adds "
+        "and every prospect that carries one shows as `doNotCall`.",
+    ),
+    (
         "Exports",
         "Backfill in one request: every record of a resource as NDJSON, then the sync order "
         'from the export\'s `Link rel="next"`.',

@@ -34,6 +34,7 @@ HANDLER_MODULES = [
     "handlers.provider",
     "handlers.recordings",
     "handlers.prospects",
+    "handlers.dnc",
     "handlers.activities",
     "handlers.exports",
     "handlers.events",

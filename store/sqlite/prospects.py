@@ -33,6 +33,7 @@ from store.prospects import (
     seeded_document,
 )
 from store.prospects import record as prospect_record
+from store.sqlite.dnc import screen_contacts
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
@@ -45,7 +46,16 @@ if TYPE_CHECKING:
 MATCH_COLUMNS = ", ".join(
     f'"{name}"' for name in ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values())
 )
-RECORD_COLUMNS = ("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt", "updatedAt")
+RECORD_COLUMNS = (
+    "_id",
+    *CONTACT_FIELDS,
+    "ownerUserId",
+    "listIds",
+    "doNotCall",
+    "doNotCallReason",
+    "createdAt",
+    "updatedAt",
+)
 FIELDS = ", ".join(f'p."{name}"' for name in RECORD_COLUMNS)
 SELECT = f"SELECT {FIELDS} FROM prospects p"
 IN_LIST = (
@@ -256,6 +266,31 @@ def upload(
     return Upload(members, outcomes(chosen))
 
 
+def screened_upload(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    listing: dict,
+    contacts: list[Contact],
+    events: EventWriter,
+    once: IdempotentWrite | None = None,
+) -> Upload:
+    """`upload` of the contacts that are not suppressed (store/dnc.py), in the same write
+    transaction as the read of the suppression list; the suppressed ones' results beside."""
+    pool = _candidates(conn, workspace_id, contacts)  # a read of its own: screening consumes it
+    screened = screen_contacts(conn, workspace_id, contacts, pool)
+    kept = screened.kept(contacts)
+    if kept:
+        done = upload(conn, workspace_id, listing, kept, events, once)
+    else:
+        row = conn.execute(
+            'SELECT prospectsCount FROM lists WHERE "_id" = ? AND workspaceId = ?',
+            (listing["id"], workspace_id),
+        ).fetchone()
+        done = Upload(row[0] if row else 0, [])
+    results = screened.merge(len(contacts), done.results)
+    return Upload(done.members, results, len(screened.suppressed))
+
+
 class Prospects:
     def __init__(self, engine: Engine, events: EventWriter, default_region: str = "US") -> None:
         self.engine = engine
@@ -283,7 +318,7 @@ class Prospects:
         return await write_once(
             self.engine,
             once,
-            upload,
+            screened_upload,
             workspace_id,
             listing,
             contacts,
@@ -365,13 +400,18 @@ class Prospects:
         email: str | None = None,
         phone: str | None = None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
         encoded: bool = False,
     ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. With `encoded` the
         records come as one JSON array (store.paging.RawJSON)."""
         where, params = self._where(
-            workspace_id, email=email, phone=phone, updated_since=updated_since
+            workspace_id,
+            email=email,
+            phone=phone,
+            updated_since=updated_since,
+            do_not_call=do_not_call,
         )
         source = "prospects p"
         columns = (f"p.{window.field}", "p._id")
@@ -413,11 +453,16 @@ class Prospects:
         email: str | None = None,
         phone: str | None = None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
     ) -> AsyncGenerator[Lines, None]:
         """The prospects last changed at or before `settled_before`, in the sync order, as
         NDJSON batches; filters as `page`."""
         where, params = self._where(
-            workspace_id, email=email, phone=phone, updated_since=updated_since
+            workspace_id,
+            email=email,
+            phone=phone,
+            updated_since=updated_since,
+            do_not_call=do_not_call,
         )
         if list_id is not None:
             _in_list(where, params, workspace_id, list_id)
@@ -471,6 +516,7 @@ class Prospects:
         email: str | None,
         phone: str | None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
     ) -> tuple[list[str], list]:
         where: list[str] = ["p.workspaceId = ?"]
         params: list = [workspace_id]
@@ -483,6 +529,9 @@ class Prospects:
         if updated_since is not None:
             where.append("p.updatedAt >= ?")
             params.append(ms(updated_since))
+        if do_not_call is not None:
+            where.append("p.doNotCall = ?")
+            params.append(int(do_not_call))
         return where, params
 
 
