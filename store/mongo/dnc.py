@@ -40,9 +40,10 @@ from store.dnc import (
 from store.events import Removed
 from store.mongo.errors import translate_errors
 from store.mongo.locks import UPLOAD_LEASE, Leases
+from store.mongo.matching import ContactMatcher
 from store.mongo.paging import page_query
 from store.paging import Page, Window
-from store.prospects import Candidate, Contact
+from store.prospects import Contact
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter, Pending
@@ -60,20 +61,27 @@ async def listed(col: AsyncCollection, workspace_id: str, keys: Collection[str])
 
 
 async def screen_contacts(
-    db: AsyncDatabase, workspace_id: str, contacts: list[Contact], pool: list[Candidate]
+    db: AsyncDatabase, workspace_id: str, contacts: list[Contact], matcher: ContactMatcher
 ) -> Screen:
-    """Which of an upload's contacts are suppressed (store.dnc.screen); read while the upload
-    holds its turn, `pool` a fresh read of the candidates (screening consumes it)."""
+    """Which of an upload's contacts are suppressed (store.dnc.screen), read while the upload
+    holds its turn, before it matches."""
     found = set(await listed(db[RESOURCE], workspace_id, contact_keys(contacts)))
-    ids = [c.id for c in pool if c.id]
+    # The do-not-call prospects the contacts could match: mostly none, and then (nothing
+    # listed either) the upload goes on without reading more.
+    clauses: list[dict] = []
+    if phones := sorted({c.phone for c in contacts if c.phone}):
+        clauses.append({"phoneE164": {"$in": phones}})
+    if emails := sorted({c.email for c in contacts if c.email}):
+        clauses.append({"emailNorm": {"$in": emails}})
     dnc_ids: set[str] = set()
-    if ids:
+    if clauses:
         cursor = db["prospects"].find(
-            {"_id": {"$in": ids}, "workspaceId": workspace_id, "doNotCall": True}, {"_id": 1}
+            {"workspaceId": workspace_id, "$or": clauses, "doNotCall": True}, {"_id": 1}
         )
         dnc_ids = {doc["_id"] async for doc in cursor}
     if not found and not dnc_ids:
         return Screen({})
+    pool = await matcher.candidates(workspace_id, contacts)  # screening consumes it
     return screen(contacts, pool, found, dnc_ids)
 
 

@@ -92,8 +92,8 @@ class Prospects:
         async with self.leases.held(workspace_id, UPLOAD_LEASE):
             # The suppression list is read under the same turn its writes take (store/mongo/
             # dnc.py): no entry can be added between this read and the upload's writes.
-            pool = await self.matcher.candidates(workspace_id, contacts)
-            screened = await screen_contacts(self.col.database, workspace_id, contacts, pool)
+            db = self.col.database
+            screened = await screen_contacts(db, workspace_id, contacts, self.matcher)
             contacts = screened.kept(raw := contacts)
             if not contacts:
                 found = await self.lists.find_one(

@@ -28,8 +28,9 @@ from store.dnc import (
 )
 from store.events import Removed
 from store.paging import Page, Window
-from store.prospects import Candidate, Contact
+from store.prospects import Contact
 from store.sqlite.engine import Engine
+from store.sqlite.matching import candidates
 from store.sqlite.paging import page_query
 from store.sqlite.schema import insert, ms, to_doc
 
@@ -101,25 +102,29 @@ def _identifiers(wanted: list[Wanted]) -> tuple[list[str], list[str]]:
     return phones, [w.value for w in wanted if w.field == "email"]
 
 
-def screen_contacts(
-    conn: sqlite3.Connection, workspace_id: str, contacts: list[Contact], pool: list[Candidate]
-) -> Screen:
+def screen_contacts(conn: sqlite3.Connection, workspace_id: str, contacts: list[Contact]) -> Screen:
     """Which of an upload's contacts are suppressed (store.dnc.screen), read in the upload's
-    own write transaction; `pool` is a fresh read of the candidates (screening consumes it)."""
+    own write transaction, before it matches."""
     found = set(listed(conn, workspace_id, contact_keys(contacts)))
-    ids = [c.id for c in pool if c.id]
-    dnc_ids = set()
-    if ids:
-        dnc_ids = {
-            row[0]
-            for row in conn.execute(
-                f'SELECT "_id" FROM prospects WHERE +workspaceId = ? AND "_id" IN ({_marks(ids)}) '
-                "AND doNotCall = 1",
-                (workspace_id, *ids),
+    # The do-not-call prospects the contacts could match, by the matcher's own indexes: mostly
+    # none, and then (nothing listed either) the upload goes on without reading more.
+    selects, params = [], []
+    for column, values in (
+        ("phoneE164", {c.phone for c in contacts if c.phone}),
+        ("emailNorm", {c.email for c in contacts if c.email}),
+    ):
+        if values:
+            selects.append(
+                f'SELECT "_id" FROM prospects WHERE workspaceId = ? AND {column} IN '
+                f"({_marks(values)}) AND doNotCall = 1"
             )
-        }
+            params += [workspace_id, *sorted(values)]
+    dnc_ids = (
+        {row[0] for row in conn.execute(" UNION ".join(selects), params)} if selects else set()
+    )
     if not found and not dnc_ids:
         return Screen({})
+    pool = candidates(conn, workspace_id, contacts)  # a read of its own: screening consumes it
     return screen(contacts, pool, found, dnc_ids)
 
 
