@@ -143,12 +143,15 @@ class Prospects:
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         pending = self.events.begin()
         async with self.leases.held(workspace_id, UPLOAD_LEASE):
+            db = self.col.database
+            screened = await screen_contacts(db, workspace_id, contacts, self.matcher)
+            kept = screened.kept(contacts)
             _, chosen = await self.matcher.resolve(
-                workspace_id, contacts, owner_user_id, self.events.now(), once, pending
+                workspace_id, kept, owner_user_id, self.events.now(), once, pending
             )
             touched = [target.id for target in chosen if target.id]
             await self.events.publish(workspace_id, pending, {"prospects": touched})
-        results = outcomes(chosen)
+        results = screened.merge(len(contacts), outcomes(chosen))
         if once is not None:
             await store_response(self.idempotency, once, results)
         return results

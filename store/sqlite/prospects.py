@@ -86,14 +86,16 @@ def match_unit(
     events: EventWriter,
     once: IdempotentWrite | None = None,
 ) -> list[dict]:
-    """Match or create a prospect for each contact, in no list, with the events of what it
-    created or filled (the writer's transaction)."""
-    targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
+    """Match or create a prospect for each contact that is not suppressed, in no list, with the
+    events of what it created or filled (the writer's transaction)."""
+    screened = screen_contacts(conn, workspace_id, contacts)
+    kept = screened.kept(contacts)
+    targets, chosen, new = resolve_contacts(conn, workspace_id, kept)
     owners: dict[str, str | None] = dict.fromkeys(new, owner_user_id)
     changes = create_and_fill(conn, workspace_id, targets, new, owners, events.now(), once)
     recognise_created(targets, once)
     events.record(conn, workspace_id, changes)
-    return outcomes(chosen)
+    return screened.merge(len(contacts), outcomes(chosen))
 
 
 def upload(
