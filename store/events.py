@@ -72,8 +72,8 @@ def event_type(resource: str, created: bool) -> str:
 class Removed:
     """A record a write removed, as the write recorded it in its unit (the record is gone:
     its event is made from this, never from the row): a `<resource>.deleted` event whose
-    data is `{"id", "deletedAt"}`. (No API write removes a record yet; TYPES lists the
-    types the API serves.)"""
+    data is `{"id", "deletedAt"}`, or, with `action` and `record`, `<resource>.<action>`
+    carrying the record (DELETE /v1/do-not-call/{entryId}: `do_not_call.removed`)."""
 
     resource: str
     id: str
