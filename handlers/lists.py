@@ -124,7 +124,8 @@ class ContactsHandler(IdempotentHandler):
             200,
             {
                 "listId": self.list_id,
-                "acceptedContacts": len(self.body["contacts"]),
+                "acceptedContacts": len(self.body["contacts"]) - upload.suppressed,
+                "suppressedContacts": upload.suppressed,
                 "totalProspects": upload.members,
                 "results": upload.results,
             },

@@ -14,6 +14,7 @@ STORE_ARGS = {
     "email": "email",
     "phoneNumber": "phone",
     "updatedSince": "updated_since",
+    "doNotCall": "do_not_call",
 }
 
 
@@ -24,6 +25,7 @@ def prospect_filters(query: dict, normalize_phone: Callable[[str], str | None]) 
         "email": normalize_email(query.get("email")),
         "phoneNumber": phone(query, "phoneNumber", normalize_phone),
         "updatedSince": instant(query, "updatedSince"),
+        "doNotCall": None if "doNotCall" not in query else query["doNotCall"] == "true",
     }
 
 

@@ -51,6 +51,7 @@ TAGS = [
         "your dialer places through it, and the calls kept aside for want of a user.",
     ),
     ("Prospects", "Prospects and their activity timelines."),
+    ("Do not call", "The suppression list: numbers and emails no one is to be dialled at."),
     (
         "Exports",
         "Backfill in one request: every record of a resource as NDJSON, then the sync order "

@@ -35,6 +35,7 @@ HANDLER_MODULES = [
     "handlers.provider",
     "handlers.recordings",
     "handlers.prospects",
+    "handlers.dnc",
     "handlers.activities",
     "handlers.exports",
     "handlers.events",

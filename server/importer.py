@@ -1,5 +1,6 @@
-"""`workspace-api import calls|prospects|activities --workspace ID FILE`: load history from
-NDJSON (one JSON object per line; `-` reads standard input) through the API's own rules.
+"""`workspace-api import calls|prospects|activities|do-not-call --workspace ID FILE`: load
+history from NDJSON (one JSON object per line; `-` reads standard input) through the API's own
+rules. A do-not-call file may also hold one phone number or email per line.
 
 Each line is the body the API takes for one record: a call as POST /v1/calls takes it, an
 activity as POST /v1/prospect-activities, a contact as an item of POST /lists/{id}/contacts
@@ -41,16 +42,19 @@ from store.clock import utcnow
 from store.contract import Store
 from store.ingest import CREATED, EXISTING, Refusal
 
-KINDS = ("calls", "prospects", "activities")
+KINDS = ("calls", "prospects", "activities", "do-not-call")
 SCHEMAS = {
     "calls": "/schemas/requests/call-create.json",
     "prospects": "/schemas/requests/contact.json",
     "activities": "/schemas/requests/activity-create.json",
+    "do-not-call": "/schemas/requests/do-not-call-add.json",
 }
 # Lines per write: a batch of calls is written in about a second a million calls deep, well
 # within sync_settle_seconds (a write unit much longer than that could land behind a sync
 # client's position); fewer calls a batch cost more pages written a call (docs/performance.md).
-BATCH = {"calls": 5000, "activities": 2000, "prospects": 100}
+BATCH = {"calls": 5000, "activities": 2000, "prospects": 100, "do-not-call": 1000}
+# What the store's outcomes count as in the summary (a suppressed contact counts as neither).
+OUTCOMES = {"created": CREATED, "reused": EXISTING, "added": CREATED, "existing": EXISTING}
 SHOWN_REJECTS = 20  # rejected lines listed in the summary (all of them go to --rejects)
 GC_BATCHES = 20  # batches between two garbage collections (import_file)
 SLICE = 50  # lines checked between two looks at the writer (import_file's `pace`)
@@ -64,7 +68,7 @@ SKIP_CHUNK = 65536  # bytes read at a time past the end of an over-long line
 def add_import_command(sub: argparse._SubParsersAction) -> None:
     command = sub.add_parser(
         "import",
-        help="import calls, prospects or activities from NDJSON",
+        help="import calls, prospects, activities or do-not-call entries from NDJSON",
         description="Import NDJSON (one JSON object per line, the API's body for one record) "
         "into a workspace, through the API's validation, matching and derived data.",
     )
@@ -78,6 +82,11 @@ def add_import_command(sub: argparse._SubParsersAction) -> None:
         metavar="LIST_ID",
         default=None,
         help="prospects only: the list every imported prospect joins (default: none)",
+    )
+    command.add_argument(
+        "--reason",
+        default=None,
+        help="do-not-call only: the reason kept on every entry the import adds (default: none)",
     )
     command.add_argument(
         "--rejects",
@@ -147,6 +156,8 @@ class Checker:
                 fast = certainly_valid(body)
             except jsonio.JSONInputError:
                 fast = False
+        if self.kind == "do-not-call":
+            return self.entry(raw)
         if not fast:
             try:
                 body = jsonio.parse(raw)
@@ -168,6 +179,29 @@ class Checker:
             ]
         phone = body.get("phoneNumber")
         if isinstance(phone, str) and phone.strip() and self.phone(phone) is None:
+            return None, ["#/phoneNumber: is not a phone number that can be read"]
+        return body, []
+
+    def entry(self, raw: bytes) -> tuple[Any, list[str]]:
+        """A do-not-call line: an entry as POST /v1/do-not-call takes it (`{"phoneNumber"}` or
+        `{"email"}`), or a bare phone number or email."""
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            return None, ["#: is not UTF-8"]
+        if text.startswith("{"):
+            try:
+                body = jsonio.parse(raw)
+            except jsonio.JSONInputError as exc:
+                return None, [f"{exc.pointer}: {exc}"]
+        else:
+            body = {"email" if "@" in text else "phoneNumber": text}
+        errors = self.schemas.errors(self.schema, {"entries": [body]})
+        if errors:
+            return None, [
+                f"#{e['pointer'].removeprefix('#/entries/0')}: {e['detail']}" for e in errors
+            ]
+        if "phoneNumber" in body and self.phone(body["phoneNumber"]) is None:
             return None, ["#/phoneNumber: is not a phone number that can be read"]
         return body, []
 
@@ -252,6 +286,7 @@ async def write_batch(
     summary: Summary,
     listing: dict | None,
     pace: Callable[[], Awaitable[None]] | None = None,
+    reason: str | None = None,
 ) -> None:
     """Write one batch of checked lines and count what became of each (after `await pace()`:
     while the writer runs the next batch's statements, this batch's results wait, and so does
@@ -278,14 +313,18 @@ async def write_batch(
             if entry.refusal is not None:
                 summary.reject(number, [refusal_text(entry.refusal)])
             summary.count(entry.outcome)
+    elif kind == "do-not-call":
+        results = await store.do_not_call.add(workspace_id, [v for _, v in batch], reason)
+        for result in results:
+            summary.count(OUTCOMES[result["outcome"]])
     else:
         contacts = [value for _, value in batch]
         if listing is not None:
             results = (await store.prospects.add_to_list(workspace_id, listing, contacts)).results
         else:
             results = await store.prospects.match(workspace_id, contacts)
-        for result in results:
-            summary.count(CREATED if result["outcome"] == "created" else EXISTING)
+        for result in results:  # a suppressed contact (do not call) is neither
+            summary.count(OUTCOMES.get(result["outcome"]))
 
 
 async def import_file(
@@ -299,6 +338,7 @@ async def import_file(
     progress: Callable[[int, int, bool], None] | None = None,
     pace: Callable[[], Awaitable[None]] | None = None,
     max_line: int = MAX_LINE,
+    reason: str | None = None,
 ) -> None:
     """Read, check and write every line of `source`, a batch written while the next is read.
     A line longer than `max_line` bytes (the API's body limit: no body it takes is longer) is
@@ -327,7 +367,7 @@ async def import_file(
             await writes.pop(0)
         writes.append(
             asyncio.ensure_future(
-                write_batch(store, kind, workspace_id, batch, summary, listing, pace)
+                write_batch(store, kind, workspace_id, batch, summary, listing, pace, reason)
             )
         )
         batch = []
@@ -379,6 +419,12 @@ async def run_import(config: Config, args: argparse.Namespace) -> int:
     if args.list is not None and args.kind != "prospects":
         print("workspace-api import: --list is for prospects only", file=sys.stderr)
         return 2
+    if args.reason is not None and (args.kind != "do-not-call" or len(args.reason) > 200):
+        print(
+            "workspace-api import: --reason is for do-not-call only, at most 200 characters",
+            file=sys.stderr,
+        )
+        return 2
     store, auth = await open_services(config)
     try:
         if await store.workspaces.get(args.workspace) is None:
@@ -422,6 +468,7 @@ async def run_import(config: Config, args: argparse.Namespace) -> int:
                     bar.show,
                     pace,
                     config.max_body_bytes,
+                    args.reason,
                 )
         finally:
             if source is not sys.stdin.buffer:

@@ -36,7 +36,10 @@ METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 OTHER_METHOD = "other"
 STORE_ERROR_REASONS = ("unavailable", "timeout", "damaged", "not_ready")
 WEBHOOK_OUTCOMES = ("delivered", "failed", "timeout", "refused")
-IMPORT_KINDS = {"calls": ("created", "existing"), "contacts": ("created", "reused")}
+IMPORT_KINDS = {
+    "calls": ("created", "existing"),
+    "contacts": ("created", "reused", "suppressed"),
+}
 # Seconds: an API request is milliseconds; an export or a recording can stream for minutes.
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 # Seconds from an event's recording to its delivery: the settle period, then retries for hours.

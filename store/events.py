@@ -46,7 +46,11 @@ TYPES: dict[str, tuple[str, str]] = {
     "user.created": ("user", "created"),
     "user.updated": ("user", "updated"),
     "user.deleted": ("user", "deleted"),
+    "do_not_call.added": ("do_not_call", "added"),
+    "do_not_call.removed": ("do_not_call", "removed"),
 }
+# Resources whose creation is not called "created": a suppression entry is "added".
+CREATED = {"do_not_call": "added"}
 RESOURCE = "events"  # the cursors' resource name
 SORT = "occurredAt"  # the cursors' order (store.paging.SORTS)
 # Events older than the retention horizon are removed this much later than the API stops
@@ -60,26 +64,34 @@ VARIANTS = "89ab"  # the first hex digit of an id's 4th group: RFC 9562's varian
 
 def event_type(resource: str, created: bool) -> str:
     """The type of an event about `resource` ("call", "prospect", ...)."""
-    return f"{resource}.{'created' if created else 'updated'}"
+    if created:
+        return f"{resource}.{CREATED.get(resource, 'created')}"
+    return f"{resource}.updated"
 
 
 @dataclasses.dataclass(frozen=True)
 class Removed:
     """A record a write removed, as the write recorded it in its unit (the record is gone:
     its event is made from this, never from the row): a `<resource>.deleted` event whose
-    data is `{"id", "deletedAt"}` (a user's or a list's delete keeps a tombstone row)."""
+    data is `{"id", "deletedAt"}` (a user's or a list's delete keeps a tombstone row), or,
+    with `action` and `record`, `<resource>.<action>` carrying the record
+    (DELETE /v1/do-not-call/{entryId}: `do_not_call.removed`)."""
 
     resource: str
     id: str
     at: dt.datetime
+    # A removal that is not a deletion carries its own action and the record as its data (a
+    # suppression entry's do_not_call.removed).
+    action: str = "deleted"
+    record: dict | None = None
 
     @property
     def type(self) -> str:
-        return f"{self.resource}.deleted"
+        return f"{self.resource}.{self.action}"
 
     @property
     def data(self) -> dict:
-        return {"id": self.id, "deletedAt": self.at}
+        return self.record if self.record is not None else {"id": self.id, "deletedAt": self.at}
 
 
 # The random bits of ids: a generator of the process's own, seeded anew in every forked child

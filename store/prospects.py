@@ -40,7 +40,11 @@ DERIVED = {"email": "emailNorm", "phoneNumber": "phoneE164", "linkedinUrl": "lin
 MATCH_FIELDS = dict.fromkeys(("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values()), 1)
 DUPLICATE_KEY = 11000
 RECORD_FIELDS = dict.fromkeys(
-    ("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt", "updatedAt"), 1
+    (
+        *("_id", *CONTACT_FIELDS, "ownerUserId", "listIds"),
+        *("doNotCall", "doNotCallReason", "createdAt", "updatedAt"),
+    ),
+    1,
 )
 INSERT_BATCH = 5000
 
@@ -52,6 +56,9 @@ def record(doc: dict) -> dict:
         **{field: doc.get(field) for field in CONTACT_FIELDS},
         "ownerUserId": doc.get("ownerUserId"),
         "listIds": doc.get("listIds", []),
+        # store/dnc.py: kept on the prospect, recomputed when the suppression list changes.
+        "doNotCall": bool(doc.get("doNotCall")),
+        "doNotCallReason": doc.get("doNotCallReason"),
         "createdAt": doc["createdAt"],
         "updatedAt": doc["updatedAt"],
     }
@@ -249,10 +256,12 @@ def recognise_created(targets: list[Candidate], once: IdempotentWrite | None) ->
 @dataclasses.dataclass
 class Upload:
     """What a contact upload did: the list's prospect count afterwards, and per contact (in
-    request order) the prospect it became and whether this upload created it."""
+    request order) the prospect it became and whether this upload created it, or that it was
+    suppressed."""
 
     members: int
     results: list[dict]
+    suppressed: int = 0  # contacts not added: on the do-not-call list (store/dnc.py)
 
 
 def match_all(
@@ -303,6 +312,9 @@ def prospect_document(
         **contact.derived(),
         "ownerUserId": owner_user_id,
         "listIds": list_ids or [],
+        "doNotCall": False,
+        "doNotCallReason": None,
+        "doNotCallSelf": False,
         "createdAt": now,
         "updatedAt": now,
     }

@@ -58,6 +58,11 @@ TOKEN = "8badf00d8badf00d8badf00d8badf00d"
 PUBLIC = "https://api.isolation.example"
 
 
+def dnc_phone(workspace: dict) -> str:
+    """The number on each seeded workspace's do-not-call list."""
+    return f"+1917555{int(workspace['id'][:4], 16) % 10000:04d}"
+
+
 def pending_sid(workspace: dict) -> str:
     """The CallSid of the final status kept aside in each seeded workspace."""
     return "CA" + uuid.uuid5(uuid.NAMESPACE_URL, workspace["id"]).hex
@@ -67,6 +72,12 @@ def pending_sid(workspace: dict) -> str:
 # filled once with B's value and once with a fresh value of the same shape; both answers must be
 # identical. Cases without placeholders are only scanned for B's data.
 CASES: dict[str, list[tuple[str, str, object]]] = {
+    r"/v1/do-not-call": [
+        ("GET", "/v1/do-not-call", None),
+        ("GET", "/v1/do-not-call?phoneNumber={dnc_phone}", None),
+        ("POST", "/v1/do-not-call", {"entries": [{"phoneNumber": "{dnc_phone}"}]}),
+    ],
+    r"/v1/do-not-call/([^/]+)": [("DELETE", "/v1/do-not-call/{dnc_entry}", None)],
     r"/v1/api-key": [("GET", "/v1/api-key", None)],
     r"/v1/users": [
         ("GET", "/v1/users", None),
@@ -293,6 +304,7 @@ def demo(io_loop, store, auth) -> Demo:
                 wid, listing, [{"email": f"live@{workspace['name'].lower()}.example"}]
             )
             await store.lists.set_count(wid, listing["id"], 1)
+            await store.do_not_call.add(wid, [{"phoneNumber": dnc_phone(workspace)}], "Opt-out")
             call = (await store.calls.page(wid, Window(1, None))).items[0]
             await store.calls.change(wid, call["id"], {"notes": f"Live notes {workspace['name']}"})
             final = {
@@ -349,6 +361,8 @@ def b_values(demo: Demo) -> dict[str, str]:
         "call": next(c["_id"] for c in demo.of("b", "calls") if c.get("recordingRef")),
         "webhook": demo.of("b", "webhook_endpoints")[0]["_id"],
         "pending_sid": pending_sid(demo.b),
+        "dnc_phone": dnc_phone(demo.b),
+        "dnc_entry": demo.of("b", "do_not_call")[0]["_id"],
     }
 
 
@@ -362,7 +376,7 @@ def fresh_values(demo: Demo, like: dict[str, str]) -> dict[str, str]:
             if name in ("email", "user_email"):
                 local, _, domain = value.partition("@")
                 candidate = f"{local[:-2]}{rng.randint(10, 99)}x@{domain}"
-            elif name == "phone":
+            elif name in ("phone", "dnc_phone"):
                 candidate = value[:-4] + f"{rng.randint(0, 9999):04d}"
             elif name == "pending_sid":
                 candidate = "CA" + rng.randbytes(16).hex()

@@ -39,6 +39,14 @@ CALL = {
     "endedAt": "2026-01-05T10:00:09Z",
 }
 SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
+    r"/v1/do-not-call": {
+        "GET": ("read", "/v1/do-not-call", None),
+        "HEAD": ("read", "/v1/do-not-call", None),
+        "POST": ("write", "/v1/do-not-call", {"entries": [{"phoneNumber": "+14155550199"}]}),
+    },
+    r"/v1/do-not-call/([^/]+)": {
+        "DELETE": ("write", "/v1/do-not-call/{random}", None),
+    },
     r"/v1/api-key": {
         "GET": (ANY_SCOPE, "/v1/api-key", None),
         "HEAD": (ANY_SCOPE, "/v1/api-key", None),

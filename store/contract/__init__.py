@@ -30,6 +30,7 @@ from __future__ import annotations
 from store.contract.accounts import Keys, Users, Workspaces
 from store.contract.activities import Activities
 from store.contract.calls import Calls
+from store.contract.dnc import DoNotCall
 from store.contract.events import Events
 from store.contract.hooks import (
     DeliveryHooks,
@@ -84,6 +85,7 @@ __all__ = [
     "Calls",
     "DeliveryHooks",
     "DialerMetrics",
+    "DoNotCall",
     "EndpointHooks",
     "EventHooks",
     "Events",

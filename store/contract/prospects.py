@@ -56,6 +56,7 @@ class Prospects(Protocol):
         email: str | None = None,
         phone: str | None = None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
         encoded: bool = False,
     ) -> Page: ...
 
@@ -69,6 +70,7 @@ class Prospects(Protocol):
         email: str | None = None,
         phone: str | None = None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
     ) -> AsyncGenerator[Batch, None]:
         """Every prospect `page`'s filters select that was last changed at or before
         `settled_before`, in the sync order, in batches (see Lists.export)."""

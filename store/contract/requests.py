@@ -8,6 +8,7 @@ from typing import Protocol
 from store.contract.accounts import Keys, Users, Workspaces
 from store.contract.activities import Activities
 from store.contract.calls import Calls
+from store.contract.dnc import DoNotCall
 from store.contract.events import Events
 from store.contract.lists import Lists
 from store.contract.prospects import Prospects
@@ -61,6 +62,9 @@ class RequestStore(Protocol):
 
     @property
     def activities(self) -> Activities: ...
+
+    @property
+    def do_not_call(self) -> DoNotCall: ...
 
     @property
     def events(self) -> Events: ...

@@ -16,6 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from store.clock import SYSTEM_CLOCK, Clock
 from store.mongo.activities import Activities, fill_stored_at
 from store.mongo.calls import Calls
+from store.mongo.dnc import DoNotCall
 from store.mongo.errors import driver_errors, translate_errors
 from store.mongo.events import Events, EventWriter
 from store.mongo.expiry import sweep_expired
@@ -64,6 +65,7 @@ class MongoStore:
         self.prospects = Prospects(db, self.event_writer, default_region)
         self.calls = Calls(db, self.event_writer, default_region)
         self.activities = Activities(db, self.event_writer)
+        self.do_not_call = DoNotCall(db, self.event_writer, default_region)
         self.events = Events(db, self.event_writer)
         self.webhook_endpoints = WebhookEndpoints(db)
         self.webhook_deliveries = WebhookDeliveries(db)

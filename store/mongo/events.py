@@ -43,6 +43,8 @@ from store.activities import event_record as activity_record
 from store.calls import CALL_FIELDS
 from store.calls import record as call_record
 from store.clock import SYSTEM_CLOCK, Clock, new_id
+from store.dnc import FIELDS as DNC_FIELDS
+from store.dnc import record as dnc_record
 from store.events import (
     EventClock,
     EventPage,
@@ -71,6 +73,7 @@ MARKED: dict[str, tuple[str, dict, Callable[[dict], dict]]] = {
     "lists": ("list", LIST_FIELDS, list_record),
     "activities": ("activity", {**ACTIVITY_FIELDS, "prospectId": 1}, activity_record),
     "users": ("user", USER_FIELDS, admin_user_record),
+    "do_not_call": ("do_not_call", DNC_FIELDS, dnc_record),
 }
 RECORDS = {resource: record for resource, _, record in MARKED.values()}
 COLLECTIONS = {resource: name for name, (resource, _, _) in MARKED.items()}
@@ -233,6 +236,8 @@ class EventWriter:
                             "resource": gone.resource,
                             "recordId": gone.id,
                             "deletedAt": gone.at,
+                            "action": gone.action,
+                            "record": gone.record,
                         },
                         "$push": {MARK: pending.entry(False)},
                     },
@@ -384,7 +389,13 @@ class Events:
             return 0
         events, pulls = [], []
         for doc in docs:
-            gone = Removed(doc["resource"], doc["recordId"], doc["deletedAt"])
+            gone = Removed(
+                doc["resource"],
+                doc["recordId"],
+                doc["deletedAt"],
+                doc.get("action") or "deleted",
+                doc.get("record"),
+            )
             # Still there: present and not deleted (a user is deleted by its deletedAt).
             still = await self.db[COLLECTIONS[gone.resource]].find_one(
                 {"_id": gone.id, "workspaceId": doc["workspaceId"], "deletedAt": None},

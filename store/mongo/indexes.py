@@ -58,6 +58,15 @@ INDEXES: dict[str, list[IndexModel]] = {
             name="ws_list_updated_id",
         ),
         IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
+        IndexModel(
+            [("workspaceId", ASC), ("doNotCall", ASC), ("createdAt", DESC), ("_id", DESC)],
+            name="ws_dnc_newest",
+        ),
+    ],
+    # The suppression list (store/dnc.py): one entry per key ("p:<E.164>", "e:<email>").
+    "do_not_call": [
+        IndexModel([("workspaceId", ASC), ("key", ASC)], name="ws_key", unique=True),
+        IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
     ],
     "calls": [
         IndexModel([("workspaceId", ASC), ("createdAt", DESC), ("_id", DESC)], name="ws_newest"),
@@ -137,7 +146,15 @@ INDEXES: dict[str, list[IndexModel]] = {
 # the same fields without the filter.
 PENDING = {"$exists": True}
 INDEXES["tombstones"] = []  # markers of removed records (store/mongo/events.py)
-for _collection in ("calls", "prospects", "lists", "activities", "users", "tombstones"):
+for _collection in (
+    "calls",
+    "prospects",
+    "lists",
+    "activities",
+    "users",
+    "do_not_call",
+    "tombstones",
+):
     INDEXES[_collection] += [
         IndexModel(
             [("workspaceId", ASC), ("_evt.t", ASC)],

@@ -21,10 +21,12 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
+from store.dnc import Screen
 from store.exports import BATCH_SIZE
 from store.idempotency import IdempotentWrite
 from store.identity import normalize_email, normalize_phone
 from store.mongo.activities import Activities, record_list_added
+from store.mongo.dnc import screen_contacts
 from store.mongo.errors import translate_errors
 from store.mongo.exports import export_batches
 from store.mongo.idempotency import store_response
@@ -88,6 +90,17 @@ class Prospects:
         # prospect the other is creating under a different identifier. The unique dedupeKey
         # upserts stay as the second line of defence.
         async with self.leases.held(workspace_id, UPLOAD_LEASE):
+            # The suppression list is read under the same turn its writes take (store/mongo/
+            # dnc.py): no entry can be added between this read and the upload's writes.
+            db = self.col.database
+            screened = await screen_contacts(db, workspace_id, contacts, self.matcher)
+            contacts = screened.kept(raw := contacts)
+            if not contacts:
+                found = await self.lists.find_one(
+                    {"_id": list_id, "workspaceId": workspace_id}, {"prospectsCount": 1}
+                )
+                upload = Upload(found["prospectsCount"] if found else 0, [])
+                return await self._answer(upload, screened, raw, once)
             mark = await mark_counting(self.lists, workspace_id, list_id)
             try:
                 chosen, added = await self._add_to_list(
@@ -103,7 +116,15 @@ class Prospects:
             await self.events.publish(workspace_id, pending, {"prospects": touched}, added)
             members = await self.count_in_list(workspace_id, list_id)
             await set_counted(self.lists, self.events, workspace_id, list_id, mark, members)
-        upload = Upload(members, outcomes(chosen))
+        return await self._answer(Upload(members, outcomes(chosen)), screened, raw, once)
+
+    async def _answer(
+        self, upload: Upload, screened: Screen, raw: list[Contact], once: IdempotentWrite | None
+    ) -> Upload:
+        """The upload's answer with the suppressed contacts' results, stored for its key."""
+        upload = Upload(
+            upload.members, screened.merge(len(raw), upload.results), len(screened.suppressed)
+        )
         if once is not None:
             await store_response(self.idempotency, once, upload)
         return upload
@@ -122,12 +143,15 @@ class Prospects:
         contacts = [self.parse_contact(raw) for raw in raw_contacts]
         pending = self.events.begin()
         async with self.leases.held(workspace_id, UPLOAD_LEASE):
+            db = self.col.database
+            screened = await screen_contacts(db, workspace_id, contacts, self.matcher)
+            kept = screened.kept(contacts)
             _, chosen = await self.matcher.resolve(
-                workspace_id, contacts, owner_user_id, self.events.now(), once, pending
+                workspace_id, kept, owner_user_id, self.events.now(), once, pending
             )
             touched = [target.id for target in chosen if target.id]
             await self.events.publish(workspace_id, pending, {"prospects": touched})
-        results = outcomes(chosen)
+        results = screened.merge(len(contacts), outcomes(chosen))
         if once is not None:
             await store_response(self.idempotency, once, results)
         return results
@@ -216,12 +240,13 @@ class Prospects:
         email: str | None = None,
         phone: str | None = None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
         encoded: bool = False,
     ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. The records are dicts
         even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""
-        query = self._filtered(workspace_id, list_id, email, phone, updated_since)
+        query = self._filtered(workspace_id, list_id, email, phone, updated_since, do_not_call)
         return await page_query(self.col, query, window, RECORD_FIELDS, _record)
 
     async def export(
@@ -234,12 +259,13 @@ class Prospects:
         email: str | None = None,
         phone: str | None = None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
     ) -> AsyncGenerator[list[dict], None]:
         """The prospects last changed at or before `settled_before`, in the sync order, in
         batches of records; filters as `page`."""
         async for batch in export_batches(
             self.col,
-            self._filtered(workspace_id, list_id, email, phone, updated_since),
+            self._filtered(workspace_id, list_id, email, phone, updated_since, do_not_call),
             "updatedAt",
             settled_before,
             RECORD_FIELDS,
@@ -271,9 +297,12 @@ class Prospects:
         email: str | None,
         phone: str | None,
         updated_since: dt.datetime | None,
+        do_not_call: bool | None = None,
     ) -> dict:
         """The query of GET /prospects's filters."""
         query = self._query(workspace_id, email=email, phone=phone)
+        if do_not_call is not None:  # a prospect stored before do-not-call has no field: false
+            query["doNotCall"] = True if do_not_call else {"$in": [False, None]}
         if list_id is not None:
             query["listIds"] = list_id
         if updated_since is not None:

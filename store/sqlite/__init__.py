@@ -15,7 +15,7 @@ from pathlib import Path
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.errors import StoreDamaged
-from store.sqlite import activities, calls, lists, opening, prospects, schema, users
+from store.sqlite import activities, calls, dnc, lists, opening, prospects, schema, users
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
@@ -99,6 +99,7 @@ class SQLiteStore:
                 "list": lists.EVENT_SOURCE,
                 "activity": activities.EVENT_SOURCE,
                 "user": users.EVENT_SOURCE,
+                "do_not_call": dnc.EVENT_SOURCE,
             },
             clock,
         )
@@ -109,6 +110,7 @@ class SQLiteStore:
         self.prospects = Prospects(self.engine, self.event_writer, default_region)
         self.calls = Calls(self.engine, self.event_writer, default_region)
         self.activities = Activities(self.engine, self.event_writer)
+        self.do_not_call = dnc.DoNotCall(self.engine, self.event_writer, default_region)
         self.events = Events(self.engine)
         self.webhook_endpoints = WebhookEndpoints(self.engine)
         self.webhook_deliveries = WebhookDeliveries(self.engine)

@@ -43,8 +43,8 @@ from store.ingest import (
 from store.prospects import Candidate, Contact, outcomes, recognise_created
 from store.sqlite.callrows import JSON as CALL_JSON
 from store.sqlite.callrows import SELECT, Ahead, ahead, from_ahead, write_calls
+from store.sqlite.matching import create_and_fill, resolve_contacts
 from store.sqlite.metrics import add_to_quarters, quarter_sums
-from store.sqlite.prospects import create_and_fill, resolve_contacts
 from store.sqlite.schema import insert, ms, to_doc
 
 if TYPE_CHECKING:

@@ -20,32 +20,29 @@ from store.idempotency import IdempotentWrite
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
 from store.paging import Page, Window
 from store.prospects import (
-    DERIVED,
     INSERT_BATCH,
-    Candidate,
     Contact,
     Upload,
-    match_all,
-    new_prospect_id,
     outcomes,
-    prospect_document,
     recognise_created,
     seeded_document,
 )
 from store.prospects import record as prospect_record
+from store.sqlite.dnc import screen_contacts
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
+from store.sqlite.matching import create_and_fill, resolve_contacts
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.schema import insert, json_record, ms, to_doc
 
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
 
-MATCH_COLUMNS = ", ".join(
-    f'"{name}"' for name in ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values())
+RECORD_COLUMNS = (
+    *("_id", *CONTACT_FIELDS, "ownerUserId", "listIds"),
+    *("doNotCall", "doNotCallReason", "createdAt", "updatedAt"),
 )
-RECORD_COLUMNS = ("_id", *CONTACT_FIELDS, "ownerUserId", "listIds", "createdAt", "updatedAt")
 FIELDS = ", ".join(f'p."{name}"' for name in RECORD_COLUMNS)
 SELECT = f"SELECT {FIELDS} FROM prospects p"
 IN_LIST = (
@@ -83,102 +80,6 @@ def write_prospects(
     events.record(conn, workspace_id, (("prospect.created", doc["_id"]) for doc in documents))
 
 
-def _candidates(
-    conn: sqlite3.Connection, workspace_id: str, contacts: list[Contact]
-) -> list[Candidate]:
-    emails = sorted({c.email for c in contacts if c.email})
-    phones = sorted({c.phone for c in contacts if c.phone})
-    # One indexed SELECT per identifier kind, joined by UNION (which also drops a prospect
-    # matched by both): written with OR, SQLite walks the workspace's prospects instead.
-    selects, params = [], []
-    for column, values in (("emailNorm", emails), ("phoneE164", phones)):
-        if values:
-            selects.append(
-                f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
-                f"{column} IN ({_marks(values)}) AND deletedAt IS NULL"
-            )
-            params += [workspace_id, *values]
-    if not selects:
-        return []
-    rows = conn.execute(" UNION ".join(selects), params)
-    return [Candidate.from_doc(to_doc(row)) for row in rows]
-
-
-def _fill(conn: sqlite3.Connection, workspace_id: str, target: Candidate, now: dt.datetime) -> None:
-    """Fill the prospect's blank fields (`target.fills`), with the identifiers derived from
-    them; a value already stored is never overwritten."""
-    changes = {
-        name: value for update in target.fill_updates().values() for name, value in update.items()
-    }
-    changes["updatedAt"] = ms(now)
-    assignments = ", ".join(f'"{name}" = ?' for name in changes)
-    conn.execute(
-        f'UPDATE prospects SET {assignments} WHERE "_id" = ? AND workspaceId = ?',
-        (*changes.values(), target.id, workspace_id),
-    )
-
-
-def resolve_contacts(
-    conn: sqlite3.Connection, workspace_id: str, contacts: list[Contact]
-) -> tuple[list[Candidate], list[Candidate], dict[str, Candidate]]:
-    """Match contacts (store.prospects) in the writer's transaction, writing nothing: the
-    distinct prospects they land on, the one per contact, and (by dedupe key) those still to
-    create; a prospect created earlier under a new one's identity (without an email or phone
-    match) is found by its dedupe key and stands in for it."""
-    targets, chosen = match_all(contacts, _candidates(conn, workspace_id, contacts))
-    new = {t.key: t for t in targets if t.id is None}
-    if new:
-        rows = conn.execute(
-            f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
-            f"AND dedupeKey IN ({_marks(new)})",
-            (workspace_id, *new),
-        )
-        for row in rows:
-            target = new.pop(row["dedupeKey"])
-            target.id = row["_id"]
-            target.fills = {f: v for f, v in target.fields.items() if row[f] is None}
-    return targets, chosen, new
-
-
-def create_and_fill(
-    conn: sqlite3.Connection,
-    workspace_id: str,
-    targets: list[Candidate],
-    new: dict[str, Candidate],
-    owners: dict[str, str | None],
-    now: dt.datetime,
-    once: IdempotentWrite | None = None,
-) -> list[tuple[str, str]]:
-    """Insert the prospects still to create among `targets` (owner by dedupe key in `owners`),
-    in no list, count them, and fill the blank fields of the ones that existed (caller's
-    transaction); the events of what it changed, for the unit to record."""
-    created = []
-    for target in targets:
-        if target.key not in new:
-            continue
-        contact = Contact(dict(target.fields), target.email, target.phone, target.linkedin)
-        doc = prospect_document(
-            workspace_id,
-            contact,
-            target.key,
-            owners.get(target.key),
-            now,
-            prospect_id=new_prospect_id(once, target.key),
-        )
-        target.id, target.created = doc["_id"], True
-        created.append(doc)
-    changes: list[tuple[str, str]] = []
-    if created:
-        insert(conn, "prospects", created)
-        bump(conn, workspace_id, "prospects", len(created))
-        changes += [("prospect.created", doc["_id"]) for doc in created]
-    for target in targets:  # only prospects that existed before this write get fills
-        if target.key not in new and target.fills:
-            _fill(conn, workspace_id, target, now)
-            changes.append(("prospect.updated", str(target.id)))
-    return changes
-
-
 def match_unit(
     conn: sqlite3.Connection,
     workspace_id: str,
@@ -187,14 +88,16 @@ def match_unit(
     events: EventWriter,
     once: IdempotentWrite | None = None,
 ) -> list[dict]:
-    """Match or create a prospect for each contact, in no list, with the events of what it
-    created or filled (the writer's transaction)."""
-    targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
+    """Match or create a prospect for each contact that is not suppressed, in no list, with the
+    events of what it created or filled (the writer's transaction)."""
+    screened = screen_contacts(conn, workspace_id, contacts)
+    kept = screened.kept(contacts)
+    targets, chosen, new = resolve_contacts(conn, workspace_id, kept)
     owners: dict[str, str | None] = dict.fromkeys(new, owner_user_id)
     changes = create_and_fill(conn, workspace_id, targets, new, owners, events.now(), once)
     recognise_created(targets, once)
     events.record(conn, workspace_id, changes)
-    return outcomes(chosen)
+    return screened.merge(len(contacts), outcomes(chosen))
 
 
 def upload(
@@ -208,6 +111,15 @@ def upload(
     """The whole contact upload in the writer's transaction, with its events: the prospects it
     created, filled or added to the list, the `list_added` activities, and the list."""
     list_id, now = listing["id"], events.now()
+    # Suppressed contacts (store/dnc.py) are read in this transaction and left out.
+    screened = screen_contacts(conn, workspace_id, contacts)
+    everyone, contacts = contacts, screened.kept(contacts)
+    if not contacts:
+        row = conn.execute(
+            'SELECT prospectsCount FROM lists WHERE "_id" = ? AND workspaceId = ?',
+            (list_id, workspace_id),
+        ).fetchone()
+        return Upload(row[0] if row else 0, screened.merge(len(everyone), []), len(everyone))
     targets, chosen, new = resolve_contacts(conn, workspace_id, contacts)
     owners: dict[str, str | None] = dict.fromkeys(new, listing["ownerUserId"])
     changes = create_and_fill(conn, workspace_id, targets, new, owners, now, once)
@@ -255,7 +167,8 @@ def upload(
     )
     recognise_created(targets, once)
     events.record(conn, workspace_id, [*changes, ("list.updated", list_id)])
-    return Upload(members, outcomes(chosen))
+    results = screened.merge(len(everyone), outcomes(chosen))
+    return Upload(members, results, len(screened.suppressed))
 
 
 class Prospects:
@@ -367,13 +280,18 @@ class Prospects:
         email: str | None = None,
         phone: str | None = None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
         encoded: bool = False,
     ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
         like the matcher compares them; `updated_since` is inclusive. With `encoded` the
         records come as one JSON array (store.paging.RawJSON)."""
         where, params = self._where(
-            workspace_id, email=email, phone=phone, updated_since=updated_since
+            workspace_id,
+            email=email,
+            phone=phone,
+            updated_since=updated_since,
+            do_not_call=do_not_call,
         )
         unfiltered = len(where) == len(LIVE)
         source = "prospects p"
@@ -416,11 +334,16 @@ class Prospects:
         email: str | None = None,
         phone: str | None = None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
     ) -> AsyncGenerator[Lines, None]:
         """The prospects last changed at or before `settled_before`, in the sync order, as
         NDJSON batches; filters as `page`."""
         where, params = self._where(
-            workspace_id, email=email, phone=phone, updated_since=updated_since
+            workspace_id,
+            email=email,
+            phone=phone,
+            updated_since=updated_since,
+            do_not_call=do_not_call,
         )
         if list_id is not None:
             _in_list(where, params, workspace_id, list_id)
@@ -474,6 +397,7 @@ class Prospects:
         email: str | None,
         phone: str | None,
         updated_since: dt.datetime | None = None,
+        do_not_call: bool | None = None,
     ) -> tuple[list[str], list]:
         where: list[str] = list(LIVE)
         params: list = [workspace_id]
@@ -486,6 +410,9 @@ class Prospects:
         if updated_since is not None:
             where.append("p.updatedAt >= ?")
             params.append(ms(updated_since))
+        if do_not_call is not None:
+            where.append("p.doNotCall = ?")
+            params.append(int(do_not_call))
         return where, params
 
 

@@ -32,10 +32,14 @@ TABLES = {
     "companyDomain TEXT, jobTitle TEXT, linkedinUrl TEXT, emailNorm TEXT, "
     "phoneE164 TEXT, linkedinNorm TEXT, ownerUserId TEXT, "
     "listIds TEXT NOT NULL DEFAULT '[]', createdAt INTEGER NOT NULL, "
-    "updatedAt INTEGER NOT NULL, deletedAt INTEGER",
+    "updatedAt INTEGER NOT NULL, deletedAt INTEGER, doNotCall INTEGER, doNotCallReason TEXT, "
+    "doNotCallSelf INTEGER",
     # Deleted lists whose members still have them in listIds (store/sqlite/memberships.py):
     # one row each until the list's purge is done.
     "list_purges": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL',
+    # The do-not-call suppression list (store/dnc.py): `key` is "p:<E.164>" or "e:<email>".
+    "do_not_call": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, key TEXT NOT NULL, '
+    "phoneNumber TEXT, email TEXT, reason TEXT, createdAt INTEGER NOT NULL",
     # A prospect's list memberships, one row each (the prospect's `listIds` in table form),
     # with the prospect's createdAt so a list's prospects page newest first from the index.
     "memberships": "workspaceId TEXT NOT NULL, listId TEXT NOT NULL, prospectId TEXT NOT NULL, "
@@ -119,12 +123,25 @@ ADDED_COLUMNS = {
     "api_keys": {"scopes": "TEXT", "expiresAt": "INTEGER", "lastUsedAt": "INTEGER"},
     # The seed of ids derived from an Idempotency-Key, and the process holding a claim.
     "idempotency": {"seed": "TEXT", "holder": "TEXT"},
-    # When a prospect or list was deleted (store/tombstones.py): NULL while it lives.
-    "prospects": {"deletedAt": "INTEGER"},
+    # A prospect's do-not-call value, its reason and its own flag (store/dnc.py): NULL (false)
+    # in a prospect written before they existed. When a prospect or list was deleted
+    # (store/tombstones.py): NULL while it lives.
+    "prospects": {
+        "doNotCall": "INTEGER",
+        "doNotCallReason": "TEXT",
+        "doNotCallSelf": "INTEGER",
+        "deletedAt": "INTEGER",
+    },
     "lists": {"deletedAt": "INTEGER"},
 }
 # Added columns that existing rows get a value for, from another column, when they are added.
-FILLED_FROM = {("activities", "storedAt"): "occurredAt", ("users", "updatedAt"): "createdAt"}
+# (An SQL literal serves as well: the prospects written before do-not-call are not.)
+FILLED_FROM = {
+    ("activities", "storedAt"): "occurredAt",
+    ("users", "updatedAt"): "createdAt",
+    ("prospects", "doNotCall"): "0",
+    ("prospects", "doNotCallSelf"): "0",
+}
 DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
 # limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).
@@ -148,6 +165,9 @@ INDEXES = {
     "prospects_ws_phone": "prospects (workspaceId, phoneE164)",
     "prospects_ws_newest": "prospects (workspaceId, createdAt DESC, _id DESC)",
     "prospects_ws_updated": "prospects (workspaceId, updatedAt, _id)",
+    "prospects_ws_dnc_newest": "prospects (workspaceId, doNotCall, createdAt DESC, _id DESC)",
+    "do_not_call_ws_key": "UNIQUE do_not_call (workspaceId, key)",
+    "do_not_call_ws_newest": "do_not_call (workspaceId, createdAt DESC, _id DESC)",
     "memberships_ws_list_newest": (
         "memberships (workspaceId, listId, prospectCreatedAt DESC, prospectId DESC)"
     ),
@@ -210,7 +230,7 @@ INSTANTS = {
     "initiatedAt",
     "receivedAt",
 }
-BOOLEANS = {"hasRecording", "meetingBooked"}
+BOOLEANS = {"hasRecording", "meetingBooked", "doNotCall", "doNotCallSelf"}
 JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes", "final"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {

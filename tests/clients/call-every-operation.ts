@@ -117,10 +117,24 @@ function readProspect(p: Schemas["records.prospect"]): Schemas["records.prospect
     id: p.id, firstName: p.firstName, lastName: p.lastName, phoneNumber: p.phoneNumber,
     email: p.email, companyName: p.companyName, companyDomain: p.companyDomain,
     jobTitle: p.jobTitle, linkedinUrl: p.linkedinUrl, ownerUserId: p.ownerUserId,
-    listIds: [...p.listIds], createdAt: p.createdAt, updatedAt: p.updatedAt,
+    listIds: [...p.listIds], doNotCall: p.doNotCall, doNotCallReason: p.doNotCallReason,
+    createdAt: p.createdAt, updatedAt: p.updatedAt,
   };
   assert.deepEqual(prospect, p);
+  assert.equal(prospect.doNotCall, prospect.doNotCallReason !== null);
   return prospect;
+}
+
+function readEntry(e: Schemas["records.do-not-call-entry"]): Schemas["records.do-not-call-entry"] {
+  const entry: Schemas["records.do-not-call-entry"] = {
+    id: e.id,
+    ...(e.phoneNumber === undefined ? {} : { phoneNumber: e.phoneNumber }),
+    ...(e.email === undefined ? {} : { email: e.email }),
+    reason: e.reason, createdAt: e.createdAt,
+  };
+  assert.deepEqual(entry, e);
+  assert.notEqual(entry.phoneNumber === undefined, entry.email === undefined);  // exactly one
+  return entry;
 }
 
 function readMetrics(m: Schemas["records.dialer-metrics"]): Schemas["records.dialer-metrics"] {
@@ -199,6 +213,10 @@ function readEvent(e: Event): Event {
     case "user.deleted":
     case "list.deleted":
       event = { ...common, type: e.type, data: { id: e.data.id, deletedAt: e.data.deletedAt } };
+      break;
+    case "do_not_call.added":
+    case "do_not_call.removed":
+      event = { ...common, type: e.type, data: readEntry(e.data) };
       break;
     case "activity.created": {
       const { prospectId, ...activity } = e.data;
@@ -393,6 +411,38 @@ async function exerciseWebhookEndpoint(created: EndpointWithSecret): Promise<voi
   assert.ok(remaining.every((e) => e.id !== created.id));
 }
 
+// The suppression list: add (normalised; again: existing), list and look up, an unreadable
+// number (400 with its pointer), remove (then 404).
+async function exerciseDoNotCall(): Promise<void> {
+  const body = {
+    entries: [{ phoneNumber: "(415) 555-0198" }, { email: "Opted.Out@TypeScript.Generated.example" }],
+    reason: "Opted out in the CRM",
+  };
+  const added = expectOk("addDoNotCall", await api.POST("/v1/do-not-call", { body })).results;
+  assert.deepEqual(added.map((r) => r.outcome), ["added", "added"]);
+  const [phone, email] = added.map((r) => readEntry(r.entry));
+  assert.equal(phone.phoneNumber, "+14155550198");
+  assert.equal(email.email, "opted.out@typescript.generated.example");
+  const again = expectOk("addDoNotCall", await api.POST("/v1/do-not-call", { body })).results;
+  assert.deepEqual(again.map((r) => r.outcome), ["existing", "existing"]);
+  const page = expectOk("listDoNotCall", await api.GET("/v1/do-not-call"));
+  assert.ok(page.entries.map(readEntry).some((e) => e.id === phone.id));
+  const found = expectOk("listDoNotCall", await api.GET("/v1/do-not-call", {
+    params: { query: { phoneNumber: "4155550198" } },
+  }));
+  assert.deepEqual(found.entries.map((e) => e.id), [phone.id]);
+  expectHead("listDoNotCallHead", (await api.HEAD("/v1/do-not-call")).response);
+  const refused = await api.POST("/v1/do-not-call", { body: { entries: [{ phoneNumber: "not a number" }] } });
+  const problem = readProblem("addDoNotCall", refused.error, refused.response, 400);
+  assert.equal(problem.errors?.[0].pointer, "#/entries/0/phoneNumber");
+  const id = { params: { path: { entryId: email.id } } };
+  const removed = await api.DELETE("/v1/do-not-call/{entryId}", id);
+  called["removeDoNotCall"] = removed.response.status;
+  assert.equal(removed.response.status, 204);
+  const gone = await api.DELETE("/v1/do-not-call/{entryId}", id);
+  assert.equal(readProblem("removeDoNotCall", gone.error, gone.response, 404).code, "not_found");
+}
+
 // The users' writes with a key of the `admin` scope: create (a taken email: 409), read, change,
 // delete (then still readable, with deletedAt); the full key (read, write) is 403.
 async function exerciseUsers(): Promise<void> {
@@ -505,6 +555,7 @@ async function main(): Promise<Record<string, unknown>> {
 
   const hook = await newWebhookEndpoint(); // before the writes below: their events are delivered
   await exerciseUsers();
+  await exerciseDoNotCall();
 
   const created = readList(expectOk("createList", await api.POST("/v1/lists", {
     body: { name: "Generated TypeScript client", ownerUserId: users[0].id },

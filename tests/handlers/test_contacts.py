@@ -35,7 +35,12 @@ async def test_upload_result_and_list_metadata(api, new_list):
         ],
     )
     results = result.pop("results")
-    assert result == {"listId": created["id"], "acceptedContacts": 2, "totalProspects": 2}
+    assert result == {
+        "listId": created["id"],
+        "acceptedContacts": 2,
+        "suppressedContacts": 0,
+        "totalProspects": 2,
+    }
     assert [(r["index"], r["outcome"]) for r in results] == [(0, "created"), (1, "created")]
     result["results"] = results
     assert Schemas().errors("/schemas/records/contact-upload-result.json", result) == []

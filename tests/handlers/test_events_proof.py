@@ -63,7 +63,7 @@ class Reader:
             resource, action = event["type"].split(".")
             key = (resource, event["data"]["id"])
             self.last[key] = event["data"]
-            if action == "created":
+            if action in ("created", "added"):  # a do-not-call entry is "added"
                 self.created.add(key)
             self.positions.append((event["occurredAt"], event["id"]))
         self.cursor = body["nextCursor"]
@@ -164,7 +164,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     recorder = ApiRecorder(f"{origin}/v1", {ws_a.id: ingest}, random.Random(8), (0.1, 1.0))
     live = LiveWriter(store, [ws_a.id], 12_000, recorder, rng=random.Random(7))
     counts = {"uploads": 0, "lists": 0, "notes": 0, "held": 0, "held_events": 0, "dialed": 0}
-    counts |= {"users": 0, "deleted_users": 0, "renamed": 0, "removed": 0}
+    counts |= {"users": 0, "deleted_users": 0, "renamed": 0, "removed": 0, "suppressed": 0}
     _, key = await auth.create(ws_a.id, "directory", frozenset({"read", "admin"}))
     admin = Client(origin, key)
     users: list[str] = []
@@ -292,8 +292,32 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
                 counts["deleted_users"] += 1
             await asyncio.sleep(0.1)  # a directory's pace, as create_lists keeps a CRM's
 
+    entries: dict[str, dict] = {}  # the do-not-call entries added, as added
+    removed: dict[str, dict] = {}  # and those removed since: their last event's data
+
+    async def suppress() -> None:  # opt-outs from a CRM: the seed's prospects change at once
+        while not stop.is_set():
+            person = rng.choice(seed)
+            entry = (
+                {"email": person["email"]}
+                if rng.random() < 0.5
+                else {"phoneNumber": person["phoneNumber"]}
+            )
+            response = await api.post("/v1/do-not-call", {"entries": [entry]})
+            assert response.code == 200, response
+            result = response.json()["results"][0]
+            entries[result["entry"]["id"]] = result["entry"]
+            counts["suppressed"] += 1
+            live = [entry_id for entry_id in entries if entry_id not in removed]
+            if live and rng.random() < 0.5:
+                entry_id = rng.choice(live)
+                deleted = await api.fetch(f"/v1/do-not-call/{entry_id}", "DELETE")
+                assert deleted.code == 204, deleted
+                removed[entry_id] = entries[entry_id]
+            await asyncio.sleep(0.3)  # a CRM's pace: MongoDB's uploads take turns with it
+
     tasks = [upload, create_lists, change_notes, held_back, held_back, live_calls, dial_contacts]
-    tasks += [manage_users, change_lists]
+    tasks += [manage_users, change_lists, suppress]
     # MongoDB: some events held back between the instant they were stamped with and their
     # insert (a stalled process, a slow network), after their change landed.
     held_events = HeldInserts(store, rng, counts) if store.backend == "mongodb" else None
@@ -318,8 +342,16 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     while not await reader.poll():
         assert time.monotonic() < deadline, "the reader never caught up"
     records = await truth(api, users, {u["id"] for u in [*ws_a.users, ws_a.deleted_user]})
+    listed = (await api.get("/v1/do-not-call?pageSize=100")).json()
+    assert not listed["hasMore"]
+    for entry in listed["entries"]:
+        records[("do_not_call", entry["id"])] = entry
+    for entry_id, entry in removed.items():  # gone: the last event carries it as it was
+        records[("do_not_call", entry_id)] = entry
+    assert {key[1] for key in records if key[0] == "do_not_call"} == set(entries)
+    assert removed and counts["suppressed"] >= 5, counts
     kinds = {resource for resource, _ in records}
-    assert kinds == {"call", "prospect", "list", "activity", "user"}
+    assert kinds == {"call", "prospect", "list", "activity", "user", "do_not_call"}
     assert any(records[("user", u)].keys() == {"id", "deletedAt"} for u in users), "none deleted"
     updated = [key for key in records if key[0] == "call" and records[key]["notes"] is not None]
     assert updated, "no call was changed"

@@ -16,7 +16,15 @@ from demo.seeding import seed
 
 pytestmark = pytest.mark.sqlite
 
-BIG_TABLES = ("calls", "prospects", "memberships", "activities", "events", "users")
+BIG_TABLES = (
+    "calls",
+    "prospects",
+    "memberships",
+    "activities",
+    "events",
+    "users",
+    "do_not_call",
+)
 
 
 @pytest.fixture
@@ -170,6 +178,23 @@ async def test_no_endpoint_scans_a_big_table(store, auth, app, origin, statement
     assert (await admin.fetch(f"/v1/users/{made}", "DELETE")).code == 204
     assert (await admin.fetch(f"/v1/users/{made}", "DELETE")).code == 204
     assert (await admin.get(f"/v1/users/{made}")).code == 200
+    # The do-not-call list: entries that touch prospects, an upload that meets them, the
+    # prospects that may be dialled, the list's pages and lookups, a removal.
+    entries = [{"phoneNumber": prospect["phoneNumber"]}, {"email": "Plans@dnc.example"}]
+    added = await api.post("/v1/do-not-call", {"entries": entries, "reason": "Plans"})
+    assert added.code == 200
+    response = await api.post(f"/v1/lists/{created['list']['id']}/contacts", {"contacts": contacts})
+    assert response.json()["suppressedContacts"] == 1
+    for path in (
+        "/v1/do-not-call",
+        f"/v1/do-not-call?phoneNumber={prospect['phoneNumber']}",
+        "/v1/do-not-call?email=plans%40dnc.example",
+        "/v1/prospects?doNotCall=false",
+        "/v1/prospects?doNotCall=true&page=2",
+    ):
+        assert (await api.get(path)).code == 200, path
+    entry = added.json()["results"][0]["entry"]["id"]
+    assert (await api.fetch(f"/v1/do-not-call/{entry}", "DELETE")).code == 204
     feed = await api.get("/v1/events?pageSize=5")
     assert feed.code == 200
     for path in (

@@ -57,6 +57,12 @@ from workspace_api_client.api.dialer_lists import (
     update_list,
     upload_contacts,
 )
+from workspace_api_client.api.do_not_call import (
+    add_do_not_call,
+    list_do_not_call,
+    list_do_not_call_head,
+    remove_do_not_call,
+)
 from workspace_api_client.api.events import list_events, list_events_head
 from workspace_api_client.api.exports import (
     export_activities,
@@ -107,6 +113,8 @@ from workspace_api_client.api.webhooks import (
 )
 from workspace_api_client.models import (
     ActivityCreatedEvent,
+    AddToTheDoNotCallList,
+    AddToTheDoNotCallListEntriesItem,
     APIKey,
     APIKeyScopesItem,
     Call,
@@ -134,6 +142,11 @@ from workspace_api_client.models import (
     DialerMetrics,
     DialerMetricsReportDialerMetricsOfOneDay,
     DialerMetricsReportDialerMetricsOfOneUser,
+    DoNotCallEntriesAddedResultsItemOutcome,
+    DoNotCallEntry,
+    DoNotCallEntryAddedEvent,
+    DoNotCallEntryRemovedEvent,
+    DoNotCallReason,
     EmailActivity,
     ListAddedActivity,
     ListRemovedActivity,
@@ -313,6 +326,17 @@ def read_prospect(prospect: Prospect) -> None:
     assert prospect.owner_user_id is None or isinstance(prospect.owner_user_id, uuid.UUID)
     assert all(isinstance(list_id, uuid.UUID) for list_id in prospect.list_ids)
     assert prospect.created_at <= prospect.updated_at
+    reason = prospect.do_not_call_reason
+    assert prospect.do_not_call is (reason is not None)
+    assert reason is None or isinstance(reason, DoNotCallReason)
+
+
+def read_entry(entry: DoNotCallEntry) -> str:
+    assert isinstance(entry.id, uuid.UUID) and isinstance(entry.created_at, dt.datetime)
+    assert entry.reason is None or isinstance(entry.reason, str)
+    phone, email = entry.phone_number, entry.email
+    assert isinstance(phone, Unset) != isinstance(email, Unset)  # exactly one of them
+    return phone if isinstance(phone, str) else str(email)
 
 
 def read_metrics(
@@ -374,6 +398,8 @@ Event = (
     | UserUpdatedEvent
     | UserDeletedEvent
     | DialerListDeletedEvent
+    | DoNotCallEntryAddedEvent
+    | DoNotCallEntryRemovedEvent
 )
 
 
@@ -391,6 +417,8 @@ def read_event(event: Event) -> str:
     elif isinstance(event, UserDeletedEvent | DialerListDeletedEvent):
         assert isinstance(event.data.id, uuid.UUID)
         assert isinstance(event.data.deleted_at, dt.datetime)
+    elif isinstance(event, DoNotCallEntryAddedEvent | DoNotCallEntryRemovedEvent):
+        read_entry(event.data)
     else:
         read_activity(event.data)
         assert isinstance(event.data.prospect_id, uuid.UUID)
@@ -665,6 +693,49 @@ def exercise_users(base_url: str, admin_key: str, api: AuthenticatedClient) -> N
     assert expect_problem("deleteUser", missing, 404).code == ProblemCode.NOT_FOUND
 
 
+# --- do not call ---------------------------------------------------------------------------
+
+
+def exercise_do_not_call(api: AuthenticatedClient) -> None:
+    """The suppression list: add (normalised; again: existing), list by cursor and look up,
+    an unreadable number (400 with its pointer), remove (then 404)."""
+    body = AddToTheDoNotCallList(
+        entries=[
+            AddToTheDoNotCallListEntriesItem(phone_number="(415) 555-0199"),
+            AddToTheDoNotCallListEntriesItem(email="Opted.Out@Python.Generated.example"),
+        ],
+        reason="Opted out in the CRM",
+    )
+    added = expect("addDoNotCall", add_do_not_call.sync_detailed(client=api, body=body), 200)
+    outcomes = [result.outcome for result in added.results]
+    assert outcomes == [DoNotCallEntriesAddedResultsItemOutcome.ADDED] * 2
+    phone, email = (read_entry(result.entry) for result in added.results)
+    assert (phone, email) == ("+14155550199", "opted.out@python.generated.example")
+    again = expect("addDoNotCall", add_do_not_call.sync_detailed(client=api, body=body), 200)
+    assert [r.outcome.value for r in again.results] == ["existing", "existing"]
+    page = expect("listDoNotCall", list_do_not_call.sync_detailed(client=api), 200)
+    assert {read_entry(entry) for entry in page.entries} >= {phone, email}
+    assert page.page_size.value == 50 and isinstance(page.has_more, bool)
+    found = list_do_not_call.sync_detailed(client=api, phone_number="4155550199")
+    assert [e.id for e in expect("listDoNotCall", found, 200).entries] == [
+        added.results[0].entry.id
+    ]
+    expect_head("listDoNotCallHead", list_do_not_call_head.sync_detailed(client=api))
+    unreadable = AddToTheDoNotCallList(
+        entries=[AddToTheDoNotCallListEntriesItem(phone_number="not a number")]
+    )
+    refused = add_do_not_call.sync_detailed(client=api, body=unreadable)
+    problem = expect_problem("addDoNotCall", refused, 400)
+    assert not isinstance(problem.errors, Unset)
+    assert problem.errors[0].pointer == "#/entries/0/phoneNumber"
+    entry_id = added.results[1].entry.id
+    removed = remove_do_not_call.sync_detailed(entry_id, client=api)
+    called["removeDoNotCall"] = removed.status_code
+    assert removed.status_code == 204 and removed.content == b"", removed.content
+    gone = remove_do_not_call.sync_detailed(entry_id, client=api)
+    assert expect_problem("removeDoNotCall", gone, 404).code == ProblemCode.NOT_FOUND
+
+
 # --- the run ------------------------------------------------------------------------------
 
 
@@ -858,6 +929,7 @@ def main(
 
     hook = new_webhook_endpoint(api)  # before the writes below: their events are delivered
     exercise_users(base_url, admin_key, api)
+    exercise_do_not_call(api)
 
     body = CreateList(name="Generated Python client", owner_user_id=users[0].id)
     created = expect("createList", create_list.sync_detailed(client=api, body=body), 201).list_
