@@ -121,7 +121,7 @@ async def log_activities(
     the activity documents it inserted (whose events the caller publishes)."""
     prospects, users, calls = activity_wanted(activities)
     found = (
-        await ids_in(db["prospects"], workspace_id, prospects),
+        await ids_in(db["prospects"], workspace_id, prospects, deletedAt=None),
         await ids_in(db["users"], workspace_id, users, deletedAt=None),
         await ids_in(db["calls"], workspace_id, calls),
     )

@@ -91,8 +91,8 @@ class CallRecorder:
         users, prospects, lists = wanted(calls)
         return References(
             await ids_in(self.db["users"], workspace_id, users, deletedAt=None),
-            await ids_in(self.db["prospects"], workspace_id, prospects),
-            await ids_in(self.db["lists"], workspace_id, lists),
+            await ids_in(self.db["prospects"], workspace_id, prospects, deletedAt=None),
+            await ids_in(self.db["lists"], workspace_id, lists, deletedAt=None),
         )
 
     async def record(

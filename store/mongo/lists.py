@@ -88,7 +88,9 @@ class Lists:
         return record
 
     async def get(self, workspace_id: str, list_id: str) -> dict | None:
-        doc = await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, FIELDS)
+        doc = await self.col.find_one(
+            {"_id": list_id, "workspaceId": workspace_id, "deletedAt": None}, FIELDS
+        )
         if doc is not None and PENDING in doc:
             doc = await self._recount(workspace_id, doc) or doc
         return doc and _record(doc)
@@ -142,7 +144,9 @@ class Lists:
                 {"_id": list_id, "workspaceId": workspace_id, PENDING: doc[PENDING]},
                 {"$unset": {PENDING: ""}},
             )
-        return await self.col.find_one({"_id": list_id, "workspaceId": workspace_id}, FIELDS)
+        return await self.col.find_one(
+            {"_id": list_id, "workspaceId": workspace_id, "deletedAt": None}, FIELDS
+        )
 
     async def export(
         self,
@@ -183,7 +187,7 @@ class Lists:
         """
         pending = self.events.begin()
         doc = await self.col.find_one_and_update(
-            {"_id": list_id, "workspaceId": workspace_id},
+            {"_id": list_id, "workspaceId": workspace_id, "deletedAt": None},
             pending.update(
                 {"$max": {"prospectsCount": members}, "$set": {"updatedAt": self.events.now()}}
             ),
@@ -226,8 +230,8 @@ async def set_counted(
 
 
 def _query(workspace_id: str, updated_since: dt.datetime | None) -> dict:
-    """The query of GET /lists: the workspace, and updatedAt >= since."""
-    query: dict = {"workspaceId": workspace_id}
+    """The query of GET /lists: the workspace, not deleted, and updatedAt >= since."""
+    query: dict = {"workspaceId": workspace_id, "deletedAt": None}
     if updated_since is not None:
         query["updatedAt"] = {"$gte": updated_since}
     return query

@@ -126,7 +126,9 @@ class ContactMatcher:
             clauses.append({"phoneE164": {"$in": phones}})
         if not clauses:
             return []
-        cursor = self.col.find({"workspaceId": workspace_id, "$or": clauses}, MATCH_FIELDS)
+        cursor = self.col.find(
+            {"workspaceId": workspace_id, "$or": clauses, "deletedAt": None}, MATCH_FIELDS
+        )
         return [Candidate.from_doc(doc) async for doc in cursor]
 
     async def preview(self, workspace_id: str, contacts: list[Contact]) -> list[Candidate]:

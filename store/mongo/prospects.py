@@ -281,7 +281,7 @@ class Prospects:
         return query
 
     def _query(self, workspace_id: str, *, email: str | None, phone: str | None) -> dict:
-        query: dict = {"workspaceId": workspace_id}
+        query: dict = {"workspaceId": workspace_id, "deletedAt": None}  # live ones only
         if email is not None:
             query["emailNorm"] = normalize_email(email)
         if phone is not None:

@@ -50,6 +50,7 @@ from store.sqlite.schema import insert, ms, to_doc
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
 
+LIVE = " AND deletedAt IS NULL"  # a deleted user, prospect or list is an unknown reference
 # Whether a call changes what it counts for in the dialer metrics.
 COUNTED = ("disposition", "meetingBooked")
 
@@ -75,9 +76,9 @@ def existing_ids(
 def references(conn: sqlite3.Connection, workspace_id: str, calls: list[NewCall]) -> References:
     users, prospects, lists = wanted(calls)
     return References(
-        existing_ids(conn, "users", workspace_id, users, " AND deletedAt IS NULL"),
-        existing_ids(conn, "prospects", workspace_id, prospects),
-        existing_ids(conn, "lists", workspace_id, lists),
+        existing_ids(conn, "users", workspace_id, users, LIVE),
+        existing_ids(conn, "prospects", workspace_id, prospects, LIVE),
+        existing_ids(conn, "lists", workspace_id, lists, LIVE),
     )
 
 
@@ -269,8 +270,8 @@ def log_activities(
     activity it created."""
     prospects, users, calls = activity_wanted(activities)
     found = (
-        existing_ids(conn, "prospects", workspace_id, prospects),
-        existing_ids(conn, "users", workspace_id, users, " AND deletedAt IS NULL"),
+        existing_ids(conn, "prospects", workspace_id, prospects, LIVE),
+        existing_ids(conn, "users", workspace_id, users, LIVE),
         existing_ids(conn, "calls", workspace_id, calls),
     )
     results = []

@@ -65,7 +65,8 @@ class Lists:
     async def get(self, workspace_id: str, list_id: str) -> dict | None:
         def get(conn):
             row = conn.execute(
-                f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (list_id, workspace_id)
+                f'{SELECT} WHERE "_id" = ? AND workspaceId = ? AND deletedAt IS NULL',
+                (list_id, workspace_id),
             ).fetchone()
             return row and list_record(to_doc(row))
 
@@ -80,7 +81,7 @@ class Lists:
         encoded: bool = False,
     ) -> Page:
         where, params = _where(workspace_id, updated_since)
-        unfiltered = len(where) == 1
+        unfiltered = updated_since is None
 
         def page_of(conn):
             return page_query(
@@ -130,13 +131,14 @@ class Lists:
         def set_count(conn: sqlite3.Connection) -> dict | None:
             changed = conn.execute(
                 "UPDATE lists SET prospectsCount = MAX(prospectsCount, ?), updatedAt = ? "
-                'WHERE "_id" = ? AND workspaceId = ?',
+                'WHERE "_id" = ? AND workspaceId = ? AND deletedAt IS NULL',
                 (members, ms(self.events.now()), list_id, workspace_id),
             ).rowcount
             if changed:
                 self.events.record(conn, workspace_id, [("list.updated", list_id)])
             row = conn.execute(
-                f'{SELECT} WHERE "_id" = ? AND workspaceId = ?', (list_id, workspace_id)
+                f'{SELECT} WHERE "_id" = ? AND workspaceId = ? AND deletedAt IS NULL',
+                (list_id, workspace_id),
             ).fetchone()
             return row and list_record(to_doc(row))
 
@@ -144,8 +146,8 @@ class Lists:
 
 
 def _where(workspace_id: str, updated_since: dt.datetime | None) -> tuple[list[str], list]:
-    """The WHERE of GET /lists: the workspace, and updatedAt >= since."""
-    where: list[str] = ["workspaceId = ?"]
+    """The WHERE of GET /lists: the workspace, not deleted, and updatedAt >= since."""
+    where: list[str] = ["workspaceId = ?", "deletedAt IS NULL"]
     params: list = [workspace_id]
     if updated_since is not None:
         where.append("updatedAt >= ?")

@@ -55,6 +55,8 @@ JSON = json_record(
     {"id" if name == "_id" else name: name for name in RECORD_COLUMNS}, 'p."{}"'.format
 )
 EVENT_SOURCE = ("prospects p", "p.", JSON)  # store/sqlite/events.py
+# The conditions of every ordinary read: the workspace, and not deleted (store/tombstones.py).
+LIVE = ("p.workspaceId = ?", "p.deletedAt IS NULL")
 UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
 
 
@@ -93,7 +95,7 @@ def _candidates(
         if values:
             selects.append(
                 f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
-                f"{column} IN ({_marks(values)})"
+                f"{column} IN ({_marks(values)}) AND deletedAt IS NULL"
             )
             params += [workspace_id, *values]
     if not selects:
@@ -373,6 +375,7 @@ class Prospects:
         where, params = self._where(
             workspace_id, email=email, phone=phone, updated_since=updated_since
         )
+        unfiltered = len(where) == len(LIVE)
         source = "prospects p"
         columns = (f"p.{window.field}", "p._id")
         if list_id is not None and window.field == "createdAt":
@@ -383,7 +386,7 @@ class Prospects:
             columns = ("m.prospectCreatedAt", "m.prospectId")
         elif list_id is not None:
             _in_list(where, params, workspace_id, list_id)
-        unfiltered = len(where) == 1
+        unfiltered = unfiltered and list_id is None
 
         def page_of(conn):
             return page_query(
@@ -472,7 +475,7 @@ class Prospects:
         phone: str | None,
         updated_since: dt.datetime | None = None,
     ) -> tuple[list[str], list]:
-        where: list[str] = ["p.workspaceId = ?"]
+        where: list[str] = list(LIVE)
         params: list = [workspace_id]
         if email is not None:
             where.append("p.emailNorm = ?")

@@ -26,13 +26,13 @@ TABLES = {
     "createdAt INTEGER NOT NULL, revokedAt INTEGER",
     "lists": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, name TEXT NOT NULL, '
     "source TEXT, ownerUserId TEXT, createdAt INTEGER NOT NULL, "
-    "updatedAt INTEGER NOT NULL, prospectsCount INTEGER NOT NULL DEFAULT 0",
+    "updatedAt INTEGER NOT NULL, prospectsCount INTEGER NOT NULL DEFAULT 0, deletedAt INTEGER",
     "prospects": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, dedupeKey TEXT NOT NULL, '
     "firstName TEXT, lastName TEXT, phoneNumber TEXT, email TEXT, companyName TEXT, "
     "companyDomain TEXT, jobTitle TEXT, linkedinUrl TEXT, emailNorm TEXT, "
     "phoneE164 TEXT, linkedinNorm TEXT, ownerUserId TEXT, "
     "listIds TEXT NOT NULL DEFAULT '[]', createdAt INTEGER NOT NULL, "
-    "updatedAt INTEGER NOT NULL",
+    "updatedAt INTEGER NOT NULL, deletedAt INTEGER",
     # A prospect's list memberships, one row each (the prospect's `listIds` in table form),
     # with the prospect's createdAt so a list's prospects page newest first from the index.
     "memberships": "workspaceId TEXT NOT NULL, listId TEXT NOT NULL, prospectId TEXT NOT NULL, "
@@ -116,6 +116,9 @@ ADDED_COLUMNS = {
     "api_keys": {"scopes": "TEXT", "expiresAt": "INTEGER", "lastUsedAt": "INTEGER"},
     # The seed of ids derived from an Idempotency-Key, and the process holding a claim.
     "idempotency": {"seed": "TEXT", "holder": "TEXT"},
+    # When a prospect or list was deleted (store/tombstones.py): NULL while it lives.
+    "prospects": {"deletedAt": "INTEGER"},
+    "lists": {"deletedAt": "INTEGER"},
 }
 # Added columns that existing rows get a value for, from another column, when they are added.
 FILLED_FROM = {("activities", "storedAt"): "occurredAt", ("users", "updatedAt"): "createdAt"}
