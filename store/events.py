@@ -39,6 +39,7 @@ TYPES: dict[str, tuple[str, str]] = {
     "call.updated": ("call", "updated"),
     "prospect.created": ("prospect", "created"),
     "prospect.updated": ("prospect", "updated"),
+    "prospect.deleted": ("prospect", "deleted"),
     "list.created": ("list", "created"),
     "list.updated": ("list", "updated"),
     "activity.created": ("activity", "created"),
@@ -66,8 +67,7 @@ def event_type(resource: str, created: bool) -> str:
 class Removed:
     """A record a write removed, as the write recorded it in its unit (the record is gone:
     its event is made from this, never from the row): a `<resource>.deleted` event whose
-    data is `{"id", "deletedAt"}`. (No API write removes a record yet; TYPES lists the
-    types the API serves.)"""
+    data is `{"id", "deletedAt"}` (TYPES lists the types the API serves)."""
 
     resource: str
     id: str
