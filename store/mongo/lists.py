@@ -194,9 +194,9 @@ class Lists:
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
 
-        The count comes from the memberships themselves (Prospects.count_in_list). Members are
-        never removed, so `$max` keeps an upload that finishes late from overwriting a later
-        upload's larger count.
+        The count comes from the memberships themselves (Prospects.count_in_list); `$max` keeps
+        an upload that finishes late from overwriting a later upload's larger count (members
+        leave a list only under the upload lease, which sets the exact count itself).
         """
         pending = self.events.begin()
         doc = await self.col.find_one_and_update(

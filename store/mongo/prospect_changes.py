@@ -8,7 +8,7 @@ leaves what finishes it after a crash: the lists are marked as being counted (`c
 store/mongo/lists.py: the next read recounts them), the removal is buried (its event survives
 the writer, store/mongo/events.py), and the tombstone write (store/tombstones.py) keeps the
 lists the prospect left in `purge` until its timeline is deleted and the lists' counts are set.
-A second DELETE, or the tombstone sweep (`finish_deletes`), finishes a purge left behind.
+A second DELETE, or the tombstone sweep (`_finish_deletes`), finishes a purge left behind.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class ProspectChanges:
             {"_id": prospect_id, "workspaceId": workspace_id}, {"$unset": {PURGE: ""}}
         )
 
-    async def finish_deletes(self, older_than: dt.datetime, batch: int = 100) -> int:
+    async def _finish_deletes(self, older_than: dt.datetime, batch: int = 100) -> int:
         """Operator scope (the tombstone sweep): finish the deletes of every workspace that
         stopped half-way before `older_than`; how many."""
         cursor = self.col.find(

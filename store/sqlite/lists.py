@@ -130,7 +130,7 @@ class Lists:
 
     async def set_count(self, workspace_id: str, list_id: str, members: int) -> dict | None:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
-        Members are never removed, so the larger count wins (as `$max` on MongoDB)."""
+        Seeding's: the larger count wins (as `$max` on MongoDB)."""
 
         def set_count(conn: sqlite3.Connection) -> dict | None:
             changed = conn.execute(

@@ -29,7 +29,7 @@ type Attempt = Schemas["records.webhook-attempt"];
 type Tombstone = Schemas["records.tombstone"];
 
 // A walk without includeDeleted holds no tombstones: every item is the record itself.
-function live<T extends object>(item: T | Tombstone): T {
+function untombed<T extends object>(item: T | Tombstone): T {
   assert.ok(!("deletedAt" in item && Object.keys(item).length === 3), "a tombstone without includeDeleted");
   return item as T;
 }
@@ -562,7 +562,7 @@ async function main(): Promise<Record<string, unknown>> {
   assert.equal(readProblem("getList", missing.error, missing.response, 404).code, "not_found");
 
   const lists = expectOk("listLists", await api.GET("/v1/lists", { params: { query: { pageSize: 100 } } }));
-  assert.ok(lists.lists.map((l) => readList(live<Schemas["records.list"]>(l))).some((l) => l.id === created.id));
+  assert.ok(lists.lists.map((l) => readList(untombed<Schemas["records.list"]>(l))).some((l) => l.id === created.id));
   assert.deepEqual([lists.page, lists.pageSize, (lists.total ?? -1) >= lists.lists.length], [1, 100, true]);
   expectHead("listListsHead", (await api.HEAD("/v1/lists")).response);
 
@@ -602,7 +602,7 @@ async function main(): Promise<Record<string, unknown>> {
   assert.ok(recording !== null, "no recording could be downloaded");
 
   const prospects = expectOk("listProspects", await api.GET("/v1/prospects"));
-  prospects.prospects.forEach((p) => readProspect(live<Schemas["records.prospect"]>(p)));
+  prospects.prospects.forEach((p) => readProspect(untombed<Schemas["records.prospect"]>(p)));
   expectHead("listProspectsHead", (await api.HEAD("/v1/prospects")).response);
 
   const exportedCalls = await api.GET("/v1/exports/calls", { parseAs: "text" });
