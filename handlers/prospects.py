@@ -89,7 +89,7 @@ class ProspectHandler(APIHandler):
             raise invalid(
                 [
                     {
-                        "pointer": "",
+                        "pointer": "#",
                         "detail": "would leave the prospect without any contact field "
                         "(delete it instead)",
                     }
