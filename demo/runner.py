@@ -106,7 +106,9 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
     origin = reachable(f"http://{host}:{port}")
     config = config.replace(public_base_url=origin)  # the provider calls back this address
     http_server(make_app(config, store, auth), config).add_sockets(sockets)
-    sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
+    sweeper = ExpirySweeper(
+        store, config.expiry_sweep_seconds, retention_days=config.tombstone_retention_days
+    ).start()
     events = EventSweeper.from_config(store, config).start()
     webhooks = dispatcher(store, config).start()
     freeze_heap()

@@ -41,7 +41,7 @@ from urllib.parse import urlencode
 
 from tornado.iostream import StreamClosedError
 
-from handlers import calls, lists, prospects
+from handlers import calls, deletions, lists, prospects
 from handlers.jsonio import dumps_bytes
 from handlers.params import instant, problem
 from handlers.streams import StreamingHandler, stream_slots
@@ -76,6 +76,9 @@ class ExportHandler(StreamingHandler):
 
     resource: str | None = None
     batch_size = BATCH_SIZE
+    # The continuation walks with includeDeleted=true: a record deleted during the backfill
+    # arrives as its tombstone (handlers/deletions.py).
+    tombstones = False
 
     def validated_query(self) -> dict:
         for name in PAGING:
@@ -101,10 +104,14 @@ class ExportHandler(StreamingHandler):
         cursors = self.settings["cursors"]
         links = []
         if self.resource is not None:
+            walk = {"sort": "updatedAt"}
+            if self.tombstones:
+                filters = {**filters, deletions.INCLUDE: True, deletions.ISSUED: self.now()}
+                walk[deletions.INCLUDE] = "true"
             cursor = cursors.encode(
                 self.workspace_id, self.resource, "updatedAt", filters, continuation(horizon)
             )
-            query = urlencode({"sort": "updatedAt", "cursor": cursor})
+            query = urlencode({**walk, "cursor": cursor})
             links.append(f'</v1/{self.resource}?{query}>; rel="next"')
         feed = cursors.encode(
             self.workspace_id,
@@ -216,6 +223,7 @@ class CallsExportHandler(ExportHandler):
 class ProspectsExportHandler(ExportHandler):
     query_schemas = {"GET": "/schemas/queries/export-prospects.json"}
     resource = "prospects"
+    tombstones = True
 
     def filters(self) -> dict:
         return prospects.prospect_filters(self.query, self.store.prospects.normalize_phone)
@@ -232,6 +240,7 @@ class ProspectsExportHandler(ExportHandler):
 class ListsExportHandler(ExportHandler):
     query_schemas = {"GET": "/schemas/queries/export-lists.json"}
     resource = "lists"
+    tombstones = True
 
     def filters(self) -> dict:
         return lists.list_filters(self.query)

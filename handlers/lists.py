@@ -2,6 +2,7 @@
 POST /v1/lists/{id}/contacts and POST /v1/lists/{id}/contacts/remove."""
 
 from handlers.base import APIError, APIHandler, invalid, not_found, path_uuid
+from handlers.deletions import INCLUDE, deleted_walk, include_deleted, split
 from handlers.idempotency import IdempotentHandler, Reply, idempotent
 from handlers.pagination import serve_page
 from handlers.params import instant
@@ -24,11 +25,17 @@ class ListsHandler(IdempotentHandler):
         lists = self.store.lists
 
         async def fetch(window: Window, filters: dict) -> Page:
+            wanted, tombstones = split(filters)
             return await lists.page(
-                self.workspace_id, window, updated_since=filters.get("updatedSince"), encoded=True
+                self.workspace_id,
+                window,
+                updated_since=wanted.get("updatedSince"),
+                encoded=True,
+                include_deleted=tombstones,
             )
 
-        await serve_page(self, "lists", list_filters(self.query), fetch)
+        filters = {**list_filters(self.query), INCLUDE: include_deleted(self.query)}
+        await serve_page(self, "lists", filters, fetch, deleted_walk(self))
 
     @idempotent
     async def post(self) -> None:

@@ -25,6 +25,9 @@ from store.cursors import InvalidCursor
 from store.paging import DEFAULT_SORT, Page, Position, Window
 
 Fetch = Callable[[Window, dict], Awaitable[Page]]
+# Checks a request's order and filters once the cursor is decoded (whether it was: `resumed`),
+# and gives the filters the page is read and its next cursor made with (handlers/deletions.py).
+Prepare = Callable[[str, dict, bool], dict]
 
 
 def link_header(path: str, query: dict, page: Page) -> str:
@@ -77,7 +80,13 @@ def decode_cursor(
     return made_sort, made_filters, position
 
 
-async def serve_page(handler: APIHandler, resource: str, filters: dict, fetch: Fetch) -> None:
+async def serve_page(
+    handler: APIHandler,
+    resource: str,
+    filters: dict,
+    fetch: Fetch,
+    prepare: Prepare | None = None,
+) -> None:
     """Answer a paginated GET of `resource` ("calls", ...): `filters` are the request's filter
     values by parameter name (None when absent), `fetch(window, filters)` reads the store."""
     query = handler.query
@@ -88,6 +97,8 @@ async def serve_page(handler: APIHandler, resource: str, filters: dict, fetch: F
         number = None
     else:
         sort, number = sort or DEFAULT_SORT, query.get("page", 1)
+    if prepare is not None:
+        filters = prepare(sort, filters, token is not None)
     syncing = sort == "updatedAt"
     settle = handler.settings["config"].sync_settle_seconds
     window = Window(

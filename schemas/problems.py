@@ -65,6 +65,14 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "`since=<that time>`. For POST /webhook-endpoints/{id}/recover: `since` is older than "
         "that; recover from a later instant.",
     ),
+    "sync_expired": (
+        410,
+        "Sync expired",
+        "With `includeDeleted=true`, the `cursor` or `updatedSince` of a `sort=updatedAt` walk "
+        "is older than tombstones are kept (`tombstone_retention_days`, default 30): a deletion "
+        "after it may be gone from the walk. Start a full resync: walk again without "
+        "`updatedSince` and remove the records the walk no longer returns.",
+    ),
     "payload_too_large": (413, "Payload too large", "The request body exceeds the size limit."),
     "unsupported_media_type": (
         415,
@@ -108,6 +116,13 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "User exists",
         "Another non-deleted user of your workspace has this email (emails are compared "
         "trimmed and case-insensitively). A deleted user's email may be taken again.",
+    ),
+    "prospect_exists": (
+        409,
+        "Prospect exists",
+        "The email, phone number or LinkedIn URL a PATCH of a prospect gives are those another "
+        "prospect of your workspace was created under: that prospect is the person. `errors` "
+        "points at the fields; change or delete the other prospect instead.",
     ),
     "idempotency_key_in_use": (
         409,

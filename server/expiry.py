@@ -1,7 +1,8 @@
 """The expiry sweep: a background task of every serving process that deletes expired
 Idempotency-Key records, rate-limit windows and leases through the store
 (`store.sweep_expired`, bounded batches on an indexed expiry time) every
-`expiry_sweep_seconds`.
+`expiry_sweep_seconds`, and the tombstones of prospects and lists deleted more than
+`tombstone_retention_days` ago (`store.sweep_tombstones`, on the same clock).
 
 Expiry must not rest on TTL indexes alone: some MongoDB-compatible servers have none (FerretDB)
 and SQLite never had them. The API's answers do not wait for it (an expired record is treated
@@ -12,6 +13,7 @@ several processes or hosts each one sweeps: a second sweep finds less to delete,
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import random
 
@@ -25,16 +27,24 @@ log = logging.getLogger("workspace_api")
 
 class ExpirySweeper(Background):
     def __init__(
-        self, store: Store, interval: float, batch: int = 1000, clock: Clock | None = None
+        self,
+        store: Store,
+        interval: float,
+        batch: int = 1000,
+        clock: Clock | None = None,
+        retention_days: float = 30.0,
     ) -> None:
         self.store = store
         self.clock = clock or store.clock
         self.interval = interval
         self.batch = batch
+        self.retention = dt.timedelta(days=retention_days)  # of tombstones
 
     async def sweep(self) -> int:
         """One sweep now; how many records it deleted."""
-        return await self.store.sweep_expired(self.clock.now(), self.batch)
+        now = self.clock.now()
+        expired = await self.store.sweep_expired(now, self.batch)
+        return expired + await self.store.sweep_tombstones(now - self.retention, self.batch)
 
     async def _run(self) -> None:
         while not cancelling():

@@ -157,7 +157,9 @@ async def run_worker(
     # Spans per request and store call, when OTEL_EXPORTER_OTLP_ENDPOINT is set (server.tracing).
     tracing = start_tracing()
     app = make_app(config, tracing.wrap(store) if tracing else store, auth, metrics=metrics)
-    sweeper = ExpirySweeper(store, config.expiry_sweep_seconds).start()
+    sweeper = ExpirySweeper(
+        store, config.expiry_sweep_seconds, retention_days=config.tombstone_retention_days
+    ).start()
     events = EventSweeper.from_config(store, config).start()
     list_work = app.settings["list_work"].start()
     webhooks = dispatcher(store, config, metrics).start()

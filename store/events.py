@@ -39,6 +39,7 @@ TYPES: dict[str, tuple[str, str]] = {
     "call.updated": ("call", "updated"),
     "prospect.created": ("prospect", "created"),
     "prospect.updated": ("prospect", "updated"),
+    "prospect.deleted": ("prospect", "deleted"),
     "list.created": ("list", "created"),
     "list.updated": ("list", "updated"),
     "list.deleted": ("list", "deleted"),

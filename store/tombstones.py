@@ -14,6 +14,8 @@ with `includeDeleted=true` show them, as `record` makes them. The workspace's `p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from store.identity import CONTACT_FIELDS
 
 # What a prospect's delete clears (SQLite: set NULL; MongoDB: $unset).
@@ -29,3 +31,8 @@ def dedupe_key(record_id: str) -> str:
 def record(doc: dict) -> dict:
     """The API form of a tombstone in a sync walk: `{"id", "deletedAt", "updatedAt"}`."""
     return {"id": doc["_id"], "deletedAt": doc["deletedAt"], "updatedAt": doc["updatedAt"]}
+
+
+def either_record(live: Callable[[dict], dict]) -> Callable[[dict], dict]:
+    """A stored record's API form (`live`), or its tombstone's once it is deleted."""
+    return lambda doc: record(doc) if doc.get("deletedAt") else live(doc)

@@ -160,6 +160,14 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
         ("GET", "/v1/prospects?email={email}", None),
         ("GET", "/v1/prospects?phoneNumber={phone}", None),
     ],
+    r"/v1/prospects/([^/]+)": [
+        ("GET", "/v1/prospects/{prospect}", None),
+        ("HEAD", "/v1/prospects/{prospect}", None),
+        ("PATCH", "/v1/prospects/{prospect}", {"jobTitle": "Renamed"}),
+        # B's user as the owner of A's prospect: 422 like an unknown user.
+        ("PATCH", "/v1/prospects/{a_prospect}", {"ownerUserId": "{user}"}),
+        ("DELETE", "/v1/prospects/{prospect}", None),
+    ],
     r"/v1/prospect-activities": [
         ("GET", "/v1/prospect-activities?prospectId={prospect}", None),
         ("GET", "/v1/prospect-activities?email={email}", None),

@@ -83,6 +83,12 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
     r"/v1/lists/([^/]+)/contacts/remove": {
         "POST": ("write", "/v1/lists/{list}/contacts/remove", {"prospectIds": ["{prospect}"]}),
     },
+    r"/v1/prospects/([^/]+)": {
+        "GET": ("read", "/v1/prospects/{prospect}", None),
+        "HEAD": ("read", "/v1/prospects/{prospect}", None),
+        "PATCH": ("write", "/v1/prospects/{prospect}", {"jobTitle": "Scoped"}),
+        "DELETE": ("write", "/v1/prospects/{prospect}", None),
+    },
     r"/v1/calls": {
         "GET": ("read", "/v1/calls", None),
         "HEAD": ("read", "/v1/calls", None),

@@ -205,6 +205,15 @@ class StoreHooks(Protocol):
         (server.expiry's periodic sweep: expiry never rests on TTL indexes alone)."""
         ...
 
+    async def sweep_tombstones(
+        self, horizon: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete the tombstones of prospects and lists deleted before `horizon`
+        (store/tombstones.py) in at most `max_batches` batches of `batch` per table, after
+        finishing deletes that stopped half-way where a backend has them (MongoDB); how many
+        tombstones were deleted (server.expiry's periodic sweep)."""
+        ...
+
     async def collections(self) -> list[str]:
         """The names of the store's tables or collections (operators and tests)."""
         ...

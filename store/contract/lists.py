@@ -41,10 +41,12 @@ class Lists(Protocol):
         *,
         updated_since: dt.datetime | None = None,
         encoded: bool = False,
+        include_deleted: bool = False,
     ) -> Page:
-        """One window of lists (updatedAt >= `updated_since` when given). With `encoded` a
-        backend may return the records as one JSON array (store.paging.RawJSON); without it
-        they are dicts."""
+        """One window of lists (updatedAt >= `updated_since` when given); with
+        `include_deleted`, deleted lists too, as tombstones (store/tombstones.py). With
+        `encoded` a backend may return the records as one JSON array (store.paging.RawJSON);
+        without it they are dicts."""
         ...
 
     def export(

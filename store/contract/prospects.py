@@ -58,7 +58,11 @@ class Prospects(Protocol):
         updated_since: dt.datetime | None = None,
         do_not_call: bool | None = None,
         encoded: bool = False,
-    ) -> Page: ...
+        include_deleted: bool = False,
+    ) -> Page:
+        """One window of prospects; with `include_deleted`, deleted prospects too, as
+        tombstones (store/tombstones.py)."""
+        ...
 
     def export(
         self,
@@ -86,4 +90,21 @@ class Prospects(Protocol):
         limit: int = 2,
     ) -> list[dict]:
         """The prospects (at most `limit`, oldest first) selected by id, email or phone."""
+        ...
+
+    async def update(
+        self, workspace_id: str, prospect_id: str, fields: dict
+    ) -> tuple[dict, bool] | None:
+        """PATCH /prospects/{id} (store/prospect_changes.py): the live prospect as it is after
+        the change of `fields` (contact fields and ownerUserId; None clears) and whether it
+        changed anything (then updatedAt moved and `prospect.updated` is recorded); None when
+        there is no live prospect with this id. Raises UnreadablePhone, NoContactLeft and
+        ProspectExists (store.prospect_changes); the owner is the caller's to check."""
+        ...
+
+    async def delete(self, workspace_id: str, prospect_id: str) -> bool | None:
+        """DELETE /prospects/{id}: leave the tombstone store/tombstones.py describes, take the
+        prospect out of its lists (`list.updated`), delete its timeline, record
+        `prospect.deleted`. True when it deleted it, False when it was deleted already (its
+        tombstone is kept), None when there never was such a prospect."""
         ...

@@ -6,7 +6,8 @@ Key records, rate-limit windows, leases, provider call states), single-field on 
 read by the expiry sweep (store/mongo/expiry.py), and the markers' `events_pending`, read by the
 event sweep (whose retention deletes use `_id`: event ids sort as their instants), and the
 webhook dispatcher's (`fanout_due`, `attempt_due`, `finished`: the fan-outs and attempts that
-are due, and finished deliveries past retention, in every workspace). Where the server has TTL
+are due, and finished deliveries past retention, in every workspace), and the tombstone sweep's
+(`deleted` on prospects and lists, `purge_pending` on prospects). Where the server has TTL
 indexes the expiry indexes are TTL indexes (`ttl`), so MongoDB removes expired records by itself
 too; a server that refuses TTL indexes (FerretDB 1.24: `expireAfterSeconds` is not implemented)
 gets a plain index (`expiry`) on the same field and the sweep alone. Idempotency records and
@@ -25,6 +26,8 @@ from pymongo.errors import OperationFailure
 
 log = logging.getLogger("workspace_api")
 
+PENDING = {"$exists": True}
+DELETED_ONLY = {"deletedAt": PENDING}  # tombstones (store/tombstones.py)
 INDEXES: dict[str, list[IndexModel]] = {
     "users": [
         IndexModel(
@@ -40,6 +43,8 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
         # Deleted lists whose members are still to lose them (store/mongo/memberships.py).
         IndexModel([("purgeAt", ASC)], name="purge_at"),
+        # Operator scope: the tombstone sweep's (store/mongo/tombstones.py), across workspaces.
+        IndexModel([("deletedAt", ASC)], name="deleted", partialFilterExpression=DELETED_ONLY),
     ],
     # Removals of prospects from lists still being carried out (store/mongo/memberships.py),
     # found by the instant their writer's lease lapses.
@@ -61,6 +66,11 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel(
             [("workspaceId", ASC), ("doNotCall", ASC), ("createdAt", DESC), ("_id", DESC)],
             name="ws_dnc_newest",
+        ),
+        # Operator scope: the tombstone sweep's, and its look for deletes that stopped half-way.
+        IndexModel([("deletedAt", ASC)], name="deleted", partialFilterExpression=DELETED_ONLY),
+        IndexModel(
+            [("purge", ASC)], name="purge_pending", partialFilterExpression={"purge": PENDING}
         ),
     ],
     # The suppression list (store/dnc.py): one entry per key ("p:<E.164>", "e:<email>").
@@ -144,7 +154,6 @@ INDEXES: dict[str, list[IndexModel]] = {
 # marker. `ws_events_pending` serves the feed's look at a workspace's markers, `events_pending`
 # the sweeper's across workspaces. A server that refuses partial indexes (FerretDB 1.24) gets
 # the same fields without the filter.
-PENDING = {"$exists": True}
 INDEXES["tombstones"] = []  # markers of removed records (store/mongo/events.py)
 for _collection in (
     "calls",

@@ -4,10 +4,12 @@ A contact upload cannot add memberships and move the list's count in one write (
 multi-document transactions), so it marks the list first (`countPending`, a token of the
 upload), adds the memberships, then sets the count from them and removes its mark. An upload
 cut short in between leaves the mark: the next read of the list counts its memberships and
-corrects `prospectsCount` (only upwards: uploads only add), and removes the mark once no upload
-of the workspace is running. So `prospectsCount` is exact after a crash at any point of an
-upload, without waiting for a retry. A removal of contacts (store/mongo/memberships.py), which
-takes the uploads' turn, sets the count it counted itself, lower.
+corrects `prospectsCount` (to a larger count at any time, to the exact one while no upload or
+delete holds the workspace's upload lease), and removes the mark once none does. A prospect's
+delete marks the lists it leaves the same way (store/mongo/prospect_changes.py). So
+`prospectsCount` is exact after a crash at any point of an upload or a delete, without waiting
+for a retry. A removal of contacts (store/mongo/memberships.py), which takes the uploads' turn,
+sets the count it counted itself, lower.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from store.mongo.paging import page_query
 from store.paging import Page, Window
 from store.records import LIST_FIELDS, list_document
 from store.records import list_record as _record
+from store.tombstones import either_record
 
 PENDING = "countPending"  # the token of an upload that has not set the count yet
 FIELDS = {**LIST_FIELDS, PENDING: 1}  # what reads of lists take: the record and the mark
@@ -106,26 +109,32 @@ class Lists:
         *,
         updated_since: dt.datetime | None = None,
         encoded: bool = False,
+        include_deleted: bool = False,
     ) -> Page:
         """One window of lists; dicts even when `encoded` is asked for (see Calls.page). A
         list an upload left marked is recounted first (its count and updatedAt move, with its
         event), and the window read again: a healed list shows as it is stored, in its new
         place in the order."""
         pending: list[dict] = []
+        shown = either_record(_record)  # with include_deleted: tombstones in their own form
 
         def record(doc: dict) -> dict:
-            if PENDING in doc:
+            if PENDING in doc and not doc.get("deletedAt"):
                 pending.append(doc)
-            return _record(doc)
+            return shown(doc)
 
         query = _query(workspace_id, updated_since)
-        page = await page_query(self.col, query, window, FIELDS, record)
+        fields = FIELDS
+        if include_deleted:
+            del query["deletedAt"]
+            fields = {**FIELDS, "deletedAt": 1}
+        page = await page_query(self.col, query, window, fields, record)
         if not pending:
             return page
         for doc in pending:
             await self._recount(workspace_id, doc)
         # Once: a list still marked is one an upload is adding to now (it sets the count).
-        return await page_query(self.col, query, window, FIELDS, _record)
+        return await page_query(self.col, query, window, fields, shown)
 
     async def _recount(self, workspace_id: str, doc: dict) -> dict | None:
         """Correct the count of a list an upload has marked (see the module's docstring): the
@@ -134,16 +143,20 @@ class Lists:
         members = await self.prospects.count_documents(
             {"workspaceId": workspace_id, "listIds": list_id}
         )
-        if members > doc["prospectsCount"]:
+        # Members leave a list only under the upload lease (a prospect's delete), so while it
+        # is free the count is exact; while it is taken, only a larger count is certain.
+        counted = doc["prospectsCount"]
+        free = not await self.leases.taken(workspace_id, UPLOAD_LEASE)
+        if members > counted or (free and members != counted):
             pending = self.events.begin()
             await self.col.update_one(
-                {"_id": list_id, "workspaceId": workspace_id, "prospectsCount": {"$lt": members}},
+                {"_id": list_id, "workspaceId": workspace_id, "prospectsCount": counted},
                 pending.update(
                     {"$set": {"prospectsCount": members, "updatedAt": self.events.now()}}
                 ),
             )
             await self.events.publish(workspace_id, pending, {"lists": [list_id]})
-        if not await self.leases.taken(workspace_id, UPLOAD_LEASE):
+        if free:
             await self.col.update_one(
                 {"_id": list_id, "workspaceId": workspace_id, PENDING: doc[PENDING]},
                 {"$unset": {PENDING: ""}},
@@ -227,8 +240,9 @@ class Lists:
         """Record the list's counted number of prospects and move updatedAt; returns the list.
 
         The count comes from the memberships themselves (Prospects.count_in_list). `$max` keeps
-        an upload that finishes late from overwriting a later upload's larger count; a removal
-        of contacts sets its own (store/mongo/memberships.py).
+        an upload that finishes late from overwriting a later upload's larger count (members
+        leave a list only under the upload lease: a removal of contacts sets its own count,
+        store/mongo/memberships.py).
         """
         pending = self.events.begin()
         doc = await self.col.find_one_and_update(

@@ -34,6 +34,7 @@ from store.mongo.lists import mark_counting, set_counted
 from store.mongo.locks import UPLOAD_LEASE, Leases
 from store.mongo.matching import ContactMatcher
 from store.mongo.paging import page_query
+from store.mongo.prospect_changes import ProspectChanges
 from store.paging import Page, Window
 from store.prospects import (
     DUPLICATE_KEY,
@@ -46,13 +47,14 @@ from store.prospects import (
     seeded_document,
 )
 from store.prospects import record as _record
+from store.tombstones import either_record
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter, Pending
 
 
 @translate_errors
-class Prospects:
+class Prospects(ProspectChanges):
     def __init__(self, db: AsyncDatabase, events: EventWriter, default_region: str = "US") -> None:
         self.col = db["prospects"]
         self.lists = db["lists"]
@@ -242,11 +244,17 @@ class Prospects:
         updated_since: dt.datetime | None = None,
         do_not_call: bool | None = None,
         encoded: bool = False,
+        include_deleted: bool = False,
     ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
-        like the matcher compares them; `updated_since` is inclusive. The records are dicts
-        even when `encoded` is asked for (MongoDB sends BSON; the API encodes it)."""
+        like the matcher compares them; `updated_since` is inclusive; `include_deleted` shows
+        tombstones too (store/tombstones.py). The records are dicts even when `encoded` is
+        asked for (MongoDB sends BSON; the API encodes it)."""
         query = self._filtered(workspace_id, list_id, email, phone, updated_since, do_not_call)
+        if include_deleted:
+            del query["deletedAt"]
+            fields = {**RECORD_FIELDS, "deletedAt": 1}
+            return await page_query(self.col, query, window, fields, either_record(_record))
         return await page_query(self.col, query, window, RECORD_FIELDS, _record)
 
     async def export(

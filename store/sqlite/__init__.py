@@ -28,6 +28,7 @@ from store.sqlite.prospects import Prospects
 from store.sqlite.provider_calls import ProviderCalls, delete_expired_provider_calls
 from store.sqlite.ratecounts import SharedCounters, counters_path
 from store.sqlite.settings import Settings
+from store.sqlite.tombstones import sweep_tombstones
 from store.sqlite.users import Users
 from store.sqlite.webhook_deliveries import WebhookDeliveries
 from store.sqlite.webhook_endpoints import WebhookEndpoints
@@ -220,6 +221,13 @@ class SQLiteStore:
                 if found < batch:
                     break
         return deleted
+
+    async def sweep_tombstones(
+        self, horizon: dt.datetime, batch: int = 1000, max_batches: int = 10
+    ) -> int:
+        """Delete tombstones of prospects and lists deleted before `horizon` in bounded
+        batches (store/sqlite/tombstones.py); how many."""
+        return await sweep_tombstones(self.engine, horizon, batch, max_batches)
 
     async def documents(self, collection: str) -> list[dict]:
         """Every stored row of a table as a document (operators and tests; never a request)."""

@@ -19,6 +19,8 @@ from store.sqlite.memberships import delete_unit, purge_batch, remove_unit
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.prospects import UPLOAD_TIMEOUT
 from store.sqlite.schema import insert, json_record, ms, to_doc
+from store.sqlite.tombstones import either_json
+from store.tombstones import either_record
 
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
@@ -83,21 +85,23 @@ class Lists:
         *,
         updated_since: dt.datetime | None = None,
         encoded: bool = False,
+        include_deleted: bool = False,
     ) -> Page:
-        where, params = _where(workspace_id, updated_since)
-        unfiltered = updated_since is None
+        live = not include_deleted
+        where, params = _where(workspace_id, updated_since, live)
+        unfiltered = live and updated_since is None
 
         def page_of(conn):
             return page_query(
                 conn,
-                fields=FIELDS,
+                fields=FIELDS if live else f'{FIELDS}, "deletedAt"',
                 source="lists",
                 where=where,
                 params=params,
                 window=window,
                 order=(window.field, "_id"),
-                record=list_record,
-                encoded=JSON if encoded else None,
+                record=list_record if live else either_record(list_record),
+                encoded=(JSON if live else either_json(JSON, "")) if encoded else None,
                 counted=(workspace_id, "lists") if unfiltered else None,
             )
 
@@ -205,9 +209,12 @@ class Lists:
         return await self.engine.write(set_count)
 
 
-def _where(workspace_id: str, updated_since: dt.datetime | None) -> tuple[list[str], list]:
-    """The WHERE of GET /lists: the workspace, not deleted, and updatedAt >= since."""
-    where: list[str] = ["workspaceId = ?", "deletedAt IS NULL"]
+def _where(
+    workspace_id: str, updated_since: dt.datetime | None, live: bool = True
+) -> tuple[list[str], list]:
+    """The WHERE of GET /lists: the workspace, not deleted (unless `live` is false), and
+    updatedAt >= since."""
+    where: list[str] = ["workspaceId = ?", "deletedAt IS NULL"] if live else ["workspaceId = ?"]
     params: list = [workspace_id]
     if updated_since is not None:
         where.append("updatedAt >= ?")

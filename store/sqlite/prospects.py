@@ -14,18 +14,16 @@ import sqlite3
 from collections.abc import AsyncGenerator, Collection
 from typing import TYPE_CHECKING
 
-from store.activities import check_scope, list_added_activity
+from store.activities import list_added_activity
 from store.exports import BATCH_SIZE, Lines
 from store.idempotency import IdempotentWrite
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_phone
 from store.paging import Page, Window
 from store.prospects import (
-    INSERT_BATCH,
     Contact,
     Upload,
     outcomes,
     recognise_created,
-    seeded_document,
 )
 from store.prospects import record as prospect_record
 from store.sqlite.dnc import screen_contacts
@@ -34,7 +32,11 @@ from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
 from store.sqlite.matching import create_and_fill, resolve_contacts
 from store.sqlite.paging import bump, page_query, quick
+from store.sqlite.prospect_changes import ProspectChanges
+from store.sqlite.prospect_rows import ProspectRows
 from store.sqlite.schema import insert, json_record, ms, to_doc
+from store.sqlite.tombstones import either_json
+from store.tombstones import either_record
 
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
@@ -59,25 +61,6 @@ UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
 
 def _marks(values: Collection[object]) -> str:
     return ", ".join("?" * len(values))
-
-
-def write_prospects(
-    conn: sqlite3.Connection, workspace_id: str, documents: list[dict], events: EventWriter
-) -> None:
-    """Insert prospect documents with their list memberships, count them and record their
-    `prospect.created` events (caller's transaction)."""
-    insert(conn, "prospects", documents)
-    conn.executemany(
-        "INSERT OR IGNORE INTO memberships (workspaceId, listId, prospectId, prospectCreatedAt) "
-        "VALUES (?, ?, ?, ?)",
-        [
-            (workspace_id, list_id, doc["_id"], ms(doc["createdAt"]))
-            for doc in documents
-            for list_id in doc.get("listIds", [])
-        ],
-    )
-    bump(conn, workspace_id, "prospects", len(documents))
-    events.record(conn, workspace_id, (("prospect.created", doc["_id"]) for doc in documents))
 
 
 def match_unit(
@@ -171,7 +154,7 @@ def upload(
     return Upload(members, results, len(screened.suppressed))
 
 
-class Prospects:
+class Prospects(ProspectChanges, ProspectRows):
     def __init__(self, engine: Engine, events: EventWriter, default_region: str = "US") -> None:
         self.engine = engine
         self.events = events
@@ -238,39 +221,6 @@ class Prospects:
 
         return await self.engine.read(count)
 
-    async def create(
-        self,
-        workspace_id: str,
-        contact: dict,
-        owner_user_id: str | None = None,
-        list_ids: list[str] | None = None,
-        created_at: dt.datetime | None = None,
-        prospect_id: str | None = None,
-    ) -> dict:
-        """Insert one prospect as is, without matching (seeding and tests); its API record."""
-        doc = seeded_document(
-            workspace_id,
-            self.parse_contact(contact),
-            owner_user_id,
-            list_ids,
-            created_at,
-            prospect_id,
-        )
-        await self.engine.write(write_prospects, workspace_id, [doc], self.events)
-        return prospect_record(doc)
-
-    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
-        """Write prebuilt prospect documents (`prospect_document`) in bounded batches."""
-        check_scope(workspace_id, documents)
-        for start in range(0, len(documents), INSERT_BATCH):
-            await self.engine.write(
-                write_prospects,
-                workspace_id,
-                documents[start : start + INSERT_BATCH],
-                self.events,
-                timeout=600,
-            )
-
     async def page(
         self,
         workspace_id: str,
@@ -282,18 +232,22 @@ class Prospects:
         updated_since: dt.datetime | None = None,
         do_not_call: bool | None = None,
         encoded: bool = False,
+        include_deleted: bool = False,
     ) -> Page:
         """One window of prospects in the window's order. `email` and `phone` are compared
-        like the matcher compares them; `updated_since` is inclusive. With `encoded` the
-        records come as one JSON array (store.paging.RawJSON)."""
+        like the matcher compares them; `updated_since` is inclusive; `include_deleted` shows
+        tombstones too (store/tombstones.py). With `encoded` the records come as one JSON array
+        (store.paging.RawJSON)."""
+        live = not include_deleted
         where, params = self._where(
             workspace_id,
             email=email,
             phone=phone,
             updated_since=updated_since,
             do_not_call=do_not_call,
+            live=live,
         )
-        unfiltered = len(where) == len(LIVE)
+        unfiltered = live and len(where) == len(LIVE)
         source = "prospects p"
         columns = (f"p.{window.field}", "p._id")
         if list_id is not None and window.field == "createdAt":
@@ -309,14 +263,14 @@ class Prospects:
         def page_of(conn):
             return page_query(
                 conn,
-                fields=FIELDS,
+                fields=FIELDS if live else f'{FIELDS}, p."deletedAt"',
                 source=source,
                 where=where,
                 params=params,
                 window=window,
                 order=columns,
-                record=prospect_record,
-                encoded=JSON if encoded else None,
+                record=prospect_record if live else either_record(prospect_record),
+                encoded=(JSON if live else either_json(JSON, "p.")) if encoded else None,
                 counted=(workspace_id, "prospects") if unfiltered else None,
             )
 
@@ -398,8 +352,9 @@ class Prospects:
         phone: str | None,
         updated_since: dt.datetime | None = None,
         do_not_call: bool | None = None,
+        live: bool = True,
     ) -> tuple[list[str], list]:
-        where: list[str] = list(LIVE)
+        where: list[str] = list(LIVE) if live else [LIVE[0]]
         params: list = [workspace_id]
         if email is not None:
             where.append("p.emailNorm = ?")

@@ -3,7 +3,8 @@
 Columns carry the same names as the MongoDB documents' fields (`_id`, `workspaceId`,
 `createdAt`, ...), so one record shape serves both backends. Instants are INTEGER milliseconds
 since the Unix epoch (UTC), booleans 0/1, `listIds` and `details` JSON text. Each index starts
-with `workspaceId` but the expiry sweep's (`idempotency_expire`, `provider_calls_expire`);
+with `workspaceId` but the expiry sweep's (`idempotency_expire`, `provider_calls_expire`) and
+the tombstone sweep's (`prospects_deleted`, `lists_deleted`);
 docs/deployment.md lists them beside the MongoDB ones.
 """
 
@@ -168,6 +169,9 @@ INDEXES = {
     "prospects_ws_dnc_newest": "prospects (workspaceId, doNotCall, createdAt DESC, _id DESC)",
     "do_not_call_ws_key": "UNIQUE do_not_call (workspaceId, key)",
     "do_not_call_ws_newest": "do_not_call (workspaceId, createdAt DESC, _id DESC)",
+    # The tombstone sweep's (across workspaces): deleted rows only.
+    "prospects_deleted": "prospects (deletedAt) WHERE deletedAt IS NOT NULL",
+    "lists_deleted": "lists (deletedAt) WHERE deletedAt IS NOT NULL",
     "memberships_ws_list_newest": (
         "memberships (workspaceId, listId, prospectCreatedAt DESC, prospectId DESC)"
     ),

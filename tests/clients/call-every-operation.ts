@@ -26,6 +26,13 @@ type Report = Schemas["responses.dialer-metrics"];
 type Endpoint = Schemas["records.webhook-endpoint"];
 type EndpointWithSecret = Schemas["records.webhook-endpoint-secret"];
 type Attempt = Schemas["records.webhook-attempt"];
+type Tombstone = Schemas["records.tombstone"];
+
+// A walk without includeDeleted holds no tombstones: every item is the record itself.
+function untombed<T extends object>(item: T | Tombstone): T {
+  assert.ok(!("deletedAt" in item && Object.keys(item).length === 3), "a tombstone without includeDeleted");
+  return item as T;
+}
 
 const [baseUrl, key, output, ingestKey, workspaceId, accountSid, authToken, adminKey] = process.argv.slice(2);
 const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
@@ -212,6 +219,7 @@ function readEvent(e: Event): Event {
       break;
     case "user.deleted":
     case "list.deleted":
+    case "prospect.deleted":
       event = { ...common, type: e.type, data: { id: e.data.id, deletedAt: e.data.deletedAt } };
       break;
     case "do_not_call.added":
@@ -477,6 +485,30 @@ async function exerciseUsers(): Promise<void> {
   assert.equal(readProblem("deleteUser", missing.error, missing.response, 404).code, "not_found");
 }
 
+// One prospect read, corrected (a field set, one cleared), deleted (then 404, and 204 again), and
+// an unknown one's problems.
+async function exerciseProspect(prospectId: string): Promise<void> {
+  const id = { params: { path: { prospectId } } };
+  const fetched = readProspect(expectOk("getProspect", await api.GET("/v1/prospects/{prospectId}", id)).prospect);
+  expectHead("getProspectHead", (await api.HEAD("/v1/prospects/{prospectId}", id)).response);
+  const changed = readProspect(expectOk("updateProspect", await api.PATCH("/v1/prospects/{prospectId}", {
+    ...id, body: { jobTitle: "Analyst", companyDomain: null },
+  })).prospect);
+  assert.deepEqual([changed.jobTitle, changed.companyDomain], ["Analyst", null]);
+  assert.ok(changed.updatedAt > fetched.updatedAt);
+  const bad = await api.PATCH("/v1/prospects/{prospectId}", { ...id, body: { phoneNumber: "not a phone" } });
+  assert.equal(readProblem("updateProspect", bad.error, bad.response, 400).errors?.[0]?.pointer, "#/phoneNumber");
+  for (let attempt = 0; attempt < 2; attempt++) { // deleted, then deleted already: 204 both times
+    const deleted = await api.DELETE("/v1/prospects/{prospectId}", id);
+    called["deleteProspect"] = deleted.response.status;
+    assert.equal(deleted.response.status, 204);
+  }
+  const gone = await api.GET("/v1/prospects/{prospectId}", id);
+  assert.equal(readProblem("getProspect", gone.error, gone.response, 404).code, "not_found");
+  const missing = await api.DELETE("/v1/prospects/{prospectId}", { params: { path: { prospectId: randomUUID() } } });
+  assert.equal(readProblem("deleteProspect", missing.error, missing.response, 404).code, "not_found");
+}
+
 // X-Twilio-Signature: base64 HMAC-SHA1 of the URL the provider called and the sorted form fields.
 function providerSignature(url: string, params: Record<string, string>): string {
   const text = url + Object.keys(params).sort().map((name) => name + params[name]).join("");
@@ -574,6 +606,12 @@ async function main(): Promise<Record<string, unknown>> {
   assert.equal(invalid.errors?.[0]?.pointer, "#/contacts/0");
 
   assert.equal(readList(expectOk("getList", await api.GET("/v1/lists/{listId}", listId)).list).prospectsCount, 1);
+  const second = expectOk("uploadContacts", await api.POST("/v1/lists/{listId}/contacts", {
+    ...listId, body: { contacts: [{ firstName: "Ada", email: "ada@example.com" }] },
+  }));
+  await exerciseProspect(second.results[0].prospectId);
+  // The second contact's prospect is deleted: the list is back to one.
+  assert.equal(readList(expectOk("getList", await api.GET("/v1/lists/{listId}", listId)).list).prospectsCount, 1);
   expectHead("getListHead", (await api.HEAD("/v1/lists/{listId}", listId)).response);
   const renamed = readList(expectOk("updateList", await api.PATCH("/v1/lists/{listId}", {
     ...listId, body: { name: "Generated TypeScript client, renamed" },
@@ -597,7 +635,7 @@ async function main(): Promise<Record<string, unknown>> {
   assert.equal(readProblem("getList", missing.error, missing.response, 404).code, "not_found");
 
   const lists = expectOk("listLists", await api.GET("/v1/lists", { params: { query: { pageSize: 100 } } }));
-  assert.ok(lists.lists.map(readList).some((l) => l.id === created.id));
+  assert.ok(lists.lists.map((l) => readList(untombed<Schemas["records.list"]>(l))).some((l) => l.id === created.id));
   assert.deepEqual([lists.page, lists.pageSize, (lists.total ?? -1) >= lists.lists.length], [1, 100, true]);
   expectHead("listListsHead", (await api.HEAD("/v1/lists")).response);
 
@@ -637,7 +675,7 @@ async function main(): Promise<Record<string, unknown>> {
   assert.ok(recording !== null, "no recording could be downloaded");
 
   const prospects = expectOk("listProspects", await api.GET("/v1/prospects"));
-  prospects.prospects.forEach(readProspect);
+  prospects.prospects.forEach((p) => readProspect(untombed<Schemas["records.prospect"]>(p)));
   expectHead("listProspectsHead", (await api.HEAD("/v1/prospects")).response);
 
   const exportedCalls = await api.GET("/v1/exports/calls", { parseAs: "text" });
@@ -735,7 +773,7 @@ async function main(): Promise<Record<string, unknown>> {
   // The list created, the contact uploaded and the dialer's calls above, as events.
   const events = await followEvents([
     "list.created", "prospect.created", "activity.created", "call.created", "call.updated",
-    "user.created", "user.updated", "user.deleted",
+    "user.created", "user.updated", "user.deleted", "prospect.updated", "prospect.deleted", "list.updated",
   ]);
   const eventTypes = [...new Set(events.map((e) => e.type))].sort();
   const expired = await api.GET("/v1/events", { params: { query: { since: "2000-01-01" } } });

@@ -37,11 +37,12 @@ def sqlite_defined() -> dict[tuple[str, str], tuple[str, ...]]:
     defined = {}
     for name, spec in SQLITE_INDEXES.items():
         unique = spec.startswith("UNIQUE ")
-        parsed = re.fullmatch(r"(\w+) \((.*)\)", spec.removeprefix("UNIQUE "))
+        parsed = re.fullmatch(r"(\w+) \(([^)]*)\)( WHERE .+)?", spec.removeprefix("UNIQUE "))
         assert parsed, spec
-        table, columns = parsed.groups()
+        table, columns, partial = parsed.groups()
         fields = [re.sub(r" DESC$", " desc", c.strip()) for c in columns.split(",")]
-        defined[(table, name)] = (*fields, *(("unique",) if unique else ()))
+        flags = sorted((["unique"] if unique else []) + (["partial"] if partial else []))
+        defined[(table, name)] = (*fields, *flags)
     return defined
 
 

@@ -109,7 +109,7 @@ def document(demo, tmp_path_factory) -> tuple[dict, Path]:
 
 
 # The events of the scripts' own writes: a list, a contact, the dialer's calls and their changes,
-# a user created, changed and deleted.
+# a user created, changed and deleted, a prospect changed and deleted (leaving its list).
 EVENT_TYPES = {
     "list.created",
     "prospect.created",
@@ -119,6 +119,9 @@ EVENT_TYPES = {
     "user.created",
     "user.updated",
     "user.deleted",
+    "prospect.updated",
+    "prospect.deleted",
+    "list.updated",
 }
 
 

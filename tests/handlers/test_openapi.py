@@ -160,13 +160,15 @@ def test_shapes_that_client_generators_understand(document):
             assert "properties" not in node and "required" not in node, node.get("title")
         for option in node.get("anyOf", []):
             assert option == {"type": "null"} or "$ref" in option, node.get("title")
-    # Paged envelopes: one object each, records typed.
+    # Paged envelopes: one object each, records typed (the records of lists and prospects, or
+    # with includeDeleted=true their tombstones: a oneOf of two references).
     for name, records in [("calls", "call"), ("lists", "list"), ("prospects", "prospect")]:
         page = schemas[f"responses.{name}-page"]
         assert "allOf" not in page and page["type"] == "object"
-        assert page["properties"][name]["items"] == {
-            "$ref": f"#/components/schemas/records.{records}"
-        }
+        typed = {"$ref": f"#/components/schemas/records.{records}"}
+        tombstone = {"$ref": "#/components/schemas/records.tombstone"}
+        items = page["properties"][name]["items"]
+        assert items == (typed if name == "calls" else {"oneOf": [typed, tombstone]})
         assert {"pageSize", "hasMore", "nextCursor", name} == set(page["required"])
         assert {"total", "page"} <= set(page["properties"])  # page-number requests only
     # One Contact object: eight optional strings; the non-blank rule in words and x- keyword.

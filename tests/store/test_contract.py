@@ -21,10 +21,13 @@ LIFE_CYCLE = {SharedCounters: {"close", "clear"}}
 
 
 def methods(cls: type) -> set[str]:
-    """The public methods (plain, async, generator or context manager) defined by `cls`."""
+    """The public methods (plain, async, generator or context manager) defined by `cls` or the
+    parts it is made of (its bases in the store, such as store/sqlite/prospect_changes.py)."""
+    parts = [c for c in cls.__mro__ if c.__module__.startswith("store.")]
     return {
         name
-        for name, value in vars(cls).items()
+        for part in parts
+        for name, value in vars(part).items()
         if not name.startswith("_") and inspect.isfunction(inspect.unwrap(value))
     } - LIFE_CYCLE.get(cls, set())
 

@@ -195,6 +195,21 @@ async def test_no_endpoint_scans_a_big_table(store, auth, app, origin, statement
         assert (await api.get(path)).code == 200, path
     entry = added.json()["results"][0]["entry"]["id"]
     assert (await api.fetch(f"/v1/do-not-call/{entry}", "DELETE")).code == 204
+    # A prospect read, changed (its identifiers too) and deleted, the walks that carry
+    # tombstones, and the tombstone sweep.
+    recent = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).date()
+    assert (await api.get(f"/v1/prospects/{prospect['id']}")).code == 200
+    change = {"email": "plans.changed@example.com", "jobTitle": None, "ownerUserId": user}
+    assert (await api.patch(f"/v1/prospects/{prospect['id']}", change)).code == 200
+    assert (await api.fetch(f"/v1/prospects/{prospect['id']}", "DELETE")).code == 204
+    assert (await api.fetch(f"/v1/prospects/{prospect['id']}", "DELETE")).code == 204
+    for path in (
+        "/v1/prospects?sort=updatedAt&includeDeleted=true",
+        f"/v1/prospects?sort=updatedAt&includeDeleted=true&updatedSince={recent}",
+        "/v1/lists?sort=updatedAt&includeDeleted=true",
+    ):
+        assert (await api.get(path)).code == 200, path
+    await store.sweep_tombstones(dt.datetime(2100, 1, 1))
     feed = await api.get("/v1/events?pageSize=5")
     assert feed.code == 200
     for path in (

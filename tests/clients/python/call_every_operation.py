@@ -75,11 +75,15 @@ from workspace_api_client.api.exports import (
     export_prospects_head,
 )
 from workspace_api_client.api.prospects import (
+    delete_prospect,
+    get_prospect,
     get_prospect_activities,
     get_prospect_activities_head,
+    get_prospect_head,
     list_prospects,
     list_prospects_head,
     log_activity,
+    update_prospect,
 )
 from workspace_api_client.api.reference import get_open_api, get_open_api_head
 from workspace_api_client.api.reporting import get_dialer_metrics, get_dialer_metrics_head
@@ -126,6 +130,7 @@ from workspace_api_client.models import (
     CallUpdatedEvent,
     ChangeACall,
     ChangeList,
+    ChangeProspect,
     ChangeUser,
     ChangeWebhookEndpoint,
     ChangeWebhookEndpointEventTypesType0Item,
@@ -162,6 +167,7 @@ from workspace_api_client.models import (
     ProblemCode,
     Prospect,
     ProspectCreatedEvent,
+    ProspectDeletedEvent,
     ProspectMatchOutcome,
     ProspectUpdatedEvent,
     ProviderRecordingCallback,
@@ -391,6 +397,7 @@ Event = (
     | CallUpdatedEvent
     | ProspectCreatedEvent
     | ProspectUpdatedEvent
+    | ProspectDeletedEvent
     | DialerListCreatedEvent
     | DialerListUpdatedEvent
     | ActivityCreatedEvent
@@ -414,7 +421,7 @@ def read_event(event: Event) -> str:
         read_list(event.data)
     elif isinstance(event, UserCreatedEvent | UserUpdatedEvent):
         read_user(event.data)
-    elif isinstance(event, UserDeletedEvent | DialerListDeletedEvent):
+    elif isinstance(event, UserDeletedEvent | DialerListDeletedEvent | ProspectDeletedEvent):
         assert isinstance(event.data.id, uuid.UUID)
         assert isinstance(event.data.deleted_at, dt.datetime)
     elif isinstance(event, DoNotCallEntryAddedEvent | DoNotCallEntryRemovedEvent):
@@ -736,6 +743,35 @@ def exercise_do_not_call(api: AuthenticatedClient) -> None:
     assert expect_problem("removeDoNotCall", gone, 404).code == ProblemCode.NOT_FOUND
 
 
+# --- prospects ----------------------------------------------------------------------------
+
+
+def exercise_prospect(api: AuthenticatedClient, prospect_id: uuid.UUID) -> None:
+    """One prospect read, corrected (a field set, one cleared), deleted (then 404, and 204
+    again), and an unknown one's problems."""
+    fetched = expect("getProspect", get_prospect.sync_detailed(prospect_id, client=api), 200)
+    read_prospect(fetched.prospect)
+    expect_head("getProspectHead", get_prospect_head.sync_detailed(prospect_id, client=api))
+    change = ChangeProspect(job_title="Analyst", company_domain=None)
+    response = update_prospect.sync_detailed(prospect_id, client=api, body=change)
+    changed = expect("updateProspect", response, 200).prospect
+    read_prospect(changed)
+    assert changed.job_title == "Analyst" and changed.company_domain is None
+    assert changed.updated_at > fetched.prospect.updated_at
+    bad = ChangeProspect(phone_number="not a phone")
+    refused = update_prospect.sync_detailed(prospect_id, client=api, body=bad)
+    problem = expect_problem("updateProspect", refused, 400)
+    assert not isinstance(problem.errors, Unset) and problem.errors[0].pointer == "#/phoneNumber"
+    for attempt in range(2):  # deleted, then deleted already: 204 both times
+        deleted = delete_prospect.sync_detailed(prospect_id, client=api)
+        called["deleteProspect"] = deleted.status_code
+        assert deleted.status_code == 204 and deleted.content == b"", (attempt, deleted.content)
+    gone = expect_problem("getProspect", get_prospect.sync_detailed(prospect_id, client=api), 404)
+    assert gone.code == ProblemCode.NOT_FOUND
+    missing = delete_prospect.sync_detailed(uuid.uuid4(), client=api)
+    assert expect_problem("deleteProspect", missing, 404).code == ProblemCode.NOT_FOUND
+
+
 # --- the run ------------------------------------------------------------------------------
 
 
@@ -956,6 +992,11 @@ def main(
     fetched = expect("getList", get_list.sync_detailed(created.id, client=api), 200).list_
     read_list(fetched)
     assert fetched.prospects_count == 1
+    second = UploadContacts([Contact(first_name="Grace", email="grace@example.com")])
+    uploaded = upload_contacts.sync_detailed(created.id, client=api, body=second)
+    exercise_prospect(api, expect("uploadContacts", uploaded, 200).results[0].prospect_id)
+    fetched = expect("getList", get_list.sync_detailed(created.id, client=api), 200).list_
+    assert fetched.prospects_count == 1  # the second contact's prospect is deleted
     expect_head("getListHead", get_list_head.sync_detailed(created.id, client=api))
     change = ChangeList(name="Generated Python client, renamed")
     renamed = expect(
@@ -983,6 +1024,7 @@ def main(
         "listLists", list_lists.sync_detailed(client=api, page_size=PageSize.VALUE_100), 200
     )
     for item in lists.lists:
+        assert isinstance(item, DialerList)  # without includeDeleted: no tombstones
         read_list(item)
     assert created.id in {item.id for item in lists.lists} and lists.page == 1
     assert not isinstance(lists.total, Unset) and lists.total >= len(lists.lists)
@@ -1029,6 +1071,7 @@ def main(
 
     prospects = expect("listProspects", list_prospects.sync_detailed(client=api), 200)
     for prospect in prospects.prospects:
+        assert isinstance(prospect, Prospect)  # without includeDeleted: no tombstones
         read_prospect(prospect)
     expect_head("listProspectsHead", list_prospects_head.sync_detailed(client=api))
 
@@ -1111,6 +1154,7 @@ def main(
     # The list created, the contact uploaded and the dialer's calls above, as events.
     wanted = {"list.created", "prospect.created", "activity.created", "call.created"}
     wanted |= {"user.created", "user.updated", "user.deleted"}
+    wanted |= {"prospect.updated", "prospect.deleted", "list.updated"}
     events = follow_events(api, wanted | {"call.updated"})
     event_types = sorted({read_event(event) for event in events})
     expired = expect_problem(
