@@ -31,7 +31,7 @@ from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
 from store.sqlite.matching import create_and_fill, resolve_contacts
-from store.sqlite.paging import bump, page_query, quick
+from store.sqlite.paging import page_query, quick
 from store.sqlite.prospect_changes import ProspectChanges
 from store.sqlite.prospect_rows import ProspectRows
 from store.sqlite.schema import insert, json_record, ms, to_doc
