@@ -44,7 +44,8 @@ async def test_get_one_prospect_and_404_for_other_workspaces_and_unknown(
     assert prospect["id"] == ada and prospect["email"] == "ada@example.com"
     assert set(prospect) == {
         "id", "firstName", "lastName", "phoneNumber", "email", "companyName", "companyDomain",
-        "jobTitle", "linkedinUrl", "ownerUserId", "listIds", "createdAt", "updatedAt",
+        "jobTitle", "linkedinUrl", "ownerUserId", "listIds", "doNotCall", "doNotCallReason",
+            "createdAt", "updatedAt",
     }  # fmt: skip
     other = await api_b.get(f"/v1/prospects/{ada}")
     unknown = await api.get(f"/v1/prospects/{uuid.uuid4()}")

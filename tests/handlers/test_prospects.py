@@ -44,9 +44,12 @@ async def test_uploaded_prospect_has_every_field(api, ws_a):
         "linkedinUrl",
         "ownerUserId",
         "listIds",
+        "doNotCall",
+        "doNotCallReason",
         "createdAt",
         "updatedAt",
     }
+    assert prospect["doNotCall"] is False and prospect["doNotCallReason"] is None
     assert (prospect["firstName"], prospect["email"], prospect["phoneNumber"]) == (
         "Ada",
         "Ada@Example.com",
