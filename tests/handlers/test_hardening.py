@@ -11,8 +11,7 @@ import pytest
 from handlers.base import APIHandler
 from server.app import collect_handlers
 from server.config import load_config
-from tests.helpers import Client, test_environ
-from tests.webhooks.receiver import wait_for
+from tests.helpers import Client, test_environ, wait_for
 
 TIMEOUT = 1.0  # idle (= header) and body timeouts of this module's server
 MIB = 1024 * 1024
