@@ -167,7 +167,9 @@ def test_a_worker_finishes_requests_in_flight_on_sigterm(tmp_path, servers):
             b"POST /v1/lists HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n" % len(body) + body[:10]
         )
-        time.sleep(0.3)  # the request is in flight: headers read, body incomplete
+        # The request is in flight (headers read, body incomplete) once a request on a later
+        # connection has been answered: one process, one event loop, connections in turn.
+        assert get(f"{server.origin}/healthz")[0] == 200
         server.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 10
         while True:  # the listening socket goes away; the open connection does not
