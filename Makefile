@@ -23,7 +23,8 @@ demo: $(STAMP)
 # The embedded tier runs its test files in TEST_WORKERS processes (pytest-xdist, a file per
 # worker at a time): most tests wait on sockets and subprocesses, so more workers than cores pay
 # off. The wire tier runs in WIRE_TEST_WORKERS (default: one process); its workers share one
-# FerretDB that the main process starts (tests/conftest.py). 0 means one process.
+# FerretDB that the main process starts (tests/conftest.py); on 2 busy cores two of them still
+# miss the 5 s database timeout now and then. 0 means one process.
 TEST_WORKERS ?= 4
 WIRE_TEST_WORKERS ?= 0
 xdist = $(if $(filter 0 1,$(1)),-p no:xdist,-n $(1) --dist loadfile)
