@@ -22,8 +22,9 @@ demo: $(STAMP)
 # fails when either fails. PYTEST_ARGS passes options to both, e.g. PYTEST_ARGS='-m "not browser"'.
 # The embedded tier runs its test files in TEST_WORKERS processes (pytest-xdist, a file per
 # worker at a time): most tests wait on sockets and subprocesses, so more workers than cores pay
-# off. The wire tier runs in WIRE_TEST_WORKERS (default: one process): each worker starts its own
-# FerretDB, and four of them on 2 cores miss the 5 s database timeout. 0 means one process.
+# off. The wire tier runs in WIRE_TEST_WORKERS (default: one process); its workers share one
+# FerretDB that the main process starts (tests/conftest.py); on 2 busy cores two of them still
+# miss the 5 s database timeout now and then. 0 means one process.
 TEST_WORKERS ?= 4
 WIRE_TEST_WORKERS ?= 0
 xdist = $(if $(filter 0 1,$(1)),-p no:xdist,-n $(1) --dist loadfile)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
@@ -371,3 +371,25 @@ async def settled(measure: Callable[[], int], *, quiet: float = 0.5, timeout: fl
             if looks >= 10 and now - since >= quiet:
                 return value
         assert now < deadline, f"still changing after {timeout} s (at {current})"
+
+
+async def wait_for(
+    condition: Callable[[], bool], timeout: float = 20, what: str = "the condition"
+) -> None:
+    """Poll `condition` until it holds; fail after `timeout` seconds (a poll with a deadline:
+    what tests do instead of sleeping before an assertion)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
+        await asyncio.sleep(0.05)
+
+
+async def until(
+    condition: Callable[[], Awaitable[object]], timeout: float = 20, what: str = "the condition"
+) -> object:
+    """Await `condition()` until it is truthy (its value); fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := await condition()):
+        assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
+        await asyncio.sleep(0.1)
+    return value

@@ -13,7 +13,7 @@ import pytest
 
 from server.config import load_config
 from store.calls import call_document
-from tests.helpers import test_environ
+from tests.helpers import test_environ, wait_for
 
 SETTLE = 2.0
 
@@ -176,6 +176,7 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(
     rng = random.Random(3)
     stop = asyncio.Event()
     lists = [await new_list(f"Sync {i}") for i in range(3)]
+    rounds = {"held": 0, "synced": 0}  # held writes landed, syncer rounds made
 
     async def write_calls():
         while not stop.is_set():
@@ -221,6 +222,7 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(
             ]
             await asyncio.sleep(SETTLE * 0.6)
             await store.calls.insert_documents(ws_a.id, docs)
+            rounds["held"] += 1
 
     copies = {"calls": {}, "prospects": {}, "lists": {}}
     cursors = {name: None for name in copies}
@@ -245,10 +247,16 @@ async def test_a_syncer_ends_with_exactly_the_data_while_writers_run(
     async def syncer():
         while not stop.is_set():
             await poll()
+            rounds["synced"] += 1
             await asyncio.sleep(0.05)
 
     tasks = [asyncio.ensure_future(t()) for t in (write_calls, write_contacts, held_back, syncer)]
-    await asyncio.sleep(4)
+    # The writes go on until three held-back writes have landed behind the syncer's rounds.
+    await wait_for(
+        lambda: (rounds["held"] >= 3 and rounds["synced"] >= 20) or any(t.done() for t in tasks),
+        timeout=60,
+        what="three held-back writes while the syncer follows",
+    )
     stop.set()
     await asyncio.gather(*tasks)
     clock.advance(SETTLE + 0.2)  # one settle period without writes

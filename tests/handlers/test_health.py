@@ -1,7 +1,7 @@
 """GET /healthz and GET /readyz: no key, no rate limit; readiness follows the database."""
 
 import logging
-import time
+import re
 
 import jwt
 import pytest
@@ -77,10 +77,10 @@ def closed_port() -> int:
 async def test_an_unreachable_database_gives_503_within_the_timeout(
     config, http_server_port, caplog
 ):
-    """A real PyMongo client pointed at a closed port: requests get a 503 with Retry-After after
-    about db_timeout_seconds, never a hang or a 500; /readyz says so too. Each 503's log line
-    carries the driver's reason (its error class and message), never the URI or its
-    credentials."""
+    """A real PyMongo client pointed at a closed port: requests get a 503 with Retry-After once
+    db_timeout_seconds ends the driver's wait (its reason says so), never a hang or a 500;
+    /readyz says so too. Each 503's log line carries the driver's reason (its error class and
+    message), never the URI or its credentials."""
     caplog.set_level(logging.WARNING, logger="workspace_api")
     port = closed_port()
     config = config.replace(
@@ -95,13 +95,10 @@ async def test_an_unreachable_database_gives_503_within_the_timeout(
         key = jwt.encode({"kid": "k", "wid": "w", "iat": 1}, TEST_SECRET, algorithm="HS256")
         client = Client(f"http://127.0.0.1:{http_server_port[1]}", key)
         for path in ("/v1/users", "/v1/lists", "/readyz"):
-            started = time.monotonic()
             response = await client.get(path)
-            elapsed = time.monotonic() - started
             assert response.code == 503, response
             assert response.headers["Retry-After"] == "5"
             assert response.json()["code"] == "service_unavailable"
-            assert 0.4 < elapsed < 3, elapsed
         assert (await client.get("/healthz")).code == 200
     finally:
         server.stop()
@@ -111,6 +108,9 @@ async def test_an_unreachable_database_gives_503_within_the_timeout(
     assert len(lines) == 2  # /v1/users and /v1/lists (readiness answers without a log line)
     for line in lines:
         assert "MongoDB did not answer in time (ServerSelectionTimeoutError: " in line
+        # The driver gave up on the configured timeout (0.5 s), not on its own 30 s default.
+        assert "connectTimeoutMS: 500.0ms" in line, line
+        assert re.search(r"Timeout: 0\.\d+s\)", line), line
         assert f"127.0.0.1:{port}" in line and "[Errno 111]" in line
         assert "pa55word" not in line and "ann" not in line and "mongodb://" not in line
         assert "Topology Description" not in line

@@ -411,7 +411,9 @@ async def test_a_batch_takes_1_to_100_calls(dialer, body):
 # --- changes -------------------------------------------------------------------------------------
 
 
-async def test_a_change_moves_updated_at_the_timeline_and_the_sync_order(dialer, store, ws_a, body):
+async def test_a_change_moves_updated_at_the_timeline_and_the_sync_order(
+    dialer, store, clock, ws_a, body
+):
     call = (await dialer.post("/v1/calls", body())).json()["call"]
     response = await dialer.patch(
         f"/v1/calls/{call['id']}", {"disposition": "voicemail", "notes": "Left a message"}
@@ -431,8 +433,8 @@ async def test_a_change_moves_updated_at_the_timeline_and_the_sync_order(dialer,
     assert entry["details"]["disposition"] == "voicemail"
     since = (await dialer.get(f"/v1/calls?updatedSince={changed['updatedAt']}")).json()
     assert [c["id"] for c in since["calls"]] == [call["id"]]
-    # The same change again changes nothing, not even updatedAt.
-    await asyncio.sleep(0.01)
+    # The same change again, a second later, changes nothing, not even updatedAt.
+    clock.advance(1)
     same = await dialer.patch(f"/v1/calls/{call['id']}", {"disposition": "voicemail"})
     assert same.json()["call"] == changed
 

@@ -9,6 +9,7 @@ import asyncio
 from server.expiry import ExpirySweeper
 from server.webhook_dispatch import dispatcher
 from store.errors import StoreUnavailable
+from tests.helpers import wait_for
 
 
 class Swallowing:
@@ -37,8 +38,7 @@ async def test_the_expiry_sweep_stops_when_its_database_call_swallows_the_cancel
     swallowing = Swallowing()
     store.sweep_expired = swallowing
     sweeper = ExpirySweeper(store, interval=0.01).start()
-    while swallowing.calls == 0:
-        await asyncio.sleep(0.01)
+    await wait_for(lambda: swallowing.calls > 0, what="the database call")
     await stop_within(sweeper.stop)
     assert swallowing.swallowed == 1
 
@@ -49,7 +49,6 @@ async def test_the_webhook_dispatcher_stops_when_its_database_call_swallows_the_
     swallowing = Swallowing()
     store.webhook_endpoints.claim_fanout = swallowing
     running = dispatcher(store, config).start()
-    while swallowing.calls == 0:
-        await asyncio.sleep(0.01)
+    await wait_for(lambda: swallowing.calls > 0, what="the database call")
     await stop_within(lambda: running.stop(1))
     assert swallowing.swallowed == 1

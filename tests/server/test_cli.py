@@ -289,7 +289,7 @@ def test_demo_calls_have_playable_recordings_and_one_missing(demo_process):
     assert MISSING_RECORDING_REF not in log.read_text()
 
 
-def test_admin_commands_typed_into_the_demo_revoke_a_key_within_5_seconds(tmp_path):
+def test_admin_commands_typed_into_the_demo_revoke_a_key(tmp_path):
     with running_demo(tmp_path, "--calls", "50", "--timeline", "0", stdin=subprocess.PIPE) as (
         process,
         keys,
@@ -317,14 +317,16 @@ def test_admin_commands_typed_into_the_demo_revoke_a_key_within_5_seconds(tmp_pa
 
         process.stdin.write(f"keys revoke {key_id}\n")
         process.stdin.flush()
-        revoked_at = time.monotonic()
+        # Refused once the process's key cache lets go of it (key_cache_seconds: how long is
+        # tests/handlers/test_auth.py's business, on the test clock).
+        deadline = time.monotonic() + 60
         while True:
             try:
                 http("GET", base + "/users", workspace["apiKey"])
             except urllib.error.HTTPError as exc:
                 assert exc.code == 401
                 break
-            assert time.monotonic() - revoked_at < 5, "a revoked key must stop within 5 s"
+            assert time.monotonic() < deadline, "the revoked key was never refused"
             time.sleep(0.2)
         assert "only admin commands" in log.read_text()
         # the other workspace's key is untouched

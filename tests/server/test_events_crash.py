@@ -32,7 +32,7 @@ from server.config import load_config
 from store.calls import call_document
 from store.clock import utcnow
 from tests.handlers.test_events_proof import Reader, check, truth
-from tests.helpers import TEST_SECRET, Client, make_workspace, test_environ
+from tests.helpers import TEST_SECRET, Client, make_workspace, test_environ, wait_for
 
 SETTLE = 1.0
 DB_TIMEOUT = 2.0  # so that the event sweep's grace (4 of them) keeps the test short
@@ -247,7 +247,14 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         writers = (uploads, uploads, create_lists, call_writes, dialer_writes, user_writes)
         tasks = [asyncio.ensure_future(t()) for t in writers]
         following = asyncio.ensure_future(follow())
-        await asyncio.sleep(3)
+
+        def written() -> int:  # the writes acknowledged so far
+            return answers.get(200, 0) + answers.get(201, 0)
+
+        def going(count: int) -> bool:  # `count` acknowledged (or a writer failed: it says why)
+            return written() >= count or any(task.done() for task in tasks)
+
+        await wait_for(lambda: going(40), timeout=60, what="writes under way")
         await asyncio.to_thread(server.kill)  # in the middle of the writes
         server = Serve(log, env)
         servers.append(server)
@@ -255,7 +262,8 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         state["api"] = Client(server.origin, ws.key, connections=8)
         state["dialer"] = Client(server.origin, ingest, connections=4)
         state["admin"] = Client(server.origin, admin, connections=2)
-        await asyncio.sleep(2)
+        restarted_at = written()
+        await wait_for(lambda: going(restarted_at + 30), timeout=60, what="writes after it")
         stop.set()
         await asyncio.gather(*tasks)
         following.cancel()
@@ -268,7 +276,6 @@ async def test_every_acknowledged_write_has_its_event_after_serve_is_killed_mid_
         # the killed process left marked waits for it): read on until the reader's last events
         # are the records as they are, or fail after the deadline (an event that landed behind
         # the reader would never show up).
-        await asyncio.sleep(SETTLE + 0.2)
         history = {u["id"] for u in [*ws.users, ws.deleted_user]}
         records = await truth(state["api"], users, history)
         deadline = time.monotonic() + 60

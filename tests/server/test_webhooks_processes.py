@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import signal
 
 from server.app import open_services
 from server.config import load_config
@@ -64,9 +65,25 @@ async def started(log, env: dict) -> Serve:
     return server
 
 
-async def expected_events(api: Client, since: str) -> set[str]:
-    events, _ = await follow_events(api, f"/v1/events?since={since}")
-    return {event["id"] for event in events}
+async def expected_events(api: Client, since: str, count: int) -> set[str]:
+    """The ids of the events since `since` once the feed holds `count` (each is served once
+    the settle period has passed)."""
+
+    async def served() -> set[str] | None:
+        events, _ = await follow_events(api, f"/v1/events?since={since}")
+        ids = {event["id"] for event in events}
+        return ids if len(ids) >= count else None
+
+    wanted = await until(served, what=f"{count} events in the feed")
+    assert isinstance(wanted, set) and len(wanted) == count, wanted
+    return wanted
+
+
+def stopped(server: Serve) -> None:
+    """SIGTERM, as a deployment stops it: the attempts in flight end, then the process exits."""
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(30) == 0, server.log.read_text()[-3000:]
 
 
 async def test_every_event_is_delivered_across_a_sigkill_mid_delivery(tmp_path):
@@ -93,9 +110,7 @@ async def test_every_event_is_delivered_across_a_sigkill_mid_delivery(tmp_path):
             for number in range(12, 16):
                 response = await api.post("/v1/lists", {"name": f"L{number}", "ownerUserId": owner})
                 assert response.code == 201, response
-            await asyncio.sleep(1.0)  # past the settle period: the feed holds every event
-            wanted = await expected_events(api, endpoint["createdAt"])
-            assert len(wanted) == 16
+            wanted = await expected_events(api, endpoint["createdAt"], 16)
             await wait_for(
                 lambda: wanted <= set(receiver.ids()),
                 timeout=60,
@@ -124,18 +139,13 @@ async def test_two_processes_make_each_attempt_once(tmp_path):
                 api = apis[number % 2]
                 response = await api.post("/v1/lists", {"name": f"L{number}", "ownerUserId": owner})
                 assert response.code == 201, response
-            await asyncio.sleep(1.0)
-            wanted = await expected_events(apis[0], endpoint["createdAt"])
-            assert len(wanted) == 20
+            wanted = await expected_events(apis[0], endpoint["createdAt"], 20)
 
             def twice() -> bool:
                 counts = collections.Counter(receiver.ids())
                 return set(counts) == wanted and all(counts[i] >= 2 for i in wanted)
 
             await wait_for(twice, timeout=60, what="two attempts of every event")
-            await asyncio.sleep(LEASE + 0.5)  # a duplicate attempt would have arrived by now
-            counts = collections.Counter(receiver.ids())
-            assert all(counts[i] == 2 for i in wanted), counts
 
             async def listed() -> list[dict] | None:
                 path = f"/v1/webhook-endpoints/{endpoint['id']}/deliveries?pageSize=100"
@@ -146,6 +156,10 @@ async def test_two_processes_make_each_attempt_once(tmp_path):
             pairs = [(a["eventId"], a["attempt"]) for a in attempts]  # type: ignore[union-attr]
             assert len(pairs) == len(set(pairs)) == 40
             assert {pair for pair in pairs} == {(i, n) for i in wanted for n in (1, 2)}
+            # Both stopped, their attempts in flight ended: nothing can arrive after this.
+            await asyncio.gather(*(asyncio.to_thread(stopped, server) for server in servers))
+            counts = collections.Counter(receiver.ids())
+            assert all(counts[i] == 2 for i in wanted), counts
         finally:
             for server in servers:
                 server.kill()

@@ -13,6 +13,9 @@ import threading
 
 import pytest
 
+from tests.helpers import wait_for
+from tests.store.test_turns import waiting_writers
+
 
 async def test_the_pace_returns_when_nothing_is_written(store):
     async with store.heavy_writes() as pace:
@@ -61,7 +64,9 @@ async def test_the_pace_goes_on_while_the_writer_waits_for_the_file(store):
             other.execute("BEGIN IMMEDIATE")  # the other writer's unit is under way
             unit = _unit(*_open(), False)
             writing = asyncio.ensure_future(store.engine.write(unit, timeout=10))
-            await asyncio.sleep(0.3)  # the writer is waiting for the lock by now
+            # The writer says it waits for the lock (store/sqlite/turns.py): a shared flock on
+            # the file of turns.
+            await wait_for(lambda: waiting_writers(store.engine.path), what="the writer waits")
             assert not writing.done()
             await asyncio.wait_for(pace(), 2)  # at once, though the write is not done
             assert not writing.done()

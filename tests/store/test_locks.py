@@ -9,6 +9,7 @@ import pytest
 from store.clock import utcnow
 from store.errors import StoreBusy
 from store.mongo.locks import CLAIM
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.mongodb
 
@@ -81,13 +82,14 @@ async def test_a_waiter_is_not_starved_by_a_holder_that_takes_the_lease_straight
 
     hog = asyncio.ensure_future(greedy())
     try:
-        await asyncio.sleep(0.1)
-        waited = []
-        for _ in range(3):  # each time: in within about one of the holder's turns
-            started = asyncio.get_running_loop().time()
-            async with leases.held("ws-a", "job", wait=2):
-                waited.append(asyncio.get_running_loop().time() - started)
-        assert max(waited) < 1.0, waited
+        await wait_for(lambda: turns["greedy"] >= 1, what="the holder's first turn")
+        passed = []
+        for _ in range(3):  # each time: in after the holder's turn under way, the next at most
+            before = turns["greedy"]
+            async with leases.held("ws-a", "job", wait=5):
+                passed.append(turns["greedy"] - before)
+        # Starved, a waiter would see turn after turn go by until its wait ran out (StoreBusy).
+        assert max(passed) <= 2, passed
     finally:
         stop.set()
         await hog
@@ -125,8 +127,17 @@ async def test_a_waiter_that_gives_up_withdraws_its_claim(store):
 async def test_a_claim_lapses_when_its_waiter_is_gone(store):
     leases = store.prospects.leases
     token = await leases.try_acquire("ws-a", "job", ttl=30)
-    await leases.claim_next("ws-a", "job", "gone", utcnow())
+    before = utcnow()
+    await leases.claim_next("ws-a", "job", "gone", before)
     await leases.release("ws-a", "job", token)
     assert await leases.try_acquire("ws-a", "job", ttl=30) is None  # the claimant's turn
-    await asyncio.sleep(CLAIM + 0.1)
+    lease = await leases.col.find_one({"_id": "ws-a:job"})
+    claimed_until = lease["next"]["until"]
+    claim = dt.timedelta(seconds=CLAIM)
+    assert before + claim <= claimed_until <= utcnow() + claim  # for CLAIM seconds
+    # CLAIM seconds on, as the store sees them: the claim's time has run out.
+    await leases.col.update_one(
+        {"_id": "ws-a:job"},
+        {"$set": {"next.until": claimed_until - dt.timedelta(seconds=CLAIM + 0.001)}},
+    )
     assert await leases.try_acquire("ws-a", "job", ttl=30)  # it never came: anyone's

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
 
 import pytest
 from tornado.httpclient import AsyncHTTPClient, HTTPResponse
@@ -270,10 +269,8 @@ async def test_ignore_range_fault(provider) -> None:
 
 async def test_stall_fault_sends_no_headers(provider) -> None:
     provider.faults.set("stall", stall_seconds=5)
-    started = time.monotonic()
-    with pytest.raises(HTTPTimeoutError):
+    with pytest.raises(HTTPTimeoutError):  # no headers before the client gives up
         await fetch(provider, request_timeout=0.3)
-    assert time.monotonic() - started < 2
     provider.faults.clear()  # releases the stalled request at once
     await provider.stats.wait_idle()
 

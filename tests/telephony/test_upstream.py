@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-import time
 from collections.abc import Awaitable, Callable
 
 import psutil
@@ -15,7 +14,7 @@ import pytest
 from telephony.errors import UpstreamError, UpstreamNotFound, UpstreamRangeNotSatisfiable
 from telephony.simulated_provider import Recording, make_ref, start_provider
 from telephony.upstream import UpstreamClient
-from tests.helpers import settled
+from tests.helpers import settled, wait_for
 
 REF = make_ref("call-1")
 
@@ -125,22 +124,21 @@ async def test_malformed_reference_is_never_requested(provider, upstream) -> Non
 
 
 @pytest.mark.parametrize(
-    "kind, options, range_header",
+    "kind, options, range_header, says",
     [
-        ("500", {}, None),
-        ("html200", {}, None),
-        ("redirect", {}, None),
-        ("ignore_range", {}, "bytes=0-9"),
-        ("stall", {"stall_seconds": 10}, None),
+        ("500", {}, None, "answered 500"),
+        ("html200", {}, None, "non-audio content type"),
+        ("redirect", {}, None, "redirects are not followed"),
+        ("ignore_range", {}, "bytes=0-9", "ignored the requested range"),
+        # The provider answers normally once its stall ends: only the header timeout (2 s in
+        # these tests) can end the request with this error.
+        ("stall", {"stall_seconds": 30}, None, "sent no response in time"),
     ],
 )
-async def test_faults_before_the_body(provider, upstream, kind, options, range_header) -> None:
+async def test_faults_before_the_body(provider, upstream, kind, options, range_header, says):
     provider.faults.set(kind, **options)
-    started = time.monotonic()
-    with pytest.raises(UpstreamError) as caught:
+    with pytest.raises(UpstreamError, match=says) as caught:
         await upstream.open(REF, range_header=range_header)
-    # The header timeout (2 s in these tests) ends a stall, long before the provider's 10 s.
-    assert time.monotonic() - started < 8
     assert_clean(caught.value, provider)
     assert len(provider.stats.requests) == 1  # no retry, no redirect followed
 
@@ -215,7 +213,7 @@ async def test_a_cancellation_is_never_lost_whenever_it_lands(provider) -> None:
         for _ in range(steps):
             await asyncio.sleep(0)
         task.cancel()
-        done, _ = await asyncio.wait([task], timeout=2)
+        done, _ = await asyncio.wait([task], timeout=10)  # a lost one would wait out the stall
         if not done:
             late.append(steps)
             task.cancel()
@@ -244,9 +242,10 @@ async def test_no_leaks_after_many_early_closes(provider, upstream) -> None:
         task.cancel()
     await asyncio.gather(*tasks_cancelled, return_exceptions=True)
     await provider.stats.wait_idle()
-    await asyncio.sleep(0.05)
-    assert len(asyncio.all_tasks()) == tasks
-    assert process.num_fds() <= fds
+    await wait_for(  # the connections' last callbacks run: then nothing is left over
+        lambda: len(asyncio.all_tasks()) == tasks and process.num_fds() <= fds,
+        what="file descriptors and tasks given back",
+    )
     assert all(r.aborted for r in provider.stats.requests)
 
 
@@ -359,22 +358,24 @@ async def test_bad_heads(script, range_header) -> None:
 
 
 @pytest.mark.parametrize(
-    "script",
+    "script, says",
     [
-        answer(AUDIO + "Content-Length: 100\n", b"x" * 10, pause=2),  # stalls mid-body
-        answer(AUDIO + "Transfer-Encoding: chunked\n", b"a\r\nxxxxxxxxxx\r\n"),  # no last chunk
-        answer(AUDIO + "Connection: close\n", b"x" * 10, reset=True),  # close-delimited + RST
-        answer(AUDIO + "Content-Length: 100\n", b"x" * 10),  # closed early
+        # Stalls mid-body for longer than the idle timeout (0.3 s), then closes early: only
+        # the idle timeout ends the read as a stall.
+        (answer(AUDIO + "Content-Length: 100\n", b"x" * 10, pause=2), "stalled"),
+        # no last chunk
+        (answer(AUDIO + "Transfer-Encoding: chunked\n", b"a\r\nxxxxxxxxxx\r\n"), "broke off"),
+        # close-delimited, then a TCP RST
+        (answer(AUDIO + "Connection: close\n", b"x" * 10, reset=True), "broke off"),
+        (answer(AUDIO + "Content-Length: 100\n", b"x" * 10), "broke off"),  # closed early
     ],
 )
-async def test_broken_bodies(script) -> None:
+async def test_broken_bodies(script, says) -> None:
     server, client = await scripted(script)
     try:
         response = await client.open(REF)
-        started = time.monotonic()
-        with pytest.raises(UpstreamError):
+        with pytest.raises(UpstreamError, match=says):
             await read_all(response)
-        assert time.monotonic() - started < 1.5
         await response.aclose()
     finally:
         server.close()

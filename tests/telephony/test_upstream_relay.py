@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 
 import pytest
 
@@ -186,10 +185,8 @@ async def test_splice_stops_on_a_stalled_provider_and_on_a_gone_client() -> None
         response = await client.open(REF)
         await response.next_pieces()
         assert response.can_splice
-        started = time.monotonic()
         with pytest.raises(UpstreamError, match="stalled"):
             await response.splice_to(left, lambda: False)
-        assert time.monotonic() - started < 2
         response.close()
         # The client's socket closing ends the splice too, and drops the provider.
         server.pause_after = 0
@@ -218,10 +215,8 @@ async def test_splice_gives_up_on_a_client_that_stops_reading() -> None:
         response = await client.open(REF)
         await response.next_pieces()
         assert response.can_splice
-        started = time.monotonic()
-        with pytest.raises(DownstreamClosed, match="stalled"):
+        with pytest.raises(DownstreamClosed, match="the client stalled"):
             await response.splice_to(left, lambda: False, client_timeout=0.3)
-        assert time.monotonic() - started < 2
         response.close()
     finally:
         left.close()

@@ -8,12 +8,13 @@ import asyncio
 import dataclasses
 import datetime as dt
 import socket
-import time
 from collections.abc import Awaitable, Callable
 
 import tornado.web
 from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
+
+from tests.helpers import until, wait_for  # noqa: F401 (imported from here by tests)
 
 MARKER = "receiver-body-marker-7f3e9c"
 
@@ -120,24 +121,3 @@ class Receiver:
             return
         handler.set_header("Content-Type", "text/plain")
         handler.finish(f"{MARKER} {answer.status}")
-
-
-async def wait_for(
-    condition: Callable[[], bool], timeout: float = 20, what: str = "the condition"
-) -> None:
-    """Poll `condition` until it holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
-        await asyncio.sleep(0.05)
-
-
-async def until(
-    condition: Callable[[], Awaitable[object]], timeout: float = 20, what: str = "the condition"
-) -> object:
-    """Await `condition()` until it is truthy (its value); fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := await condition()):
-        assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
-        await asyncio.sleep(0.1)
-    return value

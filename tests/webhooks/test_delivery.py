@@ -7,7 +7,6 @@ deliveries listing are then exactly the schedule's, and nobody waits for a retry
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import itertools
 import json
@@ -226,10 +225,10 @@ async def test_out_of_retries_the_delivery_fails_and_recover_sends_it_again(
 async def test_410_disables_the_endpoint_and_enabling_it_resumes(
     api, new_list, receiver, start_dispatcher
 ):
-    receiver.plan = lambda request, number: Answer(410)
+    receiver.plan = lambda request, number: Answer(410 if request.path == "hook" else 200)
     endpoint, _ = await create_endpoint(api, receiver.url())
     start_dispatcher()
-    await new_list("Gone")
+    first = await new_list("Gone")
     path = f"/v1/webhook-endpoints/{endpoint['id']}"
 
     async def disabled() -> dict | None:
@@ -243,18 +242,30 @@ async def test_410_disables_the_endpoint_and_enabling_it_resumes(
     [attempt] = await attempts(api, endpoint["id"])
     assert attempt["statusCode"] == 410 and "disabled" in attempt["error"]
     assert attempt["nextAttemptAt"] is None
-    # Disabled: a new event gets no attempt.
-    await new_list("While disabled")
+    # Disabled: a new event gets no attempt. A witness endpoint, enabled, gets it: by then the
+    # event has settled and been fanned out.
+    await create_endpoint(api, receiver.url("witness"))
+    between = await new_list("While disabled")
     receiver.plan = lambda request, number: Answer(200)
-    await asyncio.sleep(1.5)  # settle period and several polls: it would have been sent
-    assert len(receiver.requests) == 1
+
+    def witnessed(list_id: str) -> bool:
+        return any(
+            json.loads(r.body)["data"]["id"] == list_id
+            for r in receiver.requests
+            if r.path == "witness"
+        )
+
+    await wait_for(lambda: witnessed(between["id"]), what="the witness's delivery")
+    assert len(receiver.ids("hook")) == 1
     # Enabled again: events from then on are sent (the one in between only by recover).
     response = await api.fetch(path, "PATCH", json_body={"status": "enabled"})
     assert response.code == 200 and response.json()["webhookEndpoint"]["status"] == "enabled"
     assert response.json()["webhookEndpoint"]["disabledReason"] is None
     latest = await new_list("After enabling")
-    await wait_for(lambda: len(receiver.requests) == 2, what="the delivery after enabling")
-    assert json.loads(receiver.requests[1].body)["data"]["id"] == latest["id"]
+    await wait_for(lambda: len(receiver.ids("hook")) == 2, what="the delivery after enabling")
+    await wait_for(lambda: witnessed(latest["id"]), what="the witness's last delivery")
+    sent = [json.loads(r.body)["data"]["id"] for r in receiver.requests if r.path == "hook"]
+    assert sent == [first["id"], latest["id"]]  # never the event of the disabled time
 
 
 async def test_rotation_signs_with_both_secrets_during_the_overlap(
@@ -314,10 +325,11 @@ async def test_slow_endpoints_of_one_host_leave_its_other_endpoints_connections(
         return Answer(200, delay=4.0 if request.path.startswith("slow") else 0.0)
 
     receiver.plan = plan
-    for number in range(3):
-        await create_endpoint(api, receiver.url(f"slow{number}"))
+    slow_endpoints = [
+        (await create_endpoint(api, receiver.url(f"slow{number}")))[0] for number in range(3)
+    ]
     await create_endpoint(api, receiver.url("fast"))
-    start_dispatcher(webhook_max_in_flight_per_endpoint=4)
+    running = start_dispatcher(webhook_max_in_flight_per_endpoint=4)
     for number in range(6):
         await new_list(f"List {number}")
     await wait_for(lambda: receiver.in_flight >= 12, timeout=8, what="the slow attempts")
@@ -327,12 +339,13 @@ async def test_slow_endpoints_of_one_host_leave_its_other_endpoints_connections(
     await wait_for(
         lambda: all(len(receiver.ids(path)) >= 6 for path in slow), timeout=20, what="the rest"
     )
-    await asyncio.sleep(0.5)
+    await running.stop()  # lets the attempts in flight end: nothing is sent after this
     # Each attempt had its connection at once: none timed out waiting for one and was sent
-    # again, so each endpoint got its 6 events once, 4 at a time.
-    for path in slow:
+    # again, so each endpoint got its 6 events once, 4 at a time, each attempt a 200.
+    for path, endpoint in zip(slow, slow_endpoints, strict=True):
         assert len(receiver.ids(path)) == len(set(receiver.ids(path))) == 6, path
         assert receiver.max_in_flight[path] == 4, path
+        assert [a["statusCode"] for a in await attempts(api, endpoint["id"])] == [200] * 6
 
 
 async def test_two_dispatchers_share_an_endpoint_s_in_flight_limit(
@@ -342,12 +355,12 @@ async def test_two_dispatchers_share_an_endpoint_s_in_flight_limit(
     together never send more than the limit at once, and each event once."""
     receiver.plan = lambda request, number: Answer(200, delay=0.3)
     await create_endpoint(api, receiver.url("slow"))
-    start_dispatcher(webhook_max_in_flight_per_endpoint=3)
-    start_dispatcher(webhook_max_in_flight_per_endpoint=3)
+    running = [start_dispatcher(webhook_max_in_flight_per_endpoint=3) for _ in range(2)]
     for number in range(16):
         await new_list(f"List {number}")
     await wait_for(lambda: len(receiver.ids("slow")) >= 16, timeout=30, what="every delivery")
-    await asyncio.sleep(0.5)
+    for each in running:  # lets the attempts in flight end: nothing is sent after this
+        await each.stop()
     assert len(receiver.ids("slow")) == len(set(receiver.ids("slow"))) == 16
     assert receiver.max_in_flight["slow"] == 3
 
