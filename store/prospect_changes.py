@@ -12,11 +12,13 @@ conflict (`ProspectExists`): that prospect was created as the person with those 
 
 from __future__ import annotations
 
+from store.dnc import email_key, phone_key, reason
 from store.identity import CONTACT_FIELDS, normalize_email, normalize_linkedin, normalize_phone
 from store.prospects import DERIVED, Contact, dedupe_key
 
 IDENTIFYING = ("email", "phoneNumber", "linkedinUrl")
 CHANGEABLE = (*CONTACT_FIELDS, "ownerUserId")
+OWN_FLAG = "doNotCall"  # the body's name of the prospect's own do-not-call flag (doNotCallSelf)
 
 
 class UnreadablePhone(ValueError):
@@ -39,9 +41,11 @@ class ProspectExists(Exception):
 def changes_of(doc: dict, fields: dict, region: str) -> dict[str, object]:
     """The stored fields a PATCH of `fields` changes in the stored prospect `doc`, each with its
     new value (None: cleared), the dedupe key included when it moves; empty when nothing
-    changes."""
+    changes. The do-not-call fields are not among them (`do_not_call_changes`)."""
     new = {name: doc.get(name) for name in CHANGEABLE}
     for name, value in fields.items():
+        if name == OWN_FLAG:
+            continue
         if name not in CHANGEABLE:
             raise KeyError(name)
         if isinstance(value, str):
@@ -70,6 +74,39 @@ def changes_of(doc: dict, fields: dict, region: str) -> dict[str, object]:
         if made != key:
             changes["dedupeKey"] = made
     return changes
+
+
+def dnc_keys(doc: dict, changes: dict) -> list[str]:
+    """The do-not-call entry keys of the prospect's identifiers once `changes` are made (the
+    backend reads which of them are on the list)."""
+    phone = changes["phoneE164"] if "phoneE164" in changes else doc.get("phoneE164")
+    email = changes["emailNorm"] if "emailNorm" in changes else doc.get("emailNorm")
+    return [
+        key for key in (phone and phone_key(str(phone)), email and email_key(str(email))) if key
+    ]
+
+
+def do_not_call_changes(
+    doc: dict, fields: dict, changes: dict, listed: set[str]
+) -> dict[str, object]:
+    """The do-not-call fields a PATCH changes (store/dnc.py): the own flag when `fields` sets
+    it, and the value and reason recomputed from the flag and the prospect's identifiers as
+    they are after `changes` (`listed`: which of `dnc_keys` are on the list)."""
+    own = bool(fields.get(OWN_FLAG, bool(doc.get("doNotCallSelf"))))
+    phone = changes["phoneE164"] if "phoneE164" in changes else doc.get("phoneE164")
+    email = changes["emailNorm"] if "emailNorm" in changes else doc.get("emailNorm")
+    why = reason(
+        own,
+        bool(phone) and phone_key(str(phone)) in listed,
+        bool(email) and email_key(str(email)) in listed,
+    )
+    found: dict[str, object] = {}
+    if own != bool(doc.get("doNotCallSelf")):
+        found["doNotCallSelf"] = own
+    if why != doc.get("doNotCallReason"):
+        found["doNotCall"] = why is not None
+        found["doNotCallReason"] = why
+    return found
 
 
 def identifying(fields: dict) -> list[str]:

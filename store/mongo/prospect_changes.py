@@ -19,13 +19,20 @@ from typing import TYPE_CHECKING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
+from store.dnc import PROSPECT_FIELDS as DNC_FIELDS
 from store.events import Removed
 from store.identity import CONTACT_FIELDS
 from store.mongo.errors import translate_errors
 from store.mongo.events import MARK, TOMBSTONES
 from store.mongo.lists import PENDING, mark_counting
 from store.mongo.locks import UPLOAD_LEASE, Leases
-from store.prospect_changes import ProspectExists, changes_of, identifying
+from store.prospect_changes import (
+    ProspectExists,
+    changes_of,
+    dnc_keys,
+    do_not_call_changes,
+    identifying,
+)
 from store.prospects import DERIVED
 from store.prospects import record as prospect_record
 from store.tombstones import PROSPECT_CLEARED, dedupe_key
@@ -35,9 +42,13 @@ if TYPE_CHECKING:
     from store.mongo.events import EventWriter, Pending
 
 PURGE = "purge"  # on a tombstone: the lists it left, until they are counted and its timeline gone
-STORED = dict.fromkeys(
-    ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values(), "ownerUserId", "listIds"), 1
-) | {"createdAt": 1, "updatedAt": 1}
+STORED = (
+    dict.fromkeys(
+        ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values(), "ownerUserId", "listIds"), 1
+    )
+    | dict.fromkeys(DNC_FIELDS, 1)
+    | {"createdAt": 1, "updatedAt": 1}
+)
 
 
 @translate_errors
@@ -58,6 +69,19 @@ class ProspectChanges:
             if doc is None:
                 return None
             changes = changes_of(doc, fields, self.default_region)
+            # The list is read under the upload lease, which its additions and removals hold too.
+            keys = dnc_keys(doc, changes)
+            listed = (
+                {
+                    found["key"]
+                    async for found in self.col.database["do_not_call"].find(
+                        {"workspaceId": workspace_id, "key": {"$in": keys}}, {"key": 1}
+                    )
+                }
+                if keys
+                else set()
+            )
+            changes |= do_not_call_changes(doc, fields, changes, listed)
             if not changes:
                 return prospect_record(doc), False
             taken = "dedupeKey" in changes and await self.col.find_one(

@@ -12,9 +12,16 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
+from store.dnc import PROSPECT_FIELDS as DNC_FIELDS
 from store.events import Removed
 from store.identity import CONTACT_FIELDS
-from store.prospect_changes import ProspectExists, changes_of, identifying
+from store.prospect_changes import (
+    ProspectExists,
+    changes_of,
+    dnc_keys,
+    do_not_call_changes,
+    identifying,
+)
 from store.prospects import DERIVED
 from store.prospects import record as prospect_record
 from store.sqlite.paging import bump
@@ -25,7 +32,10 @@ if TYPE_CHECKING:
     from store.sqlite.engine import Engine
     from store.sqlite.events import EventWriter
 
-STORED = ("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values(), "ownerUserId", "listIds")
+STORED = (
+    *("_id", "dedupeKey", *CONTACT_FIELDS, *DERIVED.values(), "ownerUserId", "listIds"),
+    *DNC_FIELDS,
+)
 READ = (
     f"SELECT {', '.join(f'{chr(34)}{name}{chr(34)}' for name in STORED)}, createdAt, updatedAt "
     'FROM prospects WHERE "_id" = ? AND workspaceId = ? AND deletedAt IS NULL'
@@ -53,6 +63,18 @@ def update_unit(
         return None
     doc = to_doc(row)
     changes = changes_of(doc, fields, region)
+    if keys := dnc_keys(doc, changes):
+        listed = {
+            found[0]
+            for found in conn.execute(
+                f"SELECT key FROM do_not_call WHERE workspaceId = ? AND key IN "
+                f"({', '.join('?' * len(keys))})",
+                (workspace_id, *keys),
+            )
+        }
+    else:
+        listed = set()
+    changes |= do_not_call_changes(doc, fields, changes, listed)
     if not changes:
         return prospect_record(doc), False
     if "dedupeKey" in changes:

@@ -175,6 +175,45 @@ async def test_prospects_follow_the_list_at_once(api, new_list):
     ]
 
 
+async def test_patch_sets_the_own_flag_and_follows_the_list(api, new_list):
+    """PATCH {"doNotCall"} sets and clears the prospect's own flag; a PATCH of the phone or
+    email is checked against the list like an entry's addition; the response is the record
+    GET answers, and a PATCH that changes nothing records nothing."""
+    listing = await new_list()
+    done = await upload(api, listing["id"], {"firstName": "Cy", "phoneNumber": "+14155550111"})
+    cy_id = done["results"][0]["prospectId"]
+    path = f"/v1/prospects/{cy_id}"
+
+    response = await api.patch(path, {"doNotCall": True})
+    assert response.code == 200, response
+    changed = response.json()["prospect"]
+    assert (changed["doNotCall"], changed["doNotCallReason"]) == (True, "prospect")
+    assert changed == (await api.get(path)).json()["prospect"]
+    assert [p["id"] for p in (await api.get("/v1/prospects?doNotCall=true")).json()["prospects"]]
+    again = await api.patch(path, {"doNotCall": True})
+    assert again.json()["prospect"]["updatedAt"] == changed["updatedAt"]
+
+    await add(api, {"phoneNumber": "+14155550122"})
+    moved = (await api.patch(path, {"doNotCall": False, "phoneNumber": "415 555 0122"})).json()
+    assert (moved["prospect"]["doNotCall"], moved["prospect"]["doNotCallReason"]) == (
+        True,
+        "suppressed_phone",
+    )
+    cleared = (await api.patch(path, {"phoneNumber": None, "firstName": "Cy"})).json()
+    assert (cleared["prospect"]["doNotCall"], cleared["prospect"]["doNotCallReason"]) == (
+        False,
+        None,
+    )
+    dialable = (await api.get("/v1/prospects?doNotCall=false")).json()["prospects"]
+    assert cy_id in [p["id"] for p in dialable]
+
+    updated = await events_of(api, "prospect.updated", 3)
+    reasons = [e["data"]["doNotCallReason"] for e in updated if e["data"]["id"] == cy_id]
+    assert reasons == ["prospect", "suppressed_phone", None]
+    refused = await api.patch(path, {"doNotCall": "yes"})
+    assert refused.code == 400 and refused.json()["errors"][0]["pointer"] == "#/doNotCall"
+
+
 async def test_an_upload_skips_suppressed_contacts(api, new_list):
     first, second = await new_list("First"), await new_list("Second")
     done = await upload(
