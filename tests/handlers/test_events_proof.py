@@ -1,12 +1,14 @@
 """The proof that the events feed misses nothing: writers create and change calls, prospects,
-lists, activities and users at full speed, and delete users (contact uploads, list creations,
-lists renamed and members taken out of them, and the users' writes over HTTP, the demo's
+lists, activities and users at full speed, and delete users, prospects and lists (contact
+uploads, list creations, lists renamed and members taken out of them, prospects corrected and
+deleted, lists filled and deleted with their members in them, the users' writes over HTTP, the demo's
 live writer recording through the dialer's API, calls by contact and their changes, notes
 changes, calls stamped now that land seconds later, and on MongoDB events
 held back after their change landed), while a reader follows GET /v1/events from the start.
 After the writes stop and one settle period passes, the reader has seen, for every record, an
-event carrying its final state as its last event, and a `*.created` event for every record:
-0 missing, 0 stale. (tests/server/test_events_crash.py proves the same across a SIGKILL.)"""
+event carrying its final state as its last event (`{"id", "deletedAt"}` for a deleted one, whose
+timeline the reader drops with it), and a `*.created` event for every record: 0 missing,
+0 stale. (tests/server/test_events_crash.py proves the same across a SIGKILL.)"""
 
 from __future__ import annotations
 
@@ -26,9 +28,9 @@ from tests.helpers import Client, test_environ
 SETTLE = 1.0
 HOLD = 3 * SETTLE  # how long a held-back write takes to land: well past the settle period
 RESOURCES = ("calls", "prospects", "lists")
-# How long the writers run. The wire tier's server (FerretDB) reads whole collections for most
-# queries, so each write there takes several times longer: it gets a longer window for the same
-# floor of work done (checked after), a fixed one (the longer it runs, the slower it gets).
+# How long the writers run at least; then until each has done its floor of work (`enough`). The
+# wire tier's server (FerretDB) reads whole collections for most queries, so each write there
+# takes several times longer: it gets a longer window.
 WRITING = {"sqlite": 6.0, "mongodb": 10.0}
 
 
@@ -63,6 +65,10 @@ class Reader:
             resource, action = event["type"].split(".")
             key = (resource, event["data"]["id"])
             self.last[key] = event["data"]
+            if event["type"] == "prospect.deleted":  # its timeline goes with it (docs/api.md)
+                for gone in [k for k, v in self.last.items() if k[0] == "activity"]:
+                    if self.last[gone].get("prospectId") == key[1]:
+                        del self.last[gone]
             if action in ("created", "added"):  # a do-not-call entry is "added"
                 self.created.add(key)
             self.positions.append((event["occurredAt"], event["id"]))
@@ -76,10 +82,10 @@ class Reader:
                 await asyncio.sleep(0.05)
 
 
-async def walk(api: Client, resource: str) -> dict[str, dict]:
+async def walk(api: Client, resource: str, query: str = "") -> dict[str, dict]:
     """Every record of a paginated resource, by cursor (nothing is written any more)."""
     found: dict[str, dict] = {}
-    body = (await api.get(f"/v1/{resource}?pageSize=100")).json()
+    body = (await api.get(f"/v1/{resource}?pageSize=100{query}")).json()
     while True:
         found.update((record["id"], record) for record in body[resource])
         if not body["hasMore"]:
@@ -110,6 +116,14 @@ async def truth(api: Client, made: list[str], history: set[str]) -> dict[tuple[s
         assert response.code == 200, response
         for activity in response.json()["activities"]:
             records[("activity", activity["id"])] = {**activity, "prospectId": key[1]}
+    for resource in ("prospects", "lists"):  # deleted ones: as their last event carries them
+        synced = await walk(api, resource, "&sort=updatedAt&includeDeleted=true")
+        for record_id, record in synced.items():
+            if "deletedAt" in record:
+                records[(resource.removesuffix("s"), record_id)] = {
+                    "id": record_id,
+                    "deletedAt": record["deletedAt"],
+                }
     return records
 
 
@@ -165,6 +179,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     live = LiveWriter(store, [ws_a.id], 12_000, recorder, rng=random.Random(7))
     counts = {"uploads": 0, "lists": 0, "notes": 0, "held": 0, "held_events": 0, "dialed": 0}
     counts |= {"users": 0, "deleted_users": 0, "renamed": 0, "removed": 0, "suppressed": 0}
+    counts |= {"patched": 0, "deleted_prospects": 0, "deleted_lists": 0}
     _, key = await auth.create(ws_a.id, "directory", frozenset({"read", "admin"}))
     admin = Client(origin, key)
     users: list[str] = []
@@ -292,6 +307,30 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
                 counts["deleted_users"] += 1
             await asyncio.sleep(0.1)  # a directory's pace, as create_lists keeps a CRM's
 
+    async def correct_and_delete() -> None:  # a CRM corrects and deletes what it pushed
+        n = 0
+        while not stop.is_set():
+            n += 1
+            email = f"c{rng.randint(0, 80)}@example.com"
+            found = (await api.get(f"/v1/prospects?email={email}")).json()["prospects"]
+            if found:
+                target = f"/v1/prospects/{found[0]['id']}"
+                patched = await api.patch(target, {"jobTitle": f"Corrected {n}"})
+                assert patched.code in (200, 404), patched  # 404: deleted meanwhile
+                counts["patched"] += patched.code == 200
+                if n % 3 == 0:
+                    deleted = await api.fetch(target, "DELETE")
+                    assert deleted.code == 204, deleted
+                    counts["deleted_prospects"] += 1
+            if n % 5 == 0:  # a campaign's own list: filled, then deleted with its members in it
+                own = await new_list(f"Campaign {n}")
+                members = [{"email": f"c{rng.randint(0, 80)}@example.com"} for _ in range(3)]
+                filled = await api.post(f"/v1/lists/{own['id']}/contacts", {"contacts": members})
+                assert filled.code == 200, filled
+                assert (await api.fetch(f"/v1/lists/{own['id']}", "DELETE")).code == 204
+                counts["deleted_lists"] += 1
+            await asyncio.sleep(0.1 if store.backend == "sqlite" else 0.3)
+
     entries: dict[str, dict] = {}  # the do-not-call entries added, as added
     removed: dict[str, dict] = {}  # and those removed since: their last event's data
 
@@ -317,15 +356,28 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
             await asyncio.sleep(0.3)  # a CRM's pace: MongoDB's uploads take turns with it
 
     tasks = [upload, create_lists, change_notes, held_back, held_back, live_calls, dial_contacts]
-    tasks += [manage_users, change_lists, suppress]
+    tasks += [manage_users, change_lists, suppress, correct_and_delete]
     # MongoDB: some events held back between the instant they were stamped with and their
     # insert (a stalled process, a slow network), after their change landed.
     held_events = HeldInserts(store, rng, counts) if store.backend == "mongodb" else None
     reader = Reader(api)
     running = [asyncio.ensure_future(task()) for task in tasks]
     following = asyncio.ensure_future(reader.follow(asyncio.Event()))
+
+    def enough() -> bool:  # the floor of work each writer must have done
+        done = counts["uploads"] > 5 and counts["notes"] > 5 and counts["held"] >= 2
+        done = done and live.written > 10 and counts["dialed"] >= 1
+        done = done and counts["deleted_users"] >= 2 and counts["renamed"] >= 2
+        done = done and counts["removed"] >= 2 and counts["suppressed"] >= 5 and bool(removed)
+        done = done and counts["patched"] >= 2 and counts["deleted_prospects"] >= 2
+        return done and counts["deleted_lists"] >= 1
+
     try:
         await asyncio.sleep(WRITING[store.backend])
+        deadline = time.monotonic() + 180  # a loaded machine: until the floor is reached
+        while not enough():
+            assert time.monotonic() < deadline, counts
+            await asyncio.sleep(0.2)
         stop.set()
         await asyncio.gather(*running)  # every write ends as it would: none is cut short
     finally:
