@@ -91,6 +91,7 @@ def test_create_a_list_and_upload_a_contact(console):
     assert uploaded == {
         "listId": created["id"],
         "acceptedContacts": 1,
+        "suppressedContacts": 0,
         "totalProspects": 1,
     }
     assert console.send("getList") == "200 OK"
