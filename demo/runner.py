@@ -105,11 +105,13 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
     # Listening on every address: name the loopback one, a URL that works from this machine.
     origin = reachable(f"http://{host}:{port}")
     config = config.replace(public_base_url=origin)  # the provider calls back this address
-    http_server(make_app(config, store, auth), config).add_sockets(sockets)
+    app = make_app(config, store, auth)
+    http_server(app, config).add_sockets(sockets)
     sweeper = ExpirySweeper(
         store, config.expiry_sweep_seconds, retention_days=config.tombstone_retention_days
     ).start()
     events = EventSweeper.from_config(store, config).start()
+    list_work = app.settings["list_work"].start()  # what a list's delete leaves to do
     webhooks = dispatcher(store, config).start()
     freeze_heap()
     provider = {"accountSid": config.provider_account_id, "authToken": config.provider_auth_token}
@@ -147,6 +149,7 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
         await sweeper.stop()
         await auth.usage.stop()
         await events.stop()
+        await list_work.stop()
 
 
 async def stop(task: asyncio.Future[None] | None) -> None:

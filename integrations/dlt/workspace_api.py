@@ -4,8 +4,11 @@ The first run backfills each resource through its export (GET /v1/exports/<resou
 NDJSON stream instead of thousands of pages), then follows the export's `Link rel="next"`:
 the sync order (`sort=updatedAt`) positioned right after the export. The sync order's
 `nextCursor` (never null there) is kept in dlt's resource state, so every later run continues
-from it and loads exactly the records created or changed since, merged on `id`. Activities have
-no list endpoint: a later run exports those stored since the last one it loaded
+from it and loads exactly the records created or changed since, merged on `id` (the newest
+`updatedAt` of an id wins). The walks of prospects and lists carry tombstones
+(`includeDeleted=true`, which the export's link hands on): a tombstone's `deletedAt` is dlt's
+`hard_delete` column, so a deleted prospect or list leaves its table on the next run.
+Activities have no list endpoint: a later run exports those stored since the last one it loaded
 (`updatedSince=<its storedAt>`). Users are one small list without `updatedAt`: a run loads the
 users that are new or changed since the last run and deletes those no longer listed.
 
@@ -37,6 +40,7 @@ import requests
 from dlt.sources import DltResource
 
 SYNCED = ("calls", "prospects", "lists")
+DELETABLE = ("prospects", "lists")  # their sync walks carry tombstones (includeDeleted=true)
 BATCH = 1000  # records handed to dlt at a time
 PAGE_SIZE = 100
 RETRIES = 8  # 429 and 503 answers, and broken exports, retried this often in a row
@@ -121,7 +125,13 @@ def cursor_of(link: str) -> str:
 
 
 def synced(api: WorkspaceApi, name: str) -> DltResource:
-    @dlt.resource(name=name, primary_key="id", write_disposition="merge")
+    # A record changed twice during a run comes twice: the merge keeps the newest. A tombstone
+    # (deletedAt set) deletes its row; its updatedAt is its deletedAt, the newest of its id.
+    columns: dict[str, Any] = {"updatedAt": {"dedup_sort": "desc"}}
+    if name in DELETABLE:
+        columns["deletedAt"] = {"hard_delete": True, "data_type": "timestamp", "nullable": True}
+
+    @dlt.resource(name=name, primary_key="id", write_disposition="merge", columns=columns)
     def records() -> Iterator[list[dict]]:
         state = dlt.current.resource_state()
         cursor = state.get("cursor")
@@ -130,7 +140,9 @@ def synced(api: WorkspaceApi, name: str) -> DltResource:
             yield from api.export(name, "updatedAt", links=links)
             if not links.get("next"):
                 raise RuntimeError(f"GET /exports/{name} sent no Link rel=next")
-            cursor = cursor_of(links["next"])
+            if name in DELETABLE and "includeDeleted=true" not in links["next"]:
+                raise RuntimeError(f"GET /exports/{name} handed off to a walk without deletions")
+            cursor = cursor_of(links["next"])  # its filters (includeDeleted) come with it
         for page, following in api.sync(name, cursor):
             if page:
                 yield page

@@ -1,7 +1,8 @@
 """integrations/airbyte/manifest.yaml, run by the pinned airbyte-cdk's source-declarative-manifest
 (no Docker) against a demo: its configuration's spec, `check`, `discover`, a full `read` whose
 record counts are the API's, and an incremental `read` from the state the full read emitted,
-which reads only the records changed since (within the settle period's lookback)."""
+which reads only the records changed since (within the settle period's lookback); after a prospect
+and a list are deleted, the next incremental read carries their tombstones (deletedAt set)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,29 @@ class Api:
         )
         with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())
+
+    def delete(self, path: str) -> int:
+        request = urllib.request.Request(
+            self.base + path, method="DELETE", headers={"Authorization": f"Bearer {self.key}"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status
+
+    def tombstone(self, resource: str, record_id: str, timeout: float = 30) -> dict:
+        """The record's tombstone, once it shows in the sync order (includeDeleted=true)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            query = "sort=updatedAt&includeDeleted=true&pageSize=100"
+            while True:
+                page = self.call(f"/{resource}?{query}")
+                for record in page[resource]:
+                    if record["id"] == record_id and record.get("deletedAt"):
+                        return record
+                if not page["hasMore"]:
+                    break
+                query = f"cursor={page['nextCursor']}&pageSize=100"
+            assert time.monotonic() < deadline, f"{resource} {record_id}: no tombstone"
+            time.sleep(0.3)
 
     def settled(self, resource: str, timeout: float = 30) -> int:
         """How many records the resource has, once all of them show in the sync order."""
@@ -186,3 +210,34 @@ def test_the_airbyte_manifest_checks_discovers_and_reads_in_full_and_incremental
             assert all(instant(r["updatedAt"]) >= since for r in again[name]), name
         assert len(again["calls"]) < totals["calls"] / 10  # only the lookback's few
         assert len(again["users"]) == totals["users"]  # a full refresh every time
+
+        # Deletions: the next incremental read carries the tombstones, deletedAt the soft-delete
+        # column. Deduplicated by id on the newest updatedAt (Append + Deduped), the deleted
+        # records' rows are marked and every other row is not. The prospects' state lies months
+        # back (the demo's anchor): the read starts inside the tombstones' horizon, never a 410.
+        for name in ("prospects", "lists"):
+            schema = streams[name]["json_schema"]["properties"]
+            assert schema["deletedAt"]["type"] == ["string", "null"], name
+        assert all("deletedAt" not in r for name in ("prospects", "lists") for r in read[name])
+        gone = {"lists": created["id"], "prospects": read["prospects"][0]["id"]}
+        for name, record_id in gone.items():
+            assert api.delete(f"/{name}/{record_id}") == 204
+        tombstones = {name: api.tombstone(name, record_id) for name, record_id in gone.items()}
+        deleted = records(
+            airbyte(
+                command,
+                "read",
+                files={"config": config, "catalog": configured, "state": states},
+                tmp=tmp_path,
+            )
+        )
+        for name, record_id in gone.items():
+            [sent] = [r for r in deleted[name] if r["id"] == record_id]
+            assert sent == tombstones[name] and sent["deletedAt"] == sent["updatedAt"], name
+            rows: dict[str, dict] = {}
+            for record in [*read[name], *again[name], *deleted[name]]:
+                kept = rows.get(record["id"])
+                if kept is None or instant(record["updatedAt"]) >= instant(kept["updatedAt"]):
+                    rows[record["id"]] = record
+            marked = {i for i, row in rows.items() if row.get("deletedAt")}
+            assert marked == {record_id}, name

@@ -1,8 +1,9 @@
 """integrations/dlt: the loader run as its users run it (`python integrations/dlt/load.py ...`)
 into DuckDB, against a live demo that keeps recording calls and changing notes. After each run
 every table holds exactly what the API held when the run caught up; the second run loads only
-what changed since the first (its rows are all newer than the first run's), and the source is
-importable on its own."""
+what changed since the first (its rows are all newer than the first run's); after a list and a
+prospect are deleted, the third removes their rows (dlt's `hard_delete` on the tombstones'
+`deletedAt`); and the source is importable on its own."""
 
 from __future__ import annotations
 
@@ -46,6 +47,23 @@ class Api:
         while True:
             page = json.loads(self.get(f"/{resource}?{query}")[0])
             seen += page[resource]
+            if not page["hasMore"]:
+                return seen
+            query = f"cursor={page['nextCursor']}&pageSize=100"
+
+    def delete(self, path: str) -> int:
+        request = urllib.request.Request(
+            self.base + path, method="DELETE", headers={"Authorization": f"Bearer {self.key}"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status
+
+    def walk(self, resource: str) -> dict[str, dict]:
+        """The whole sync order with tombstones (includeDeleted=true), by id."""
+        seen, query = {}, "sort=updatedAt&includeDeleted=true&pageSize=100"
+        while True:
+            page = json.loads(self.get(f"/{resource}?{query}")[0])
+            seen.update((record["id"], record) for record in page[resource])
             if not page["hasMore"]:
                 return seen
             query = f"cursor={page['nextCursor']}&pageSize=100"
@@ -187,6 +205,52 @@ def test_the_dlt_loader_keeps_duckdb_in_step_with_a_live_workspace(tmp_path):
         assert fresh and all(row["storedAt"] >= high["activities"] for row in fresh)
         users = api.users()
         assert [r for r in table(warehouse, "users", users).values() if r["_load"] == second] == []
+        deletions_leave_their_tables(api, warehouse)
+
+
+def deletions_leave_their_tables(api: Api, warehouse: Path) -> None:
+    """A list and a prospect of another list are deleted: the next run removes their rows, and
+    loads the changes the deletions made (the list's members lose it from listIds, the
+    prospect's lists count one member less) and nothing else."""
+    prospects, lists = api.current("prospects"), api.current("lists")
+    before = {
+        "prospects": table(warehouse, "prospects", prospects),
+        "lists": table(warehouse, "lists", lists),
+    }
+    gone_list = next(record for record in lists if record["prospectsCount"] > 0)
+    members = {p["id"] for p in prospects if gone_list["id"] in p["listIds"]}
+    gone_prospect = next(p for p in prospects if p["listIds"] and p["id"] not in members)
+    touched = {"prospects": members, "lists": set(gone_prospect["listIds"])}
+    gone = {"prospects": gone_prospect["id"], "lists": gone_list["id"]}
+    for name in ("prospects", "lists"):
+        assert gone[name] in before[name] and touched[name] <= set(before[name]), name
+    assert api.delete(f"/prospects/{gone_prospect['id']}") == 204
+    assert api.delete(f"/lists/{gone_list['id']}") == 204
+
+    # The load must find every change of the deletions settled in the sync order.
+    deadline = time.monotonic() + 60
+    for name in ("prospects", "lists"):
+        while True:
+            walked = api.walk(name)
+            if walked.get(gone[name], {}).get("deletedAt") and all(
+                walked.get(i, {}).get("updatedAt", "") > before[name][i]["updatedAt"]
+                for i in touched[name]
+            ):
+                break
+            assert time.monotonic() < deadline, f"the deletions' {name} never settled"
+            time.sleep(0.3)
+
+    load(api, warehouse)
+    third = last_load(warehouse)
+    for name in ("prospects", "lists"):
+        now = api.current(name)
+        loaded = table(warehouse, name, now)
+        assert gone[name] not in loaded, name
+        check_in_step(loaded, now, "updatedAt")  # every row is a record the API still has
+        assert {row["id"] for row in loaded.values() if row["_load"] == third} == touched[name]
+        assert set(loaded) == set(before[name]) - {gone[name]}, name
+    members_now = table(warehouse, "prospects", api.current("prospects"))
+    assert all(gone_list["id"] not in members_now[i]["listIds"] for i in members)
 
 
 def test_the_source_is_importable_and_builds_one_resource_per_table(monkeypatch):
