@@ -55,18 +55,18 @@ def test_a_full_leap_year_has_367_boundaries():
 
 
 # disposition, durationSeconds, meetingBooked -> dials, connects, conversations, meetingsBooked,
-# voicemails, talkTimeSeconds
+# voicemails, callsToSuppressedNumbers, talkTimeSeconds
 CONTRIBUTIONS = [
-    ("connected", 59, False, (1, 1, 0, 0, 0, 59)),
-    ("connected", 60, False, (1, 1, 1, 0, 0, 60)),
-    ("connected", 0, True, (1, 1, 0, 1, 0, 0)),
-    ("connected", 3600, True, (1, 1, 1, 1, 0, 3600)),
-    ("voicemail", 45, False, (1, 0, 0, 0, 1, 0)),  # talk time is of connects only
-    ("voicemail", 45, True, (1, 0, 0, 1, 1, 0)),
-    ("wrong_number", 90, False, (1, 0, 0, 0, 0, 0)),  # answered, but not a connect
-    ("no_answer", 0, False, (1, 0, 0, 0, 0, 0)),
-    ("busy", 0, True, (1, 0, 0, 1, 0, 0)),
-    ("failed", 0, False, (1, 0, 0, 0, 0, 0)),
+    ("connected", 59, False, (1, 1, 0, 0, 0, 0, 59)),
+    ("connected", 60, False, (1, 1, 1, 0, 0, 0, 60)),
+    ("connected", 0, True, (1, 1, 0, 1, 0, 0, 0)),
+    ("connected", 3600, True, (1, 1, 1, 1, 0, 0, 3600)),
+    ("voicemail", 45, False, (1, 0, 0, 0, 1, 0, 0)),  # talk time is of connects only
+    ("voicemail", 45, True, (1, 0, 0, 1, 1, 0, 0)),
+    ("wrong_number", 90, False, (1, 0, 0, 0, 0, 0, 0)),  # answered, but not a connect
+    ("no_answer", 0, False, (1, 0, 0, 0, 0, 0, 0)),
+    ("busy", 0, True, (1, 0, 0, 1, 0, 0, 0)),
+    ("failed", 0, False, (1, 0, 0, 0, 0, 0, 0)),
 ]
 
 
@@ -74,6 +74,8 @@ CONTRIBUTIONS = [
 def test_a_calls_contribution_follows_the_definitions(disposition, seconds, meeting, expected):
     call = {"disposition": disposition, "durationSeconds": seconds, "meetingBooked": meeting}
     assert contribution(call) == dict(zip(COUNTS, expected, strict=True))
+    suppressed = contribution({**call, "toNumberSuppressed": True})
+    assert suppressed == {**contribution(call), "callsToSuppressedNumbers": 1}
 
 
 QUARTERS = [
@@ -164,7 +166,7 @@ def test_the_pipelines_are_workspace_scoped_and_portable():
 
 
 def test_the_counts_are_grouped_by_user_quarter_and_their_0_1_counts():
-    """So that a group's rows are at most users x quarter hours x 8 combinations."""
+    """So that a group's rows are at most users x quarter hours x 16 combinations."""
     starts = day_starts(dt.date(2026, 1, 1), dt.date(2026, 1, 1), ZoneInfo("UTC"))
     counts, talk, exact = pipelines(starts, None)
     assert "userId" not in counts[0]["$match"]
