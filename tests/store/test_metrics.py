@@ -111,11 +111,11 @@ def test_day_of_finds_the_day_an_instant_falls_in():
 def test_assemble_adds_rows_into_totals_users_and_days():
     starts = day_starts(dt.date(2026, 5, 4), dt.date(2026, 5, 6), ZoneInfo("UTC"))
     rows = [
-        ("b", 0, [2, 1, 1, 0, 0, 90]),
-        ("a", 0, [1, 0, 0, 1, 1, 0]),
-        ("b", 2, [1, 1, 0, 0, 0, 30]),
-        ("b", 2, [0, 0, 0, 0, 0, 15]),  # talk time counted apart from its call
-        (None, 2, [1, 0, 0, 0, 0, 0]),
+        ("b", 0, [2, 1, 1, 0, 0, 1, 90]),
+        ("a", 0, [1, 0, 0, 1, 1, 0, 0]),
+        ("b", 2, [1, 1, 0, 0, 0, 1, 30]),
+        ("b", 2, [0, 0, 0, 0, 0, 0, 15]),  # talk time counted apart from its call
+        (None, 2, [1, 0, 0, 0, 0, 0, 0]),
     ]
     result = assemble(dt.date(2026, 5, 4), dt.date(2026, 5, 6), ZoneInfo("UTC"), None, starts, rows)
     assert result["totals"] == {
@@ -129,6 +129,7 @@ def test_assemble_adds_rows_into_totals_users_and_days():
         "voicemails": 1,
         "talkTimeSeconds": 135,
         "averageTalkTimeSeconds": 67.5,
+        "callsToSuppressedNumbers": 2,
     }
     assert [row["userId"] for row in result["byUser"]] == ["a", "b", None]
     assert [row["dials"] for row in result["byUser"]] == [1, 3, 1]
@@ -206,6 +207,7 @@ def test_a_changed_call_gets_its_contribution_in_the_same_set():
         "durationSeconds": 75,
         "meetingBooked": False,
         "notes": None,
+        "toNumberSuppressed": True,  # as recorded: a change keeps it, and its count
     }
     changes = {"disposition": "voicemail", "updatedAt": dt.datetime(2026, 3, 9)}
     assert changed_call_set(current, changes) == {
@@ -218,6 +220,7 @@ def test_a_changed_call_gets_its_contribution_in_the_same_set():
             "conversations": 0,
             "meetingsBooked": 0,
             "voicemails": 1,
+            "callsToSuppressedNumbers": 1,
             "talkTimeSeconds": 0,
         },
     }
