@@ -5,11 +5,15 @@ A call document is written once the call has ended, with `createdAt` equal to `s
 day a call counts on in the dialer metrics are one and the same instant. `updatedAt` is when
 the record was last written, which is what incremental syncs (`updatedSince`) follow.
 The provider's recording reference (`recordingRef`) is stored but never part of a record.
+`toNumberSuppressed` says whether the toNumber was on the workspace's do-not-call list when the
+call was recorded (set by the recording write, `suppressed_numbers`; never changed after); a
+call stored before the field existed reads as false.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Set as AbstractSet
 from typing import NotRequired, TypedDict
 
 from store.activities import to_ms
@@ -22,6 +26,7 @@ RECORD_FIELDS = (
     "disposition",
     "fromNumber",
     "toNumber",
+    "toNumberSuppressed",
     "userId",
     "prospectId",
     "listId",
@@ -60,10 +65,27 @@ class CallFields(TypedDict):
     recording_duration_seconds: NotRequired[int | None]
     updated_at: NotRequired[dt.datetime | None]
     call_id: NotRequired[str | None]
+    to_number_suppressed: NotRequired[bool]
 
 
 def record(doc: dict) -> dict:
-    return {"id": doc["_id"], **{field: doc[field] for field in RECORD_FIELDS}}
+    return {
+        "id": doc["_id"],
+        **{field: doc[field] for field in RECORD_FIELDS if field != "toNumberSuppressed"},
+        "toNumberSuppressed": bool(doc.get("toNumberSuppressed")),
+    }
+
+
+def suppressed_numbers(docs: list[dict], listed: AbstractSet[str]) -> None:
+    """Mark new call documents whose toNumber's key (store.dnc.phone_key) is among `listed`,
+    the workspace's do-not-call keys read in the recording's write."""
+    for doc in docs:
+        doc["toNumberSuppressed"] = bool(doc["toNumber"]) and "p:" + doc["toNumber"] in listed
+
+
+def number_keys(docs: list[dict]) -> set[str]:
+    """The do-not-call keys of new call documents' toNumbers (what `suppressed_numbers` reads)."""
+    return {"p:" + doc["toNumber"] for doc in docs if doc["toNumber"]}
 
 
 def call_document(
@@ -85,6 +107,7 @@ def call_document(
     recording_duration_seconds: int | None = None,
     updated_at: dt.datetime | None = None,
     call_id: str | None = None,
+    to_number_suppressed: bool = False,
 ) -> dict:
     """The stored form of a finished call. Talk time (durationSeconds) runs from answeredAt to
     endedAt, 0 for a call that was never answered."""
@@ -102,6 +125,7 @@ def call_document(
         "disposition": disposition,
         "fromNumber": from_number,
         "toNumber": to_number,
+        "toNumberSuppressed": to_number_suppressed,
         "userId": user_id,
         "prospectId": prospect_id,
         "listId": list_id,

@@ -6,7 +6,9 @@ Definitions (published in schemas/records/dialer-metrics.json):
 - a connect is a dial with disposition `connected`; a conversation is a connect with at least
   CONVERSATION_SECONDS of talk time; a voicemail is a dial with disposition `voicemail`;
 - talk time is the durationSeconds of connects; rates are ratios over dials (0 without dials);
-  the average talk time is over connects (0 without connects).
+  the average talk time is over connects (0 without connects);
+- callsToSuppressedNumbers counts the dials whose toNumber was on the do-not-call list when the
+  call was recorded (its toNumberSuppressed).
 
 Days are buckets between the UTC instants of consecutive local midnights, computed here with
 zoneinfo (so DST days have 23 or 25 hours). Both backends count per user and quarter hour of
@@ -28,7 +30,16 @@ from zoneinfo import ZoneInfo
 
 CONVERSATION_SECONDS = 60
 MAX_DAYS = 366
-COUNTS = ("dials", "connects", "conversations", "meetingsBooked", "voicemails", "talkTimeSeconds")
+# talkTimeSeconds stays last: the MongoDB report appends it after the 0/1 counts.
+COUNTS = (
+    "dials",
+    "connects",
+    "conversations",
+    "meetingsBooked",
+    "voicemails",
+    "callsToSuppressedNumbers",
+    "talkTimeSeconds",
+)
 FIGURES = (
     "dials",
     "connects",
@@ -40,6 +51,7 @@ FIGURES = (
     "voicemails",
     "talkTimeSeconds",
     "averageTalkTimeSeconds",
+    "callsToSuppressedNumbers",
 )
 
 
@@ -73,7 +85,7 @@ def quarter_of(instant: dt.datetime) -> int:
 
 def contribution(call: Mapping[str, Any]) -> dict[str, int]:
     """What one outbound call adds to each of COUNTS (the definitions above), from its
-    disposition, durationSeconds and meetingBooked."""
+    disposition, durationSeconds, meetingBooked and toNumberSuppressed (absent: false)."""
     connected = call["disposition"] == "connected"
     talk = (call["durationSeconds"] or 0) if connected else 0
     return {
@@ -82,6 +94,7 @@ def contribution(call: Mapping[str, Any]) -> dict[str, int]:
         "conversations": int(connected and talk >= CONVERSATION_SECONDS),
         "meetingsBooked": int(bool(call["meetingBooked"])),
         "voicemails": int(call["disposition"] == "voicemail"),
+        "callsToSuppressedNumbers": int(bool(call.get("toNumberSuppressed"))),
         "talkTimeSeconds": talk,
     }
 
@@ -109,6 +122,7 @@ def rates(counts: dict) -> dict:
         "voicemails": counts["voicemails"],
         "talkTimeSeconds": counts["talkTimeSeconds"],
         "averageTalkTimeSeconds": counts["talkTimeSeconds"] / connects if connects else 0,
+        "callsToSuppressedNumbers": counts["callsToSuppressedNumbers"],
     }
 
 

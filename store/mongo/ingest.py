@@ -6,8 +6,9 @@ Recording calls: everything that can refuse a call is checked before anything is
 references, the calls of provider SIDs recorded before, compared by content); then the
 prospects the calls land on are created (contacts are matched holding the workspace's upload
 lease, as a contact upload does); then the calls are inserted, each with its contribution to
-the dialer metrics, by ids that converge (uuid5 of the SID, or derived from the
-Idempotency-Key: an id found taken is the earlier attempt's call, or the concurrent post's of
+the dialer metrics and whether its toNumber is on the do-not-call list (read just before the
+insert), by ids that converge (uuid5 of the SID, or derived from the Idempotency-Key: an id
+found taken is the earlier attempt's call, or the concurrent post's of
 the same SID); then every call's timeline entry is upserted (idempotent: this also completes
 what a crash between the two left); then the response is stored. A post that races a
 concurrent post of the same SID with other content is answered 409 `call_exists` after the
@@ -26,7 +27,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from store.activities import call_activity
-from store.calls import CALL_FIELDS
+from store.calls import CALL_FIELDS, number_keys, suppressed_numbers
 from store.calls import record as call_record
 from store.classify import Earlier, Recording
 from store.idempotency import IdempotentWrite
@@ -44,6 +45,7 @@ from store.ingest import (
     wanted,
 )
 from store.mongo.bulk import bulk, ids_in
+from store.mongo.dnc import listed as dnc_listed
 from store.mongo.events import MARK
 from store.mongo.locks import UPLOAD_LEASE, Leases
 from store.mongo.matching import ContactMatcher
@@ -167,6 +169,9 @@ class CallRecorder:
                 doc["createdWith"] = marks[index]
             docs[call_id] = doc
         fresh = [doc for call_id, doc in docs.items() if call_id not in found]
+        # The list as read just before the insert: an entry committed meanwhile is not seen.
+        listed = await dnc_listed(self.db["do_not_call"], workspace_id, number_keys(fresh))
+        suppressed_numbers(fresh, set(listed))
         taken = await self.insert(fresh, marker)
         if taken:  # a concurrent post of the same SID was first
             raced = await self.found(workspace_id, list(taken))

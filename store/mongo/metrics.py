@@ -3,25 +3,29 @@
 Every call document carries what it adds to the metrics, written with it (store/mongo/calls.py):
 `quarter` (its quarter hour of UTC, store.metrics.quarter_of of createdAt) and `m` (its
 store.metrics.contribution: `{dials, connects, conversations, meetingsBooked, voicemails,
-talkTimeSeconds}`, the same function SQLite's quarter-hour counts add). The API record never
-shows them (records list their fields). A change to a call's disposition, meetingBooked,
-durationSeconds or createdAt must rewrite them in the same single-document update:
-`changed_call_set` gives that `$set`. Documents written before the fields existed get them from
-`fill_metric_fields` at start-up, and count meanwhile by their exact instant (below).
+callsToSuppressedNumbers, talkTimeSeconds}`, the same function SQLite's quarter-hour counts
+add). The API record never shows them (records list their fields). A change to a call's
+disposition, meetingBooked, durationSeconds or createdAt must rewrite them in the same
+single-document update: `changed_call_set` gives that `$set`. Documents written before the
+fields existed get them from `fill_metric_fields` at start-up, and count meanwhile by their
+exact instant (below).
 
 A report reads the outbound calls of its range with a `$match` on `workspaceId, direction,
 createdAt` (the index ws_direction_newest; ws_user_newest with a userId), then:
 1. counts: a `$group` by (userId, quarter, the 0/1 counts of `m`) with `n: {$sum: 1}`, at most
-   8 rows per user and quarter hour (dials is always 1, connects and voicemails exclude each
-   other, conversations need a connect, meetingsBooked is free: 4 + 2 + 2 combinations);
+   16 rows per user and quarter hour (dials is always 1, connects and voicemails exclude each
+   other, conversations need a connect, meetingsBooked and callsToSuppressedNumbers are free:
+   (4 + 2 + 2) x 2 combinations; `m` stored before callsToSuppressedNumbers existed lacks it,
+   and counts 0 for it: such a call was recorded before do-not-call);
 2. talk time: the connects of the range (`disposition` joins the match: ws_disposition_newest
    serves it too) in a `$group` by (userId, quarter) summing `m.talkTimeSeconds`;
 3. only when needed, exact instants: the calls of the quarter hours that a day boundary cuts,
    and calls without the fields, in a `$group` by (userId, createdAt, disposition,
-   durationSeconds, meetingBooked), whose contributions are computed here; their rows from 1 and
-   2 are left out. The quarter hours are few (one per boundary, and boundaries fall on quarter
-   hours in every zone today); calls without the fields exist only until the start-up fill ends
-   and for what a host of an older version writes during a rolling upgrade.
+   durationSeconds, meetingBooked, toNumberSuppressed), whose contributions are computed here;
+   their rows from 1 and 2 are left out. The quarter hours are few (one per boundary, and
+   boundaries fall on quarter hours in every zone today); calls without the fields exist only
+   until the start-up fill ends and for what a host of an older version writes during a
+   rolling upgrade.
 Then store.metrics.assemble adds the rows into totals, users and days, as on SQLite. Each group
 holds one accumulator: FerretDB 1.24 (the wire test tier) computes only the first accumulator
 of a `$group` (the others come out 0) and implements none of `$facet`, `$bucket` or `$cond`.
@@ -120,6 +124,7 @@ def exact_pipeline(query: dict, cut: Iterable[int], unfilled: bool) -> list[dict
         "d": "$disposition",
         "s": "$durationSeconds",
         "b": "$meetingBooked",
+        "x": "$toNumberSuppressed",
     }
     return [{"$match": {**query, "$or": clauses}}, {"$group": {"_id": key, "n": {"$sum": 1}}}]
 
@@ -154,7 +159,8 @@ class DialerMetrics:
                 unfilled = True
             elif key["q"] not in cut:
                 day = day_of(bounds, key["q"] * QUARTER_MS)
-                rows.append((key.get("u"), day, [n * key[name] for name in FLAGS] + [0]))
+                # A count stored before it existed (callsToSuppressedNumbers) is 0.
+                rows.append((key.get("u"), day, [n * key.get(name, 0) for name in FLAGS] + [0]))
         for row in await self._rows(talk_pipeline(query)):
             key = row["_id"]
             if "q" in key and key["q"] not in cut:
@@ -168,6 +174,7 @@ class DialerMetrics:
                     "disposition": key.get("d"),
                     "durationSeconds": key.get("s"),
                     "meetingBooked": key.get("b"),
+                    "toNumberSuppressed": key.get("x"),
                 }
                 counts = [n * value for value in contribution(call).values()]
                 rows.append((key.get("u"), day_of(bounds, _millis(key["t"])), counts))
@@ -186,7 +193,13 @@ async def fill_metric_fields(db: AsyncDatabase, batch: int = FILL_BATCH) -> int:
     calls = db["calls"]
     if await calls.find_one({}, {"_id": 1}) is None:
         return 0
-    fields = {"createdAt": 1, "disposition": 1, "durationSeconds": 1, "meetingBooked": 1}
+    fields = {
+        "createdAt": 1,
+        "disposition": 1,
+        "durationSeconds": 1,
+        "meetingBooked": 1,
+        "toNumberSuppressed": 1,
+    }
     filled = 0
     while True:
         found = await calls.find({"quarter": {"$exists": False}}, fields).limit(batch).to_list()

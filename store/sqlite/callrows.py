@@ -1,7 +1,7 @@
 """How a call is stored on SQLite: its columns, the record JSON its insert writes beside them,
 and the insert of new calls with everything kept in the same transaction (their `call`
-timeline entries, the workspace's call total, the dialer metrics' quarter-hour counts, their
-events)."""
+timeline entries, whether each call's toNumber is on the do-not-call list, the workspace's call
+total, the dialer metrics' quarter-hour counts, their events)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import dataclasses
 import datetime as dt
 import sqlite3
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from store.activities import call_activity
-from store.calls import RECORD_FIELDS
+from store.calls import RECORD_FIELDS, suppressed_numbers
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.paging import bump
 from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_row
@@ -25,8 +26,12 @@ SELECT = f"SELECT {FIELDS} FROM calls"
 SHOWN = {"id": "_id", **{name: name for name in RECORD_FIELDS}}  # record key: column
 JSON = json_record(SHOWN)  # a call's record built from its columns
 # A page reads each call's record as stored by its insert (or, in a row written before the
-# `record` column existed, builds it there and then).
-ENCODED = f"coalesce(record, {JSON})"
+# `record` column existed, builds it there and then; a row written before `toNumberSuppressed`
+# existed has it NULL, and false added to its stored record).
+ENCODED = (
+    f"CASE WHEN record IS NULL THEN {JSON} WHEN toNumberSuppressed IS NULL "
+    "THEN json_set(record, '$.toNumberSuppressed', json('false')) ELSE record END"
+)
 
 
 @dataclasses.dataclass
@@ -45,6 +50,8 @@ def prepare(documents: list[dict]) -> NewCalls:
     and their events: pure Python, made on a worker thread while the writer writes the previous
     batch."""
     entries = [call_activity(doc) for doc in documents]
+    for doc in documents:  # a prebuilt document may lack it: it was not checked
+        doc.setdefault("toNumberSuppressed", False)
     return NewCalls(
         len(documents),
         rows_of(documents),
@@ -83,23 +90,31 @@ def ahead(doc: dict) -> Ahead:
 
 
 def from_ahead(
-    items: list[Ahead], now: dt.datetime, quarters: dict[tuple, list[int]] | None = None
+    items: list[Ahead],
+    now: dt.datetime,
+    quarters: dict[tuple, list[int]] | None = None,
+    listed: AbstractSet[str] = frozenset(),
 ) -> NewCalls:
     """The NewCalls of calls made ahead, written at `now`: each call's updatedAt is `now` (or
     its endedAt, up to a minute ahead: as NewCall.document makes it), its entry's storedAt
-    `now`. `quarters`: the items' quarter_sums, when made ahead too (instants of the write do
-    not count)."""
+    `now`, its toNumberSuppressed whether its toNumber's key is among `listed` (the do-not-call
+    keys read in the write unit). `quarters`: the items' quarter_sums, when made ahead too
+    (instants of the write do not count; nor do they when a call is suppressed)."""
     calls: Rows = {}
     entries: Rows = {}
     stored = ms(now)
+    docs = [item.doc for item in items]
+    suppressed_numbers(docs, listed)
+    if any(doc["toNumberSuppressed"] for doc in docs):
+        quarters = None  # made ahead as unsuppressed
     for item in items:
         doc = item.doc
         doc["updatedAt"] = updated = max(now, doc["endedAt"])
         item.values[item.columns.index("updatedAt")] = ms(updated)
+        item.values[item.columns.index("toNumberSuppressed")] = int(doc["toNumberSuppressed"])
         item.entry_values[item.entry_columns.index("storedAt")] = stored
         calls.setdefault(item.columns, []).append(tuple(item.values))
         entries.setdefault(item.entry_columns, []).append(tuple(item.entry_values))
-    docs = [item.doc for item in items]
     return NewCalls(
         len(items),
         calls,

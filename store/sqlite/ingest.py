@@ -5,9 +5,10 @@ Recording calls checks their references, matches the contacts of calls given by 
 upload's rules, store/sqlite/prospects.py), compares the calls whose provider SID is recorded
 already, creates the prospects the calls land on, and inserts the new calls with their
 timeline entries, the workspace's call total and the dialer metrics' quarter-hour counts, in
-the writer's transaction: concurrent posts of one SID take turns at the write lock, and the
-later ones find the first. With `partial` (the import), a refused call is left out and the
-others are written; otherwise the first refusal rolls the whole unit back.
+the writer's transaction, each call's toNumberSuppressed read from the do-not-call list there:
+concurrent posts of one SID take turns at the write lock, and the later ones find the first.
+With `partial` (the import), a refused call is left out and the others are written;
+otherwise the first refusal rolls the whole unit back.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from store.activities import call_activity
 from store.activities import record as activity_record
+from store.calls import number_keys
 from store.calls import record as call_record
 from store.classify import Earlier, Recording
 from store.clock import utcnow
@@ -43,6 +45,7 @@ from store.ingest import (
 from store.prospects import Candidate, Contact, outcomes, recognise_created
 from store.sqlite.callrows import JSON as CALL_JSON
 from store.sqlite.callrows import SELECT, Ahead, ahead, from_ahead, write_calls
+from store.sqlite.dnc import listed as dnc_listed
 from store.sqlite.matching import create_and_fill, resolve_contacts
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.schema import insert, ms, to_doc
@@ -147,7 +150,11 @@ def record_calls(
         # The quarter-hour counts made ahead hold when every row made ahead is written.
         whole = made is not None and not not_made_ahead and len(items) == len(made.rows)
         quarters = made.quarters if made is not None and whole else None
-        write_calls(conn, workspace_id, from_ahead(items, now, quarters), events, changed)
+        # Read in the unit: a call counts as suppressed exactly when its number's entry was
+        # committed before it.
+        listed = set(dnc_listed(conn, workspace_id, number_keys([i.doc for i in items])))
+        inserted = from_ahead(items, now, quarters, listed)
+        write_calls(conn, workspace_id, inserted, events, changed)
     else:
         events.record(conn, workspace_id, changed)
     matched = [i for i in written if i in prospect_of]

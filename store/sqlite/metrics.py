@@ -6,7 +6,7 @@ quarter hour, so every local midnight of store.metrics.day_starts starts a quart
 reads the range's quarter-hour rows (an index range: a few thousand rows for 90 days, whatever
 the number of calls) and adds them into days, users and totals on the reader thread. Should a
 boundary ever fall inside a quarter hour, the report groups the calls themselves by exact day
-(a CASE over the boundaries, on the covering index `calls_ws_metrics`).
+(a CASE over the boundaries, on the covering index `calls_ws_metrics_dnc`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from store.sqlite.schema import ms
 SUMS = (
     "COUNT(*), SUM(disposition = 'connected'), "
     f"SUM(disposition = 'connected' AND durationSeconds >= {CONVERSATION_SECONDS}), "
-    "SUM(meetingBooked), SUM(disposition = 'voicemail'), "
+    "SUM(meetingBooked), SUM(disposition = 'voicemail'), SUM(toNumberSuppressed IS 1), "
     "SUM(CASE WHEN disposition = 'connected' THEN durationSeconds ELSE 0 END)"
 )
 

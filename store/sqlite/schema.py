@@ -52,7 +52,8 @@ TABLES = {
     "endedAt INTEGER NOT NULL, durationSeconds INTEGER NOT NULL, "
     "hasRecording INTEGER NOT NULL, recordingDurationSeconds INTEGER, "
     "recordingRef TEXT, meetingBooked INTEGER NOT NULL, notes TEXT, "
-    "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT",
+    "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT, "
+    "toNumberSuppressed INTEGER",
     "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
     "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
     "summary TEXT, details TEXT NOT NULL DEFAULT '{}', storedAt INTEGER",
@@ -69,6 +70,7 @@ TABLES = {
     "dials INTEGER NOT NULL, connects INTEGER NOT NULL, "
     "conversations INTEGER NOT NULL, meetingsBooked INTEGER NOT NULL, "
     "voicemails INTEGER NOT NULL, talkTimeSeconds INTEGER NOT NULL, "
+    "callsToSuppressedNumbers INTEGER NOT NULL DEFAULT 0, "
     "PRIMARY KEY (workspaceId, direction, quarter, userId)",
     # Exact per-workspace totals, kept in the same transaction as every insert.
     "counters": "workspaceId TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, "
@@ -114,7 +116,12 @@ ADDED_COLUMNS = {
     # the column existed, whose record is then built when it is read.
     # And what made a call recorded with a provider SID (store.ingest.NewCall.content_hash):
     # posting the SID again with other content is refused. NULL for calls without a SID.
-    "calls": {"record": "TEXT", "contentHash": "TEXT"},
+    # Whether the call's toNumber was on the do-not-call list when it was recorded: NULL (false)
+    # in a call written before the column existed (its stored record lacks the field: ENCODED
+    # in store/sqlite/callrows.py adds it).
+    "calls": {"record": "TEXT", "contentHash": "TEXT", "toNumberSuppressed": "INTEGER"},
+    # Every call counted before the column existed was recorded before do-not-call: 0 is exact.
+    "call_quarters": {"callsToSuppressedNumbers": "INTEGER NOT NULL DEFAULT 0"},
     # When an activity was stored (store/activities.py): the activities export's order.
     "activities": {"storedAt": "INTEGER"},
     # When a user last changed (a user written before it existed: when it was created).
@@ -147,6 +154,9 @@ DERIVED = {"record"}  # columns that hold nothing but what other columns say
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
 # limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).
 RETIRED = ("rate_limits",)
+# Indexes of older files that another index replaced, dropped when such a file opens: the dialer
+# metrics' covering index before it covered toNumberSuppressed.
+RETIRED_INDEXES = ("calls_ws_metrics",)
 WITHOUT_ROWID = {
     "settings",
     "memberships",
@@ -182,9 +192,9 @@ INDEXES = {
     "calls_ws_disposition_newest": "calls (workspaceId, disposition, createdAt DESC, _id DESC)",
     "calls_ws_updated": "calls (workspaceId, updatedAt, _id)",
     # Covering index of the dialer metrics: the query reads nothing but this index.
-    "calls_ws_metrics": (
+    "calls_ws_metrics_dnc": (
         "calls (workspaceId, direction, createdAt, userId, disposition, "
-        "durationSeconds, meetingBooked)"
+        "durationSeconds, meetingBooked, toNumberSuppressed)"
     ),
     "activities_ws_prospect_timeline": (
         "activities (workspaceId, prospectId, occurredAt DESC, _id DESC)"
@@ -234,7 +244,7 @@ INSTANTS = {
     "initiatedAt",
     "receivedAt",
 }
-BOOLEANS = {"hasRecording", "meetingBooked", "doNotCall", "doNotCallSelf"}
+BOOLEANS = {"hasRecording", "meetingBooked", "doNotCall", "doNotCallSelf", "toNumberSuppressed"}
 JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes", "final"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
@@ -259,6 +269,8 @@ def create(conn: sqlite3.Connection) -> None:
         conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns}){suffix}")
     for table in RETIRED:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
+    for index in RETIRED_INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {index}")
     for table, added in ADDED_COLUMNS.items():
         present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         for name, kind in added.items():

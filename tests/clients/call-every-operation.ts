@@ -108,7 +108,8 @@ function readList(l: Schemas["records.list"]): Schemas["records.list"] {
 function readCall(c: Schemas["records.call"]): Schemas["records.call"] {
   const call: Schemas["records.call"] = {
     id: c.id, direction: c.direction, disposition: c.disposition, fromNumber: c.fromNumber,
-    toNumber: c.toNumber, userId: c.userId, prospectId: c.prospectId, listId: c.listId,
+    toNumber: c.toNumber, toNumberSuppressed: c.toNumberSuppressed, userId: c.userId,
+    prospectId: c.prospectId, listId: c.listId,
     startedAt: c.startedAt, answeredAt: c.answeredAt, endedAt: c.endedAt,
     durationSeconds: c.durationSeconds, hasRecording: c.hasRecording,
     recordingDurationSeconds: c.recordingDurationSeconds, meetingBooked: c.meetingBooked,
@@ -150,6 +151,7 @@ function readMetrics(m: Schemas["records.dialer-metrics"]): Schemas["records.dia
     conversations: m.conversations, conversationRate: m.conversationRate,
     meetingsBooked: m.meetingsBooked, meetingRate: m.meetingRate, voicemails: m.voicemails,
     talkTimeSeconds: m.talkTimeSeconds, averageTalkTimeSeconds: m.averageTalkTimeSeconds,
+    callsToSuppressedNumbers: m.callsToSuppressedNumbers,
   };
 }
 

@@ -87,6 +87,7 @@ async def test_call_record_has_every_field_and_no_internal_one(api, store, ws_a)
         "disposition": "connected",
         "fromNumber": "+12125550100",
         "toNumber": "+14155550101",
+        "toNumberSuppressed": False,
         "userId": ws_a.users[0]["id"],
         "prospectId": prospect,
         "listId": list_id,

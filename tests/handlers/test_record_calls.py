@@ -100,6 +100,7 @@ async def test_a_recorded_call_is_the_call_get_shows_with_its_timeline_entry(
         "disposition": "connected",
         "fromNumber": "+12125550142",
         "toNumber": "+14155550111",  # normalised like prospects' phones
+        "toNumberSuppressed": False,
         "userId": ws_a.users[0]["id"],
         "prospectId": prospect["id"],
         "listId": None,

@@ -25,6 +25,7 @@ async def add_call(
     direction="outbound",
     talk=90,
     meeting=False,
+    suppressed=False,
 ):
     answered = (
         started + dt.timedelta(seconds=5)
@@ -44,6 +45,7 @@ async def add_call(
         answered_at=answered,
         ended_at=ended,
         meeting_booked=meeting,
+        to_number_suppressed=suppressed,
     )
 
 
@@ -60,8 +62,9 @@ async def test_every_figure_follows_its_published_formula(api, store, ws_a):
     await add_call(store, ws_a, day, disposition="voicemail", talk=30)
     await add_call(store, ws_a, day, disposition="wrong_number", talk=90)
     await add_call(store, ws_a, day, disposition="no_answer")
-    await add_call(store, ws_a, day, disposition="busy", user=1)
-    await add_call(store, ws_a, day, direction="inbound", talk=300, meeting=True)  # not a dial
+    await add_call(store, ws_a, day, disposition="busy", user=1, suppressed=True)
+    # not a dial
+    await add_call(store, ws_a, day, direction="inbound", talk=300, meeting=True, suppressed=True)
     body = await metrics(api, "from=2026-05-04&to=2026-05-04")
     assert Schemas().errors("/schemas/responses/dialer-metrics.json", body) == []
     assert body["totals"] == {
@@ -75,6 +78,7 @@ async def test_every_figure_follows_its_published_formula(api, store, ws_a):
         "voicemails": 1,
         "talkTimeSeconds": 329,
         "averageTalkTimeSeconds": 82.25,
+        "callsToSuppressedNumbers": 1,
     }
     users = {row["userId"]: row for row in body["byUser"]}
     assert list(users) == sorted([ws_a.users[0]["id"], ws_a.users[1]["id"]])
@@ -90,6 +94,7 @@ async def test_every_figure_follows_its_published_formula(api, store, ws_a):
         "voicemails": 0,
         "talkTimeSeconds": 0,
         "averageTalkTimeSeconds": 0,
+        "callsToSuppressedNumbers": 1,
     }
     [only] = body["byDay"]
     assert only == {
@@ -286,6 +291,7 @@ async def recount(api, starts: str, ends: str, user: str | None = None) -> dict:
         "voicemails": voicemail_total,
         "talkTimeSeconds": talk,
         "averageTalkTimeSeconds": ratio(talk, connect_total),
+        "callsToSuppressedNumbers": sum(c["toNumberSuppressed"] for c in dials),
     }
 
 
@@ -310,6 +316,7 @@ async def test_figures_reconcile_with_get_calls(api, store, ws_a):
             direction=rng.choice(["outbound"] * 5 + ["inbound"]),
             talk=rng.choice([5, 59, 60, 61, 240]),
             meeting=rng.random() < 0.15,
+            suppressed=rng.random() < 0.2,
         )
     body = await metrics(api, "from=2026-10-30&to=2026-11-03&timezone=America/New_York")
     assert body["totals"]["dials"] > 100

@@ -96,6 +96,19 @@ async def test_encoded_pages_equal_python_built_ones(store, auth):
     shown = decoded(await store.calls.page(wid, Window(5), encoded=True))
     assert shown[0]["id"] == call["id"] and shown[0]["notes"] == 'Called back \u00e9 "later"'
 
+    # Rows written before toNumberSuppressed existed (the column NULL, the stored record
+    # without it) read false, encoded or not.
+    await store.engine.write(
+        lambda conn: conn.execute(
+            "UPDATE calls SET toNumberSuppressed = NULL, "
+            "record = json_remove(record, '$.toNumberSuppressed') "
+            'WHERE "_id" IN (SELECT "_id" FROM calls LIMIT 80)'
+        )
+    )
+    assert await same_pages(lambda w, e: store.calls.page(wid, w, encoded=e), [Window(100)])
+    shown = decoded(await store.calls.page(wid, Window(100), encoded=True))
+    assert [c["toNumberSuppressed"] for c in shown] == [False] * 100
+
 
 def test_sql_timestamps_match_the_api_format():
     """strftime over integer milliseconds writes what jsonio writes, over the whole range a

@@ -55,18 +55,18 @@ def test_a_full_leap_year_has_367_boundaries():
 
 
 # disposition, durationSeconds, meetingBooked -> dials, connects, conversations, meetingsBooked,
-# voicemails, talkTimeSeconds
+# voicemails, callsToSuppressedNumbers, talkTimeSeconds
 CONTRIBUTIONS = [
-    ("connected", 59, False, (1, 1, 0, 0, 0, 59)),
-    ("connected", 60, False, (1, 1, 1, 0, 0, 60)),
-    ("connected", 0, True, (1, 1, 0, 1, 0, 0)),
-    ("connected", 3600, True, (1, 1, 1, 1, 0, 3600)),
-    ("voicemail", 45, False, (1, 0, 0, 0, 1, 0)),  # talk time is of connects only
-    ("voicemail", 45, True, (1, 0, 0, 1, 1, 0)),
-    ("wrong_number", 90, False, (1, 0, 0, 0, 0, 0)),  # answered, but not a connect
-    ("no_answer", 0, False, (1, 0, 0, 0, 0, 0)),
-    ("busy", 0, True, (1, 0, 0, 1, 0, 0)),
-    ("failed", 0, False, (1, 0, 0, 0, 0, 0)),
+    ("connected", 59, False, (1, 1, 0, 0, 0, 0, 59)),
+    ("connected", 60, False, (1, 1, 1, 0, 0, 0, 60)),
+    ("connected", 0, True, (1, 1, 0, 1, 0, 0, 0)),
+    ("connected", 3600, True, (1, 1, 1, 1, 0, 0, 3600)),
+    ("voicemail", 45, False, (1, 0, 0, 0, 1, 0, 0)),  # talk time is of connects only
+    ("voicemail", 45, True, (1, 0, 0, 1, 1, 0, 0)),
+    ("wrong_number", 90, False, (1, 0, 0, 0, 0, 0, 0)),  # answered, but not a connect
+    ("no_answer", 0, False, (1, 0, 0, 0, 0, 0, 0)),
+    ("busy", 0, True, (1, 0, 0, 1, 0, 0, 0)),
+    ("failed", 0, False, (1, 0, 0, 0, 0, 0, 0)),
 ]
 
 
@@ -74,6 +74,8 @@ CONTRIBUTIONS = [
 def test_a_calls_contribution_follows_the_definitions(disposition, seconds, meeting, expected):
     call = {"disposition": disposition, "durationSeconds": seconds, "meetingBooked": meeting}
     assert contribution(call) == dict(zip(COUNTS, expected, strict=True))
+    suppressed = contribution({**call, "toNumberSuppressed": True})
+    assert suppressed == {**contribution(call), "callsToSuppressedNumbers": 1}
 
 
 QUARTERS = [
@@ -109,11 +111,11 @@ def test_day_of_finds_the_day_an_instant_falls_in():
 def test_assemble_adds_rows_into_totals_users_and_days():
     starts = day_starts(dt.date(2026, 5, 4), dt.date(2026, 5, 6), ZoneInfo("UTC"))
     rows = [
-        ("b", 0, [2, 1, 1, 0, 0, 90]),
-        ("a", 0, [1, 0, 0, 1, 1, 0]),
-        ("b", 2, [1, 1, 0, 0, 0, 30]),
-        ("b", 2, [0, 0, 0, 0, 0, 15]),  # talk time counted apart from its call
-        (None, 2, [1, 0, 0, 0, 0, 0]),
+        ("b", 0, [2, 1, 1, 0, 0, 1, 90]),
+        ("a", 0, [1, 0, 0, 1, 1, 0, 0]),
+        ("b", 2, [1, 1, 0, 0, 0, 1, 30]),
+        ("b", 2, [0, 0, 0, 0, 0, 0, 15]),  # talk time counted apart from its call
+        (None, 2, [1, 0, 0, 0, 0, 0, 0]),
     ]
     result = assemble(dt.date(2026, 5, 4), dt.date(2026, 5, 6), ZoneInfo("UTC"), None, starts, rows)
     assert result["totals"] == {
@@ -127,6 +129,7 @@ def test_assemble_adds_rows_into_totals_users_and_days():
         "voicemails": 1,
         "talkTimeSeconds": 135,
         "averageTalkTimeSeconds": 67.5,
+        "callsToSuppressedNumbers": 2,
     }
     assert [row["userId"] for row in result["byUser"]] == ["a", "b", None]
     assert [row["dials"] for row in result["byUser"]] == [1, 3, 1]
@@ -164,7 +167,7 @@ def test_the_pipelines_are_workspace_scoped_and_portable():
 
 
 def test_the_counts_are_grouped_by_user_quarter_and_their_0_1_counts():
-    """So that a group's rows are at most users x quarter hours x 8 combinations."""
+    """So that a group's rows are at most users x quarter hours x 16 combinations."""
     starts = day_starts(dt.date(2026, 1, 1), dt.date(2026, 1, 1), ZoneInfo("UTC"))
     counts, talk, exact = pipelines(starts, None)
     assert "userId" not in counts[0]["$match"]
@@ -204,6 +207,7 @@ def test_a_changed_call_gets_its_contribution_in_the_same_set():
         "durationSeconds": 75,
         "meetingBooked": False,
         "notes": None,
+        "toNumberSuppressed": True,  # as recorded: a change keeps it, and its count
     }
     changes = {"disposition": "voicemail", "updatedAt": dt.datetime(2026, 3, 9)}
     assert changed_call_set(current, changes) == {
@@ -216,6 +220,7 @@ def test_a_changed_call_gets_its_contribution_in_the_same_set():
             "conversations": 0,
             "meetingsBooked": 0,
             "voicemails": 1,
+            "callsToSuppressedNumbers": 1,
             "talkTimeSeconds": 0,
         },
     }

@@ -161,6 +161,7 @@ async def test_the_set_of_a_changed_call_moves_its_counts(store):
         "disposition": "connected",
         "durationSeconds": 90,
         "meetingBooked": False,
+        "toNumberSuppressed": True,  # as recorded: the change keeps it counted
     }
     await store.calls.insert_documents(workspace, [doc])
     day = doc["createdAt"].date()
@@ -183,6 +184,7 @@ async def test_the_set_of_a_changed_call_moves_its_counts(store):
         "conversations": 0,
         "meetingsBooked": 1,
         "voicemails": 1,
+        "callsToSuppressedNumbers": 1,
         "talkTimeSeconds": 0,
     }
 

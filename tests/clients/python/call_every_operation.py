@@ -312,7 +312,7 @@ def read_call(call: Call) -> None:
         assert call.started_at <= call.answered_at <= call.ended_at
     assert call.duration_seconds >= 0
     assert (call.recording_duration_seconds is not None) == call.has_recording
-    assert isinstance(call.meeting_booked, bool)
+    assert isinstance(call.meeting_booked, bool) and isinstance(call.to_number_suppressed, bool)
     assert call.notes is None or isinstance(call.notes, str)
 
 
@@ -355,6 +355,7 @@ def read_metrics(
         assert 0 <= rate <= 1
     assert row.meetings_booked >= 0 and row.voicemails >= 0
     assert row.talk_time_seconds >= 0 and row.average_talk_time_seconds >= 0
+    assert 0 <= row.calls_to_suppressed_numbers <= row.dials
     return row.dials
 
 
