@@ -1,9 +1,9 @@
 """The proof that the events feed misses nothing: writers create and change calls, prospects,
 lists, activities and users at full speed, and delete users, prospects and lists (contact
 uploads, list creations, lists renamed and members taken out of them, prospects corrected and
-deleted, lists filled and deleted with their members in them, the users' writes over HTTP, the demo's
-live writer recording through the dialer's API, calls by contact and their changes, notes
-changes, calls stamped now that land seconds later, and on MongoDB events
+deleted, lists filled and deleted with their members in them, the users' writes over HTTP, the
+demo's live writer recording through the dialer's API, calls by contact and their changes,
+notes changes, calls stamped now that land seconds later, and on MongoDB events
 held back after their change landed), while a reader follows GET /v1/events from the start.
 After the writes stop and one settle period passes, the reader has seen, for every record, an
 event carrying its final state as its last event (`{"id", "deletedAt"}` for a deleted one, whose
