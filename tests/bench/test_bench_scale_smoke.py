@@ -61,4 +61,4 @@ def test_scale_bench_prints_every_figure(tmp_path):
     assert "write-ahead log after it" in json.dumps(l17)
     # The data files are cached with their markers, for the next run to reuse.
     markers = sorted(p.name for p in (tmp_path / "data").glob("*.json"))
-    assert markers == ["calls10000-prospects300.sqlite.json", "calls3000-prospects500.sqlite.json"]
+    assert markers == ["calls10000-prospects300.sqlite.json", "calls3000-prospects300.sqlite.json"]
