@@ -47,10 +47,10 @@ test-wire: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
-# The API on the embedded SQLite store with 1,000,000 calls (bench/scale.py, rows L1..L20):
-# pages, deep cursors, metrics, uploads and memory at that size. The data is seeded once and
-# cached in bench/.data/. `make bench` runs it too; `make bench-scale CALLS=100000` for a quick
-# look.
+# The API on the embedded SQLite store with 1,000,000 calls (bench/scale.py, rows L1..L25):
+# pages, deep cursors, metrics, uploads, list deletes, prospect changes, do-not-call and memory
+# at that size. The data is seeded once and cached in bench/.data/. `make bench` runs it too;
+# `make bench-scale CALLS=100000` for a quick look.
 bench: bench-scale
 bench-scale: $(STAMP)
 	$(PY) -m bench.scale $(if $(CALLS),--calls $(CALLS))

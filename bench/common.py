@@ -3,7 +3,7 @@ as, the statistics and units figures are written in, and the contact uploads the
 
 Row ids are unique across all benchmarks and stable (the performance document cites them):
 P1a..P10b and S1..S3 are `python -m bench` (bench/run.py, S for the streams of
-bench/streams.py), L1..L12 are `python -m bench.scale`. A figure that reports several rows
+bench/streams.py), L1..L25 are `python -m bench.scale`. A figure that reports several rows
 numbers them with a letter (P1a, P1b, P1c).
 """
 

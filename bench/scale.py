@@ -39,10 +39,22 @@ matter), and printed as one table with its target and PASS/MISS:
   same seeding: the worst order a file can come in (every time-keyed index takes its entries
   at random places).
 
+- L21 DELETE /v1/lists/{id} of a list with every prospect of the small file's workspace
+  (100,000; joined by `workspace-api import prospects --list`), then the background purge
+  until every member has lost it: < 60 s; L22 GET /v1/users every 10 ms meanwhile: p99 <
+  100 ms (beside its idle p99).
+- L23 PATCH /v1/prospects/{id} on a copy of the big file (1M calls, 100,000 prospects), random
+  prospects, interleaved with the same PATCH at 10k calls: p50 < 10 ms.
+- L24 100 new contacts into a fresh copy of the small file with as many do-not-call entries as
+  calls (1M; imported by `workspace-api import do-not-call`) over the same uploads into a fresh
+  copy with none, interleaved: <= 1.2. L25 then 3 POST /v1/do-not-call of 1,000 entries, the
+  numbers of 1,000 prospects each: the slowest < 2 s.
+
 The data files are seeded once (a few minutes for 1M calls) and cached in bench/.data/
-(bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look). The figures are
-measured by bench/scale_pages.py, scale_export.py, scale_queries.py and scale_writes.py, on the
-processes of bench/scale_api.py.
+(bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look; also the
+do-not-call entries of L24), `--prospects N` the prospects of both files (the list of L21).
+The figures are measured by bench/scale_pages.py, scale_export.py, scale_queries.py,
+scale_writes.py and scale_lifecycle.py, on the processes of bench/scale_api.py.
 """
 
 from __future__ import annotations
@@ -67,9 +79,10 @@ from bench.scale_data import (
     working_copy,
 )
 from bench.scale_export import bench_export
+from bench.scale_lifecycle import bench_dnc, bench_list_delete, bench_patch
 from bench.scale_pages import bench_deep, bench_page_one, bench_throughput
 from bench.scale_queries import bench_metrics, bench_recording
-from bench.scale_writes import bench_import, bench_uploads
+from bench.scale_writes import bench_import, bench_uploads, remove_file
 
 # Every row this benchmark reports, in the order it prints them (bench/common.py: the ids).
 ROW_IDS = (
@@ -88,6 +101,11 @@ ROW_IDS = (
     "L7",
     "L8",
     "L9",
+    "L21",
+    "L22",
+    "L23",
+    "L24",
+    "L25",
     "L17",
     "L18",
     "L19",
@@ -126,7 +144,7 @@ async def run(args) -> list[Row]:
             report(row)
         return rows
     started = time.monotonic()
-    big_path, big_child = start_seeding(args.calls, 500)
+    big_path, big_child = start_seeding(args.calls, args.prospects)
     small_path, small_child = start_seeding(SMALL_CALLS, args.prospects)
     big_marker = wait_seeded(big_path, big_child)
     small_marker = wait_seeded(small_path, small_child)
@@ -141,6 +159,26 @@ async def run(args) -> list[Row]:
         small_copy = working_copy(small_path, "uploads.sqlite")
         big = Api(big_path, big_marker, workdir / "api-big.log")
         small = Api(small_copy, small_marker, workdir / "api-small.log")
+        extra: list[Api] = []  # the APIs on further copies, started by the steps that use them
+
+        def on_copy(path: Path, marker: dict, name: str) -> Api:
+            api = Api(working_copy(path, f"{name}.sqlite"), marker, workdir / f"api-{name}.log")
+            extra.append(api)
+            return api
+
+        async def patch_step():
+            # PATCH writes: on a copy of the big file, so that the cache never changes.
+            big_copy = on_copy(big_path, big_marker, "patch")
+            await big_copy.ready()
+            return await bench_patch(args, big_copy, small)
+
+        async def dnc_step():
+            # Two fresh copies of the small file: one takes the entries, one none.
+            none, suppressed = (on_copy(small_path, small_marker, n) for n in ("dnc-none", "dnc"))
+            await none.ready()
+            await suppressed.ready()
+            return await bench_dnc(args, none, suppressed, workdir)
+
         try:
             await big.ready()
             await small.ready()
@@ -152,6 +190,9 @@ async def run(args) -> list[Row]:
                 ("metrics", lambda: bench_metrics(args, big)),
                 ("recording", lambda: bench_recording(args, big_path, big_marker)),
                 ("uploads", lambda: bench_uploads(args, small)),
+                ("lists", lambda: bench_list_delete(args, small, workdir)),
+                ("patch", patch_step),
+                ("dnc", dnc_step),
                 ("import", lambda: bench_import(args, workdir)),
             ]
             for name, step in steps:
@@ -183,9 +224,10 @@ async def run(args) -> list[Row]:
         finally:
             big.stop()
             small.stop()
-            small_copy.unlink(missing_ok=True)
-            for suffix in ("-wal", "-shm"):
-                Path(f"{small_copy}{suffix}").unlink(missing_ok=True)
+            for api in extra:
+                api.stop()
+            for copy in [small_copy, *(api.path for api in extra)]:
+                remove_file(copy)
     return rows
 
 
@@ -205,8 +247,9 @@ def parse_args(argv=None):
         "--prospects",
         type=int,
         default=SMALL_PROSPECTS,
-        help="prospects in the workspace that takes the uploads (default "
-        "100,000; its file also has the 10k calls of page 1's baseline)",
+        help="prospects in the first workspace of both files (default 100,000): the "
+        "workspace that takes the uploads, the deleted list's members (L21), the prospects "
+        "patched (L23)",
     )
     parser.add_argument("--rounds", type=int, default=4, help="throughput rounds per side")
     parser.add_argument("--round-seconds", type=float, default=4.0)
@@ -223,7 +266,8 @@ def parse_args(argv=None):
         "--only",
         nargs="*",
         default=None,
-        help="steps to run: throughput page deep export metrics recording uploads import",
+        help="steps to run: throughput page deep export metrics recording uploads lists "
+        "patch dnc import",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     return parser.parse_args(argv)

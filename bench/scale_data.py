@@ -2,7 +2,8 @@
 
 Two SQLite files, each seeded by `demo.seeding.seed` in a child process (bounded memory, and the
 seeding's garbage never reaches the benchmark):
-- "big": `calls` calls in the first demo workspace (1,000,000 by default), 500 prospects;
+- "big": `calls` calls in the first demo workspace (1,000,000 by default) and `prospects`
+  prospects (100,000 by default: the prospects PATCH measures);
 - "small": 10,000 calls and 100,000 prospects: page 1 at 10k calls, and the workspace that
   takes the contact uploads (a fresh copy of the cached file for every run, so the cache never
   changes).

@@ -59,6 +59,11 @@ def test_scale_bench_prints_every_figure(tmp_path):
         assert f"| {row['id']} |" in proc.stdout
     l17 = next(row for row in rows if row["id"] == "L17")
     assert "write-ahead log after it" in json.dumps(l17)
+    # The lifecycle rows measured what they name: a purge of the list's members, prospects
+    # made doNotCall by the entries added.
+    by_id = {row["id"]: row for row in rows}
+    assert by_id["L21"]["data"]["members"] > 0 and by_id["L21"]["data"]["seconds"] is not None
+    assert min(by_id["L25"]["data"]["touched"]) > 0
     # The data files are cached with their markers, for the next run to reuse.
     markers = sorted(p.name for p in (tmp_path / "data").glob("*.json"))
-    assert markers == ["calls10000-prospects300.sqlite.json", "calls3000-prospects500.sqlite.json"]
+    assert markers == ["calls10000-prospects300.sqlite.json", "calls3000-prospects300.sqlite.json"]
