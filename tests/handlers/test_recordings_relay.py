@@ -32,9 +32,11 @@ def app_services(provider):
             provider.base_url,
             ACCOUNT_ID,
             AUTH_TOKEN,
-            connect_timeout=1,
-            header_timeout=0.5,
-            idle_timeout=0.5,
+            # What this test checks is the bytes, not the timeouts: long enough for a busy
+            # machine (four test workers on two cores) not to cut a healthy local provider off.
+            connect_timeout=2,
+            header_timeout=2.0,
+            idle_timeout=2.0,
         )
     }
 
