@@ -20,8 +20,10 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from store.dnc import PROSPECT_FIELDS as DNC_FIELDS
+from store.dnc import RESOURCE
 from store.events import Removed
 from store.identity import CONTACT_FIELDS
+from store.mongo.dnc import listed as on_list
 from store.mongo.errors import translate_errors
 from store.mongo.events import MARK, TOMBSTONES
 from store.mongo.lists import PENDING, mark_counting
@@ -70,17 +72,8 @@ class ProspectChanges:
                 return None
             changes = changes_of(doc, fields, self.default_region)
             # The list is read under the upload lease, which its additions and removals hold too.
-            keys = dnc_keys(doc, changes)
-            listed = (
-                {
-                    found["key"]
-                    async for found in self.col.database["do_not_call"].find(
-                        {"workspaceId": workspace_id, "key": {"$in": keys}}, {"key": 1}
-                    )
-                }
-                if keys
-                else set()
-            )
+            found = await on_list(self.col.database[RESOURCE], workspace_id, dnc_keys(doc, changes))
+            listed = set(found)
             changes |= do_not_call_changes(doc, fields, changes, listed)
             if not changes:
                 return prospect_record(doc), False

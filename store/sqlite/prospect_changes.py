@@ -24,6 +24,7 @@ from store.prospect_changes import (
 )
 from store.prospects import DERIVED
 from store.prospects import record as prospect_record
+from store.sqlite.dnc import listed as on_list
 from store.sqlite.paging import bump
 from store.sqlite.schema import ms, to_doc
 from store.tombstones import PROSPECT_CLEARED, dedupe_key
@@ -63,17 +64,7 @@ def update_unit(
         return None
     doc = to_doc(row)
     changes = changes_of(doc, fields, region)
-    if keys := dnc_keys(doc, changes):
-        listed = {
-            found[0]
-            for found in conn.execute(
-                f"SELECT key FROM do_not_call WHERE workspaceId = ? AND key IN "
-                f"({', '.join('?' * len(keys))})",
-                (workspace_id, *keys),
-            )
-        }
-    else:
-        listed = set()
+    listed = set(on_list(conn, workspace_id, dnc_keys(doc, changes)))
     changes |= do_not_call_changes(doc, fields, changes, listed)
     if not changes:
         return prospect_record(doc), False
