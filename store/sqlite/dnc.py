@@ -30,7 +30,7 @@ from store.events import Removed
 from store.paging import Page, Window
 from store.prospects import Contact
 from store.sqlite.engine import Engine
-from store.sqlite.matching import candidates
+from store.sqlite.matching import by_identifiers, candidates, marks
 from store.sqlite.paging import page_query
 from store.sqlite.schema import insert, ms, to_doc
 
@@ -48,16 +48,12 @@ FIELDS = '"_id", phoneNumber, email, reason, createdAt'
 PROSPECT_COLUMNS = '"_id", phoneE164, emailNorm, doNotCallReason, doNotCallSelf'
 
 
-def _marks(values: Collection[object]) -> str:
-    return ", ".join("?" * len(values))
-
-
 def listed(conn: sqlite3.Connection, workspace_id: str, keys: Collection[str]) -> dict[str, dict]:
     """The entries of `keys` on the workspace's list, by key (index do_not_call_ws_key)."""
     if not keys:
         return {}
     rows = conn.execute(
-        f"SELECT * FROM do_not_call WHERE workspaceId = ? AND key IN ({_marks(keys)})",
+        f"SELECT * FROM do_not_call WHERE workspaceId = ? AND key IN ({marks(keys)})",
         (workspace_id, *keys),
     )
     return {row["key"]: to_doc(row) for row in rows}
@@ -72,17 +68,8 @@ def recompute(
 ) -> list[str]:
     """Set doNotCall and doNotCallReason of the prospects with these phones or emails as the
     list now says (caller's transaction); the ids of those whose value changed."""
-    selects, params = [], []
-    for column, values in (("phoneE164", phones), ("emailNorm", emails)):
-        if values:
-            selects.append(
-                f"SELECT {PROSPECT_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
-                f"{column} IN ({_marks(values)})"
-            )
-            params += [workspace_id, *values]
-    if not selects:
-        return []
-    docs = [to_doc(row) for row in conn.execute(" UNION ".join(selects), params)]
+    rows = by_identifiers(conn, PROSPECT_COLUMNS, workspace_id, emails, phones)
+    docs = [to_doc(row) for row in rows]
     keys = {phone_key(d["phoneE164"]) for d in docs if d.get("phoneE164")}
     keys |= {email_key(d["emailNorm"]) for d in docs if d.get("emailNorm")}
     changed = prospect_changes(docs, set(listed(conn, workspace_id, keys)))
@@ -116,7 +103,7 @@ def screen_contacts(conn: sqlite3.Connection, workspace_id: str, contacts: list[
         if values:
             selects.append(
                 f'SELECT "_id" FROM prospects WHERE workspaceId = ? AND {column} IN '
-                f"({_marks(values)}) AND doNotCall = 1"
+                f"({marks(values)}) AND doNotCall = 1"
             )
             params += [workspace_id, *sorted(values)]
     dnc_ids = (

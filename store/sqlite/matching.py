@@ -27,8 +27,32 @@ MATCH_COLUMNS = ", ".join(
 )
 
 
-def _marks(values: Collection[object]) -> str:
+def marks(values: Collection[object]) -> str:
+    """The `?` placeholders of an SQL IN list of `values`."""
     return ", ".join("?" * len(values))
+
+
+def by_identifiers(
+    conn: sqlite3.Connection,
+    columns: str,
+    workspace_id: str,
+    emails: Collection[str],
+    phones: Collection[str],
+) -> list[sqlite3.Row]:
+    """`columns` of the workspace's live prospects with one of these normalised emails or E.164
+    phones. One indexed SELECT per identifier kind, joined by UNION (which also drops a
+    prospect found by both): written with OR, SQLite walks the workspace's prospects instead."""
+    selects, params = [], []
+    for column, values in (("emailNorm", emails), ("phoneE164", phones)):
+        if values:
+            selects.append(
+                f"SELECT {columns} FROM prospects WHERE workspaceId = ? AND "
+                f"{column} IN ({marks(values)}) AND deletedAt IS NULL"
+            )
+            params += [workspace_id, *values]
+    if not selects:
+        return []
+    return conn.execute(" UNION ".join(selects), params).fetchall()
 
 
 def candidates(
@@ -36,19 +60,7 @@ def candidates(
 ) -> list[Candidate]:
     emails = sorted({c.email for c in contacts if c.email})
     phones = sorted({c.phone for c in contacts if c.phone})
-    # One indexed SELECT per identifier kind, joined by UNION (which also drops a prospect
-    # matched by both): written with OR, SQLite walks the workspace's prospects instead.
-    selects, params = [], []
-    for column, values in (("emailNorm", emails), ("phoneE164", phones)):
-        if values:
-            selects.append(
-                f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? AND "
-                f"{column} IN ({_marks(values)}) AND deletedAt IS NULL"
-            )
-            params += [workspace_id, *values]
-    if not selects:
-        return []
-    rows = conn.execute(" UNION ".join(selects), params)
+    rows = by_identifiers(conn, MATCH_COLUMNS, workspace_id, emails, phones)
     return [Candidate.from_doc(to_doc(row)) for row in rows]
 
 
@@ -78,7 +90,7 @@ def resolve_contacts(
     if new:
         rows = conn.execute(
             f"SELECT {MATCH_COLUMNS} FROM prospects WHERE workspaceId = ? "
-            f"AND dedupeKey IN ({_marks(new)})",
+            f"AND dedupeKey IN ({marks(new)})",
             (workspace_id, *new),
         )
         for row in rows:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
-from collections.abc import AsyncGenerator, Collection
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from store.activities import list_added_activity
@@ -30,7 +30,7 @@ from store.sqlite.dnc import screen_contacts
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
-from store.sqlite.matching import create_and_fill, resolve_contacts
+from store.sqlite.matching import create_and_fill, marks, resolve_contacts
 from store.sqlite.paging import page_query, quick
 from store.sqlite.prospect_changes import ProspectChanges
 from store.sqlite.prospect_rows import ProspectRows
@@ -57,10 +57,6 @@ EVENT_SOURCE = ("prospects p", "p.", JSON)  # store/sqlite/events.py
 # The conditions of every ordinary read: the workspace, and not deleted (store/tombstones.py).
 LIVE = ("p.workspaceId = ?", "p.deletedAt IS NULL")
 UPLOAD_TIMEOUT = 10.0  # the documented longest wait for an upload's turn
-
-
-def _marks(values: Collection[object]) -> str:
-    return ", ".join("?" * len(values))
 
 
 def match_unit(
@@ -113,7 +109,7 @@ def upload(
         row[0]: row[1]
         for row in conn.execute(
             f'SELECT "_id", createdAt FROM prospects WHERE +workspaceId = ? AND "_id" IN '
-            f"({_marks(ids)})",
+            f"({marks(ids)})",
             (workspace_id, *ids),
         )
     }
