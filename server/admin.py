@@ -16,6 +16,7 @@ from server.config import Config
 from server.output import emit
 from store.contract import Store
 from store.keys import DEFAULT_SCOPES, SCOPES, ordered
+from store.retention import MAX_RETENTION_DAYS, RETENTION_SETTING
 from store.users import InvalidEmail, UserExists
 
 MAX_EXPIRY_DAYS = 36_500
@@ -47,6 +48,18 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     rename = workspaces.add_parser("rename", help="rename a workspace", parents=printing)
     rename.add_argument("workspace_id")
     rename.add_argument("name")
+    settings = workspaces.add_parser(
+        "set", help="change a workspace's own settings", parents=printing
+    )
+    settings.add_argument("workspace_id")
+    settings.add_argument(
+        "--recording-retention-days",
+        type=_retention,
+        required=True,
+        metavar="DAYS",
+        help="delete the workspace's recordings this many days after their calls ended (0: keep "
+        "them; 'default': recording_retention_days applies again)",
+    )
 
     users = sub.add_parser("users", help="manage workspace users").add_subparsers(
         dest="action", required=True
@@ -116,6 +129,22 @@ def _days(text: str) -> int:
     return value
 
 
+def _retention(text: str) -> int | None:
+    """An argparse type: a whole number of days from 0 to MAX_RETENTION_DAYS, or `default`
+    (None: the workspace's own setting is removed)."""
+    if text == "default":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of days or 'default'"
+        ) from None
+    if not 0 <= value <= MAX_RETENTION_DAYS:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_RETENTION_DAYS} days")
+    return value
+
+
 def admin_parser() -> argparse.ArgumentParser:
     """A parser of the admin commands alone (the demo's stdin console)."""
     parser = argparse.ArgumentParser(prog="workspace-api")
@@ -169,6 +198,13 @@ async def _dispatch(store: Store, auth: KeyService, args: argparse.Namespace) ->
         if renamed is None:
             raise AdminError(f"no workspace {args.workspace_id}")
         return {"workspace": renamed}
+    if command == ("workspaces", "set"):
+        changed = await store.workspaces.update_settings(
+            args.workspace_id, {RETENTION_SETTING: args.recording_retention_days}
+        )
+        if changed is None:
+            raise AdminError(f"no workspace {args.workspace_id}")
+        return {"workspace": changed}
     if command == ("users", "list"):
         await _workspace(store, args.workspace)
         return {"users": await store.users.list(args.workspace, args.include_deleted)}

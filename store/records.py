@@ -64,7 +64,14 @@ def list_document(
 
 
 def workspace_record(doc: dict) -> dict:
-    return {"id": doc["_id"], "name": doc["name"], "createdAt": doc["createdAt"]}
+    """A workspace as the admin commands show it; `settings` holds what overrides the
+    configuration for this workspace alone (store/retention.py), {} for nothing."""
+    return {
+        "id": doc["_id"],
+        "name": doc["name"],
+        "createdAt": doc["createdAt"],
+        "settings": doc.get("settings") or {},
+    }
 
 
 def user_record(doc: dict) -> dict:

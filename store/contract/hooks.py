@@ -13,6 +13,7 @@ from typing import Protocol
 from store.events import StoredEvent
 from store.keys import DEFAULT_SCOPES
 from store.paging import Position
+from store.retention import DueRecording
 from store.webhooks import Attempt, Claim, FanoutClaim
 
 
@@ -30,6 +31,44 @@ class WorkspaceHooks(Protocol):
     async def rename(self, workspace_id: str, name: str) -> dict | None:
         """Operator scope (admin CLI only): give a workspace a new name; its record, or None
         when there is no such workspace."""
+        ...
+
+    async def update_settings(self, workspace_id: str, changes: dict) -> dict | None:
+        """Operator scope (admin CLI only): set the workspace's settings named in `changes`
+        (store/retention.py's RETENTION_SETTING); a None value removes a setting, so that the
+        configured default applies again. Its record (with `settings`), or None when there is
+        no such workspace."""
+        ...
+
+
+class RecordingHooks(Protocol):
+    """The recording retention sweep's calls (server/recording_retention.py;
+    store/retention.py). Operator scope, each within one workspace."""
+
+    async def claim_expired_recordings(
+        self,
+        workspace_id: str,
+        ended_before: dt.datetime,
+        now: dt.datetime,
+        lease: dt.timedelta,
+        limit: int,
+    ) -> builtins.list[DueRecording]:
+        """Claim, until `now + lease`, up to `limit` calls of the workspace that ended before
+        `ended_before`, still have a recording, and are not claimed or waiting for a retry
+        (oldest end first); another claim skips them meanwhile."""
+        ...
+
+    async def forget_recording(self, workspace_id: str, due: DueRecording) -> dict | None:
+        """Remove the stored recording reference of a claimed call, once the provider confirmed
+        the recording gone: `hasRecording` false, `updatedAt` moves, `call.updated` is recorded.
+        The call's new record, or None when it no longer holds `due.ref` (nothing written)."""
+        ...
+
+    async def postpone_recording(
+        self, workspace_id: str, due: DueRecording, until: dt.datetime
+    ) -> None:
+        """The provider failed: the call is due again at `until`, its failures counted (only
+        while the call is still `due`'s claim)."""
         ...
 
 

@@ -18,6 +18,7 @@ from store.contract.hooks import (
     EventHooks,
     KeyHooks,
     RateCounterHooks,
+    RecordingHooks,
     StoreHooks,
     UserHooks,
     WorkspaceHooks,
@@ -46,7 +47,7 @@ class AllKeys(Keys, KeyHooks, Protocol): ...
 class AllProspects(Prospects, ProspectSeeding, Protocol): ...
 
 
-class AllCalls(Calls, CallSeeding, Protocol): ...
+class AllCalls(Calls, CallSeeding, RecordingHooks, Protocol): ...
 
 
 class AllActivities(Activities, ActivitySeeding, Protocol): ...

@@ -101,6 +101,11 @@ INDEXES: dict[str, list[IndexModel]] = {
             name="ws_direction_newest",
         ),
         IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
+        # The recording retention sweep's (store/mongo/retention.py): recorded calls by end.
+        IndexModel(
+            [("workspaceId", ASC), ("hasRecording", ASC), ("endedAt", ASC)],
+            name="ws_recording_due",
+        ),
     ],
     "activities": [
         IndexModel(

@@ -40,3 +40,16 @@ class Workspaces:
             {"_id": workspace_id}, {"$set": {"name": name}}, return_document=ReturnDocument.AFTER
         )
         return doc and workspace_record(doc)
+
+    async def update_settings(self, workspace_id: str, changes: dict) -> dict | None:
+        """Operator scope (admin CLI only): set the settings named in `changes` (None removes
+        one: the default applies again); the workspace's new record, or None."""
+        sets = {f"settings.{name}": value for name, value in changes.items() if value is not None}
+        unsets = {f"settings.{name}": "" for name, value in changes.items() if value is None}
+        update = {key: value for key, value in (("$set", sets), ("$unset", unsets)) if value}
+        if not update:
+            return await self.get(workspace_id)
+        doc = await self.col.find_one_and_update(
+            {"_id": workspace_id}, update, return_document=ReturnDocument.AFTER
+        )
+        return doc and workspace_record(doc)

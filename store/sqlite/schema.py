@@ -20,7 +20,8 @@ EPOCH = dt.datetime(1970, 1, 1)
 
 TABLES = {
     "settings": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
-    "workspaces": '"_id" TEXT PRIMARY KEY, name TEXT NOT NULL, createdAt INTEGER NOT NULL',
+    "workspaces": '"_id" TEXT PRIMARY KEY, name TEXT NOT NULL, createdAt INTEGER NOT NULL, '
+    "settings TEXT",
     "users": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, email TEXT, firstName TEXT, '
     "lastName TEXT, createdAt INTEGER NOT NULL, deletedAt INTEGER",
     "api_keys": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, name TEXT, '
@@ -53,7 +54,8 @@ TABLES = {
     "hasRecording INTEGER NOT NULL, recordingDurationSeconds INTEGER, "
     "recordingRef TEXT, meetingBooked INTEGER NOT NULL, notes TEXT, "
     "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT, "
-    "toNumberSuppressed INTEGER",
+    "toNumberSuppressed INTEGER, recordingRetryAt INTEGER, recordingClaim TEXT, "
+    "recordingAttempts INTEGER",
     "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
     "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
     "summary TEXT, details TEXT NOT NULL DEFAULT '{}', storedAt INTEGER",
@@ -119,7 +121,17 @@ ADDED_COLUMNS = {
     # Whether the call's toNumber was on the do-not-call list when it was recorded: NULL (false)
     # in a call written before the column existed (its stored record lacks the field: ENCODED
     # in store/sqlite/callrows.py adds it).
-    "calls": {"record": "TEXT", "contentHash": "TEXT", "toNumberSuppressed": "INTEGER"},
+    # The recording retention sweep's claim of a call (store/retention.py): NULL until then.
+    "calls": {
+        "record": "TEXT",
+        "contentHash": "TEXT",
+        "toNumberSuppressed": "INTEGER",
+        "recordingRetryAt": "INTEGER",
+        "recordingClaim": "TEXT",
+        "recordingAttempts": "INTEGER",
+    },
+    # A workspace's own settings (JSON object, store/retention.py): NULL for none.
+    "workspaces": {"settings": "TEXT"},
     # Every call counted before the column existed was recorded before do-not-call: 0 is exact.
     "call_quarters": {"callsToSuppressedNumbers": "INTEGER NOT NULL DEFAULT 0"},
     # When an activity was stored (store/activities.py): the activities export's order.
@@ -191,6 +203,8 @@ INDEXES = {
     "calls_ws_list_newest": "calls (workspaceId, listId, createdAt DESC, _id DESC)",
     "calls_ws_disposition_newest": "calls (workspaceId, disposition, createdAt DESC, _id DESC)",
     "calls_ws_updated": "calls (workspaceId, updatedAt, _id)",
+    # The recording retention sweep's: a workspace's recorded calls, oldest end first.
+    "calls_ws_recording_due": "calls (workspaceId, hasRecording, endedAt, recordingRetryAt)",
     # Covering index of the dialer metrics: the query reads nothing but this index.
     "calls_ws_metrics_dnc": (
         "calls (workspaceId, direction, createdAt, userId, disposition, "
@@ -243,9 +257,10 @@ INSTANTS = {
     "at",
     "initiatedAt",
     "receivedAt",
+    "recordingRetryAt",
 }
 BOOLEANS = {"hasRecording", "meetingBooked", "doNotCall", "doNotCallSelf", "toNumberSuppressed"}
-JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes", "final"}
+JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes", "final", "settings"}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",

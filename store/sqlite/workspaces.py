@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.records import workspace_document, workspace_record
@@ -51,3 +52,24 @@ class Workspaces:
             return row and workspace_record(to_doc(row))
 
         return await self.engine.write(rename)
+
+    async def update_settings(self, workspace_id: str, changes: dict) -> dict | None:
+        """Operator scope (admin CLI only): set the settings named in `changes` (None removes
+        one: the default applies again); the workspace's new record, or None."""
+
+        def update(conn):
+            row = conn.execute(
+                'SELECT * FROM workspaces WHERE "_id" = ?', (workspace_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            doc = to_doc(row)
+            settings = {**(doc.get("settings") or {}), **changes}
+            settings = {name: value for name, value in settings.items() if value is not None}
+            conn.execute(
+                'UPDATE workspaces SET settings = ? WHERE "_id" = ?',
+                (json.dumps(settings) if settings else None, workspace_id),
+            )
+            return workspace_record({**doc, "settings": settings})
+
+        return await self.engine.write(update)
