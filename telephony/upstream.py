@@ -15,7 +15,7 @@ for the next request (a seek then costs no TCP handshake). A request that finds 
 connection closed by the provider is sent once more on a new connection.
 
 `UpstreamClient.delete_recording` deletes a recording at the provider (the recording retention
-sweep and erasures use it). Redirects are never followed. Every failure becomes `UpstreamNotFound`,
+sweep uses it). Redirects are never followed. Every failure becomes `UpstreamNotFound`,
 `UpstreamRangeNotSatisfiable` or `UpstreamError` (telephony/errors.py), whose messages never
 name the provider's host, path or credentials.
 """
