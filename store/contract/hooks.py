@@ -214,6 +214,16 @@ class StoreHooks(Protocol):
         tombstones were deleted (server.expiry's periodic sweep)."""
         ...
 
+    async def scrub(self, timeout: float = 30.0) -> bool | None:
+        """The end of an erasure (or of a workspace's deletion): make what was deleted
+        unrecoverable from the database's own files, where the backend can. SQLite: the file
+        already zeroes what is deleted (secure_delete); this truncates the write-ahead log to
+        nothing (a TRUNCATE checkpoint), trying again while readers hold snapshots in it for at
+        most `timeout` seconds, and says whether it did (False: call it again later). MongoDB:
+        None, nothing to do for bytes: the deletes removed or rewrote the documents, and what
+        the server's storage engine keeps beyond that is the server's (docs/deployment.md)."""
+        ...
+
     async def collections(self) -> list[str]:
         """The names of the store's tables or collections (operators and tests)."""
         ...
