@@ -32,6 +32,42 @@ class WorkspaceHooks(Protocol):
         when there is no such workspace."""
         ...
 
+    async def find(self, workspace_id: str) -> dict | None:
+        """Operator scope (admin CLI only): a workspace's record, also while it is being
+        deleted (then with its `deletingAt`), or None when there is no such workspace."""
+        ...
+
+    async def begin_delete(self, workspace_id: str, now: dt.datetime) -> dict | None:
+        """Operator scope (admin CLI only), the first step of deleting a workspace
+        (store/workspace_deletion.py): mark it `deletingAt` (kept when it is already), delete
+        its API keys, disable its webhook endpoints; its record, or None when there is no such
+        workspace. Idempotent."""
+        ...
+
+    async def recordings(
+        self, workspace_id: str, after: str, limit: int
+    ) -> builtins.list[tuple[str, str]]:
+        """Operator scope, a workspace being deleted: at most `limit` provider recordings the
+        store still refers to, as (key, recording reference), by key from after `after` (""
+        first, then the last key of the page before)."""
+        ...
+
+    async def forget_recordings(self, workspace_id: str, keys: Sequence[str]) -> None:
+        """Operator scope, a workspace being deleted: forget the recordings of these keys
+        (from `recordings`), once they are gone at the provider."""
+        ...
+
+    async def purge(self, workspace_id: str, batch: int = 1000) -> int:
+        """Operator scope, a workspace being deleted: delete at most `batch` of its records,
+        table after table (store.workspace_deletion.purge_order); how many. 0: none is left
+        but the workspace's own record."""
+        ...
+
+    async def remove(self, workspace_id: str) -> bool:
+        """Operator scope, the last step of deleting a workspace (once `purge` found nothing):
+        delete its record; whether there was one."""
+        ...
+
 
 class UserHooks(Protocol):
     """Operators' calls on users (admin CLI)."""
