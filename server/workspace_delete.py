@@ -20,6 +20,7 @@ a crash, a kill or a provider failure carries on where it stopped
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import sys
 from collections.abc import Awaitable, Callable
@@ -112,7 +113,7 @@ async def _delete_recordings(
 ) -> int:
     """Delete at the provider every recording the workspace's records refer to, a page at a
     time, forgetting each page's once the provider confirmed them gone; how many."""
-    from telephony.errors import UpstreamError
+    from telephony.errors import UpstreamError, UpstreamNotFound
 
     deleted, after = 0, ""
     while page := await store.workspaces.recordings(workspace_id, after, RECORDINGS_PAGE):
@@ -125,7 +126,9 @@ async def _delete_recordings(
         gone = []
         try:
             for key, ref in page:
-                await upstream.delete_recording(ref)
+                # A reference the provider could never have (malformed) has nothing to delete.
+                with contextlib.suppress(UpstreamNotFound):
+                    await upstream.delete_recording(ref)
                 gone.append(key)
         except (UpstreamError, OSError, TimeoutError) as exc:
             why = str(exc) or type(exc).__name__

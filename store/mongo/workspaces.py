@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
+import store.mongo.workspace_deletion as deletion
 from store.clock import SYSTEM_CLOCK, Clock
-from store.mongo import workspace_deletion as deletion
 from store.mongo.errors import translate_errors
 from store.records import workspace_document, workspace_record
 

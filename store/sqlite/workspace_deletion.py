@@ -7,8 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 from store.records import workspace_record
-from store.sqlite import schema
-from store.sqlite.schema import to_doc
+from store.sqlite.schema import WITHOUT_ROWID, to_doc
 from store.sqlite.webhook_endpoints import ENABLED, _disable
 from store.workspace_deletion import CALL, DISABLED_REASON, PROVIDER_CALL, purge_order, split_key
 
@@ -100,14 +99,14 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
 
 def _key_columns(conn: sqlite3.Connection, table: str) -> str:
     """What identifies a row of `table`: its rowid, or its primary key's columns."""
-    if table not in schema.WITHOUT_ROWID:
+    if table not in WITHOUT_ROWID:
         return "rowid"
     key = sorted(
         (column[5], column[1])
         for column in conn.execute(f"PRAGMA table_info({table})")
         if column[5]
     )
-    return "(" + ", ".join(f'"{name}"' for _, name in key) + ")"
+    return ", ".join(f'"{name}"' for _, name in key)
 
 
 def purge(conn: sqlite3.Connection, workspace_id: str, batch: int) -> int:
@@ -116,7 +115,7 @@ def purge(conn: sqlite3.Connection, workspace_id: str, batch: int) -> int:
     for table in _tables(conn):
         key = _key_columns(conn, table)
         deleted = conn.execute(
-            f"DELETE FROM {table} WHERE {key} IN "
+            f"DELETE FROM {table} WHERE ({key}) IN "
             f"(SELECT {key} FROM {table} WHERE workspaceId = ? LIMIT ?)",
             (workspace_id, batch),
         ).rowcount

@@ -6,9 +6,9 @@ import builtins
 import datetime as dt
 from collections.abc import Sequence
 
+import store.sqlite.workspace_deletion as deletion
 from store.clock import SYSTEM_CLOCK, Clock
 from store.records import workspace_document, workspace_record
-from store.sqlite import workspace_deletion as deletion
 from store.sqlite.engine import Engine
 from store.sqlite.schema import insert, ms, to_doc
 
