@@ -5,7 +5,7 @@ recordings. The deleted workspace's keys answer 401, every record of it is gone 
 table or collection, its recordings are 404 at the provider, the other workspace is untouched;
 on SQLite its people are in 0 bytes of the database file and its write-ahead log. A wrong
 name deletes nothing; a provider failure stops the command, and running it again (also after a
-kill) completes it."""
+kill, at the provider or between two batches of records) completes it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import os
 import signal
+import sqlite3
 import sys
 import uuid
 
@@ -344,3 +345,54 @@ async def test_recordings_without_a_configured_provider_stop_it(store, env, api,
     assert code == 1 and "no provider is configured" in err
     left = await records_of(store, ws_a.id)
     assert len(left["calls"]) == 3 and "api_keys" not in left  # stopped before any record
+
+
+@pytest.mark.sqlite
+async def test_a_run_killed_while_it_deletes_records_is_completed_by_the_next(
+    store, config, env, provider, api, dialer, ws_a
+):
+    """Killed between two batches of its records (held there by the file's write lock, which
+    the test takes once the events, the last table, are being deleted)."""
+    seeded = await seed(store, api, dialer, ws_a, "Gg")
+    many = 50_000  # events enough that their deletion takes many batches
+
+    def add_events(conn: sqlite3.Connection) -> None:
+        conn.executemany(
+            "INSERT INTO events VALUES (?, ?, 'prospect.updated', ?, 0, ?)",
+            (
+                (str(uuid.uuid4()), ws_a.id, str(n), f'{{"note":"{seeded["notes"][0]}"}}')
+                for n in range(many)
+            ),
+        )
+
+    def events_left(conn: sqlite3.Connection) -> int:
+        return conn.execute(
+            "SELECT count(*) FROM events WHERE workspaceId = ?", (ws_a.id,)
+        ).fetchone()[0]
+
+    await store.engine.write(add_events)
+    total = await store.engine.read(events_left)
+    process = await start(env, *delete_argv(ws_a))
+    lock = sqlite3.connect(
+        config.sqlite_path, isolation_level=None, timeout=30, check_same_thread=False
+    )
+    try:
+        await until(
+            lambda: store.engine.read(lambda conn: 0 < events_left(conn) < total),
+            timeout=60,
+            what="the command deleting the events",
+        )
+        await asyncio.to_thread(lock.execute, "BEGIN IMMEDIATE")  # the next batch waits
+        assert await store.engine.read(events_left) > 0
+        process.send_signal(signal.SIGKILL)
+        assert await asyncio.wait_for(process.wait(), 30) == -signal.SIGKILL
+    finally:
+        if lock.in_transaction:
+            lock.execute("ROLLBACK")
+        lock.close()
+
+    code, _, err = await command(env, *delete_argv(ws_a))
+
+    assert code == 0, err
+    assert await records_of(store, ws_a.id) == {}
+    assert_absent(config.sqlite_path, forms_of(seeded["people"], seeded["notes"]))
