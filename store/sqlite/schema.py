@@ -130,8 +130,9 @@ ADDED_COLUMNS = {
         "recordingClaim": "TEXT",
         "recordingAttempts": "INTEGER",
     },
-    # A workspace's own settings (JSON object, store/retention.py): NULL for none.
-    "workspaces": {"settings": "TEXT"},
+    # A workspace's own settings (JSON object, store/retention.py): NULL for none. When the
+    # workspace's deletion began (store/workspace_deletion.py): NULL while it lives.
+    "workspaces": {"settings": "TEXT", "deletingAt": "INTEGER"},
     # Every call counted before the column existed was recorded before do-not-call: 0 is exact.
     "call_quarters": {"callsToSuppressedNumbers": "INTEGER NOT NULL DEFAULT 0"},
     # When an activity was stored (store/activities.py): the activities export's order.
@@ -235,6 +236,7 @@ INDEXES = {
 
 INSTANTS = {
     "createdAt",
+    "deletingAt",
     "updatedAt",
     "deletedAt",
     "revokedAt",
