@@ -40,6 +40,7 @@ HANDLER_MODULES = [
     "handlers.exports",
     "handlers.events",
     "handlers.webhooks",
+    "handlers.erasures",
     "handlers.reporting",
     "handlers.openapi",
     "handlers.console",

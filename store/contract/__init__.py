@@ -31,10 +31,12 @@ from store.contract.accounts import Keys, Users, Workspaces
 from store.contract.activities import Activities
 from store.contract.calls import Calls
 from store.contract.dnc import DoNotCall
+from store.contract.erasures import Erasures
 from store.contract.events import Events
 from store.contract.hooks import (
     DeliveryHooks,
     EndpointHooks,
+    ErasureWork,
     EventHooks,
     KeyHooks,
     RateCounterHooks,
@@ -56,6 +58,7 @@ from store.contract.service import DialerMetrics, Idempotency, RateCounters, Set
 from store.contract.store import (
     AllActivities,
     AllCalls,
+    AllErasures,
     AllEvents,
     AllKeys,
     AllProspects,
@@ -73,6 +76,7 @@ __all__ = [
     "ActivitySeeding",
     "AllActivities",
     "AllCalls",
+    "AllErasures",
     "AllEvents",
     "AllKeys",
     "AllProspects",
@@ -87,6 +91,8 @@ __all__ = [
     "DialerMetrics",
     "DoNotCall",
     "EndpointHooks",
+    "ErasureWork",
+    "Erasures",
     "EventHooks",
     "Events",
     "Idempotency",

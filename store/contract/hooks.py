@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from store.erasures import ErasureClaim
 from store.events import StoredEvent
 from store.keys import DEFAULT_SCOPES
 from store.paging import Position
@@ -229,4 +230,39 @@ class StoreHooks(Protocol):
 
     async def close(self) -> None:
         """Release connections, threads and files (a throwaway SQLite file is removed)."""
+        ...
+
+
+class ErasureWork(Protocol):
+    """The worker's side (server/erasure_work.py): claims by lease, progress, the end."""
+
+    async def claim(self, now: dt.datetime, token: str) -> ErasureClaim | None:
+        """Take the lease of one open request of any workspace that is due (pending, or
+        running with its lease lapsed and its next attempt due) and mark it running."""
+        ...
+
+    async def progress(
+        self,
+        claim: ErasureClaim,
+        *,
+        prospect_id: str | None = None,
+        counts: dict[str, int] | None = None,
+        call_ids: list[str] | None = None,
+        recordings: list[str] | None = None,
+        confirmed: list[str] | None = None,
+    ) -> bool:
+        """Record a step done under the lease: a prospect erased (taken off `prospectIds`),
+        counts added, calls rewritten, recording references to delete added, or confirmed
+        gone at the provider (taken off). False when the lease was lost."""
+        ...
+
+    async def retry_later(self, claim: ErasureClaim, at: dt.datetime) -> bool:
+        """Give the lease back with one more failed attempt, due again at `at`."""
+        ...
+
+    async def finish(
+        self, claim: ErasureClaim, status: str, now: dt.datetime, reason: str | None = None
+    ) -> dict | None:
+        """End the request (`completed` or `failed` with a reason); the stored document as it
+        ends (None when the lease was lost)."""
         ...

@@ -135,6 +135,11 @@ INDEXES: dict[str, list[IndexModel]] = {
             name="ws_endpoint_state",
         ),
     ],
+    "erasures": [
+        IndexModel([("workspaceId", ASC), ("requestedAt", DESC), ("_id", DESC)], name="ws_newest"),
+        # Operator scope: the open requests that are due, across workspaces.
+        IndexModel([("status", ASC), ("nextAttemptAt", ASC)], name="open_due"),
+    ],
     "provider_calls": [
         # The callbacks kept aside, newest first.
         IndexModel(

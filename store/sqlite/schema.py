@@ -107,6 +107,13 @@ TABLES = {
     "answeredAt INTEGER, recordingSid TEXT, recordingDurationSeconds INTEGER, final TEXT, "
     "pendingReason TEXT, receivedAt INTEGER, callId TEXT, expiresAt INTEGER NOT NULL, "
     "PRIMARY KEY (workspaceId, callSid)",
+    # Erasure requests (store/erasures.py): the identifiers' keyed hashes, never the values;
+    # `counts`, `hashes`, `prospectIds`, `callIds` and `recordings` JSON text; the worker's lease.
+    "erasures": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, status TEXT NOT NULL, '
+    "requestedAt INTEGER NOT NULL, completedAt INTEGER, reason TEXT, counts TEXT NOT NULL, "
+    "hashes TEXT NOT NULL, prospectIds TEXT NOT NULL, callIds TEXT NOT NULL, "
+    "recordings TEXT NOT NULL, attempts INTEGER NOT NULL, nextAttemptAt INTEGER, "
+    "leaseToken TEXT, leaseUntil INTEGER",
 }
 # Columns added to a table after files with that table were written: created with the table in
 # a new file, added (NULL in the existing rows) when an older file opens.
@@ -217,6 +224,9 @@ INDEXES = {
     # The callbacks kept aside, newest first; and the expiry sweep's (across workspaces).
     "provider_calls_ws_pending": "provider_calls (workspaceId, receivedAt DESC, callSid DESC)",
     "provider_calls_expire": "provider_calls (expiresAt)",
+    "erasures_ws_newest": "erasures (workspaceId, requestedAt DESC, _id DESC)",
+    # The erasure workers' (across workspaces): open requests by when they are due.
+    "erasures_open_due": "erasures (status, nextAttemptAt) WHERE status IN ('pending', 'running')",
 }
 
 INSTANTS = {
@@ -243,9 +253,14 @@ INSTANTS = {
     "at",
     "initiatedAt",
     "receivedAt",
+    "requestedAt",
+    "completedAt",
 }
 BOOLEANS = {"hasRecording", "meetingBooked", "doNotCall", "doNotCallSelf", "toNumberSuppressed"}
-JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes", "final"}
+JSON_FIELDS = {
+    *("listIds", "details", "scopes", "eventTypes", "final"),
+    *("counts", "hashes", "prospectIds", "callIds", "recordings"),
+}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",

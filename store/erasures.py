@@ -1,0 +1,99 @@
+"""Erasure requests (POST /v1/erasures), backend-neutral: the statuses, the stored form of a
+request and its API record, the keyed hashes that are all a request keeps of the identifiers it
+was given, and the lease its worker holds (server/erasure_work.py does the work).
+
+A request keeps `hashes` (HMAC-SHA256 of each normalised identifier under a key derived from the
+service's secret: `identifier_hashes`), never the values, and `prospectIds`: the prospects the
+identifiers matched when it was made, which the worker erases. Its `recordings` are the
+provider references still to delete; `callIds` the calls it rewrote (erasure.completed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import hmac
+
+from store.clock import new_id
+from store.idempotency import IdempotentWrite
+
+PENDING, RUNNING, COMPLETED, FAILED = "pending", "running", "completed", "failed"
+STATUSES = (PENDING, RUNNING, COMPLETED, FAILED)
+OPEN = (PENDING, RUNNING)  # statuses the worker still has work in
+COUNTS = ("prospects", "activities", "calls", "recordings", "events")
+RESOURCE = "erasures"  # the cursors' resource name
+LEASE = dt.timedelta(seconds=60)  # a worker that died loses its claim after this
+# The waits between attempts at deleting a recording at the provider, then the last one again.
+BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0, 300.0)
+
+
+def identifier_hashes(
+    key: bytes, *, email: str | None, phone: str | None, prospect_id: str | None
+) -> dict[str, str]:
+    """The keyed hashes of the given normalised identifiers: {"email", "phoneNumber",
+    "prospectId"} (those given), each HMAC-SHA256 hex under `key`."""
+    given = {"email": email, "phoneNumber": phone, "prospectId": prospect_id}
+    return {
+        name: hmac.new(key, value.encode(), hashlib.sha256).hexdigest()
+        for name, value in given.items()
+        if value is not None
+    }
+
+
+def erasure_document(
+    workspace_id: str,
+    hashes: dict[str, str],
+    prospect_ids: list[str],
+    now: dt.datetime,
+    once: IdempotentWrite | None = None,
+) -> dict:
+    """The stored form of a new request, as both backends keep it (each adds its own
+    bookkeeping); its id derived from the request's Idempotency-Key, else new."""
+    return {
+        "_id": once.record_id("erasure") if once else new_id(),
+        "workspaceId": workspace_id,
+        "status": PENDING,
+        "requestedAt": now,
+        "completedAt": None,
+        "reason": None,
+        "counts": dict.fromkeys(COUNTS, 0),
+        "hashes": hashes,
+        "prospectIds": prospect_ids,
+        "callIds": [],
+        "recordings": [],
+        "attempts": 0,
+        "nextAttemptAt": now,
+        "leaseToken": None,
+        "leaseUntil": None,
+    }
+
+
+def record(doc: dict) -> dict:
+    """A request's API record: never the identifiers (nor their hashes)."""
+    return {
+        "id": doc["_id"],
+        "status": doc["status"],
+        "requestedAt": doc["requestedAt"],
+        "completedAt": doc.get("completedAt"),
+        "reason": doc.get("reason"),
+        "counts": {name: int(doc["counts"].get(name, 0)) for name in COUNTS},
+    }
+
+
+def backoff(attempts: int) -> dt.timedelta:
+    """The wait after `attempts` failed rounds of recording deletions."""
+    return dt.timedelta(seconds=BACKOFF[min(attempts, len(BACKOFF)) - 1] if attempts else 0)
+
+
+@dataclasses.dataclass
+class ErasureClaim:
+    """An open request a worker holds the lease of (`token`) until `until`."""
+
+    workspace_id: str
+    id: str
+    token: str
+    until: dt.datetime
+    prospect_ids: list[str]
+    recordings: list[str]
+    attempts: int
