@@ -14,6 +14,7 @@ from server.app import open_services
 from server.auth import KeyService, parse_scopes
 from server.config import Config
 from server.output import emit
+from server.workspace_delete import DeleteRefused, delete_workspace
 from store.contract import Store
 from store.keys import DEFAULT_SCOPES, SCOPES, ordered
 from store.users import InvalidEmail, UserExists
@@ -47,6 +48,22 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     rename = workspaces.add_parser("rename", help="rename a workspace", parents=printing)
     rename.add_argument("workspace_id")
     rename.add_argument("name")
+    delete = workspaces.add_parser(
+        "delete",
+        help="erase a workspace whole: every record, key, webhook endpoint and recording",
+        description="Erase a workspace whole, for a customer who leaves: its keys and webhook "
+        "endpoints stop at once, then its recordings are deleted at the provider, then every "
+        "record, and on SQLite the write-ahead log is truncated. Run it again after a failure "
+        "or a crash: it carries on where it stopped.",
+        parents=printing,
+    )
+    delete.add_argument("workspace_id")
+    delete.add_argument(
+        "--confirm",
+        required=True,
+        metavar="NAME",
+        help="the workspace's current name, exactly (else nothing is deleted)",
+    )
 
     users = sub.add_parser("users", help="manage workspace users").add_subparsers(
         dest="action", required=True
@@ -148,8 +165,11 @@ async def run_admin(
     store, auth = services
     try:
         as_json = args.json or (args.command, args.action) in CREATES
-        emit(await _dispatch(store, auth, args), as_json)
-    except AdminError as exc:
+        if (args.command, args.action) == ("workspaces", "delete"):
+            emit(await _delete_workspace(store, config, args), as_json)
+        else:
+            emit(await _dispatch(store, auth, args), as_json)
+    except (AdminError, DeleteRefused) as exc:
         print(f"workspace-api: {exc}", file=sys.stderr)
         return 1
     finally:
@@ -203,6 +223,13 @@ async def _dispatch(store: Store, auth: KeyService, args: argparse.Namespace) ->
             raise AdminError(f"no key {args.key_id}")
         return {"key": revoked}
     raise AdminError(f"unknown command {' '.join(command)}")
+
+
+async def _delete_workspace(store: Store, config: Config, args: argparse.Namespace) -> dict:
+    from telephony.upstream import UpstreamClient
+
+    upstream = UpstreamClient.from_config(config)
+    return await delete_workspace(store, config, upstream, args.workspace_id, args.confirm)
 
 
 async def _workspace(store: Store, workspace_id: str) -> None:

@@ -64,7 +64,10 @@ def list_document(
 
 
 def workspace_record(doc: dict) -> dict:
-    return {"id": doc["_id"], "name": doc["name"], "createdAt": doc["createdAt"]}
+    record = {"id": doc["_id"], "name": doc["name"], "createdAt": doc["createdAt"]}
+    if doc.get("deletingAt") is not None:  # being deleted (store/workspace_deletion.py)
+        record["deletingAt"] = doc["deletingAt"]
+    return record
 
 
 def user_record(doc: dict) -> dict:

@@ -33,6 +33,42 @@ class WorkspaceHooks(Protocol):
         when there is no such workspace."""
         ...
 
+    async def find(self, workspace_id: str) -> dict | None:
+        """Operator scope (admin CLI only): a workspace's record, also while it is being
+        deleted (then with its `deletingAt`), or None when there is no such workspace."""
+        ...
+
+    async def begin_delete(self, workspace_id: str, now: dt.datetime) -> dict | None:
+        """Operator scope (admin CLI only), the first step of deleting a workspace
+        (store/workspace_deletion.py): mark it `deletingAt` (kept when it is already), delete
+        its API keys, disable its webhook endpoints; its record, or None when there is no such
+        workspace. Idempotent."""
+        ...
+
+    async def recordings(
+        self, workspace_id: str, after: str, limit: int
+    ) -> builtins.list[tuple[str, str]]:
+        """Operator scope, a workspace being deleted: at most `limit` provider recordings the
+        store still refers to, as (key, recording reference), by key from after `after` (""
+        first, then the last key of the page before)."""
+        ...
+
+    async def forget_recordings(self, workspace_id: str, keys: Sequence[str]) -> None:
+        """Operator scope, a workspace being deleted: forget the recordings of these keys
+        (from `recordings`), once they are gone at the provider."""
+        ...
+
+    async def purge(self, workspace_id: str, batch: int = 1000) -> int:
+        """Operator scope, a workspace being deleted: delete at most `batch` of its records,
+        table after table (store.workspace_deletion.purge_order); how many. 0: none is left
+        but the workspace's own record."""
+        ...
+
+    async def remove(self, workspace_id: str) -> bool:
+        """Operator scope, the last step of deleting a workspace (once `purge` found nothing):
+        delete its record; whether there was one."""
+        ...
+
 
 class UserHooks(Protocol):
     """Operators' calls on users (admin CLI)."""
@@ -213,6 +249,16 @@ class StoreHooks(Protocol):
         (store/tombstones.py) in at most `max_batches` batches of `batch` per table, after
         finishing deletes that stopped half-way where a backend has them (MongoDB); how many
         tombstones were deleted (server.expiry's periodic sweep)."""
+        ...
+
+    async def scrub(self, timeout: float = 30.0) -> bool | None:
+        """The end of an erasure (or of a workspace's deletion): make what was deleted
+        unrecoverable from the database's own files, where the backend can. SQLite: the file
+        already zeroes what is deleted (secure_delete); this truncates the write-ahead log to
+        nothing (a TRUNCATE checkpoint), trying again while readers hold snapshots in it for at
+        most `timeout` seconds, and says whether it did (False: call it again later). MongoDB:
+        None, nothing to do for bytes: the deletes removed or rewrote the documents, and what
+        the server's storage engine keeps beyond that is the server's (docs/deployment.md)."""
         ...
 
     async def collections(self) -> list[str]:

@@ -143,6 +143,13 @@ class MongoStore:
         """None when the server answers a ping within `timeout` seconds."""
         return None if await self.ping(timeout) else "the database is not reachable"
 
+    async def scrub(self, timeout: float = 30.0) -> bool | None:
+        """Nothing to do for bytes on MongoDB (None): an erasure's deletes removed or rewrote
+        the documents themselves; what the server's storage engine keeps of them afterwards
+        (WiredTiger's free space, the oplog, journal, backups) is beyond the driver's reach and
+        documented, not claimed (docs/deployment.md)."""
+        return None
+
     async def collections(self) -> list[str]:
         return await self.db.list_collection_names()
 

@@ -231,6 +231,12 @@ class SQLiteStore:
         batches (store/sqlite/tombstones.py); how many."""
         return await sweep_tombstones(self.engine, horizon, batch, max_batches)
 
+    async def scrub(self, timeout: float = 30.0) -> bool | None:
+        """Truncate the write-ahead log to nothing (Engine.scrub): with secure_delete on every
+        connection, no deleted value survives in the file or its log afterwards. Whether it
+        did within `timeout` seconds (readers holding snapshots can keep it from it)."""
+        return await self.engine.scrub(timeout)
+
     async def documents(self, collection: str) -> list[dict]:
         """Every stored row of a table as a document (operators and tests; never a request)."""
         if collection not in schema.TABLES:

@@ -148,6 +148,8 @@ ADDED_COLUMNS = {
         "deletedAt": "INTEGER",
     },
     "lists": {"deletedAt": "INTEGER"},
+    # When the workspace's deletion began (store/workspace_deletion.py): NULL while it lives.
+    "workspaces": {"deletingAt": "INTEGER"},
 }
 # Added columns that existing rows get a value for, from another column, when they are added.
 # (An SQL literal serves as well: the prospects written before do-not-call are not.)
@@ -231,6 +233,7 @@ INDEXES = {
 
 INSTANTS = {
     "createdAt",
+    "deletingAt",
     "updatedAt",
     "deletedAt",
     "revokedAt",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
+from collections.abc import Sequence
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.records import workspace_document, workspace_record
+from store.sqlite import workspace_deletion as deletion
 from store.sqlite.engine import Engine
-from store.sqlite.schema import insert, to_doc
+from store.sqlite.schema import insert, ms, to_doc
 
 
 class Workspaces:
@@ -23,9 +26,11 @@ class Workspaces:
         return workspace_record(doc)
 
     async def get(self, workspace_id: str) -> dict | None:
+        """The workspace's record; None when there is none, or it is being deleted."""
+
         def get(conn):
             row = conn.execute(
-                'SELECT * FROM workspaces WHERE "_id" = ?', (workspace_id,)
+                'SELECT * FROM workspaces WHERE "_id" = ? AND deletingAt IS NULL', (workspace_id,)
             ).fetchone()
             return row and workspace_record(to_doc(row))
 
@@ -51,3 +56,24 @@ class Workspaces:
             return row and workspace_record(to_doc(row))
 
         return await self.engine.write(rename)
+
+    # -- deleting a workspace (store/workspace_deletion.py) -------------------------------------
+    async def find(self, workspace_id: str) -> dict | None:
+        return await self.engine.read(deletion.find, workspace_id)
+
+    async def begin_delete(self, workspace_id: str, now: dt.datetime) -> dict | None:
+        return await self.engine.write(deletion.begin, workspace_id, ms(now))
+
+    async def recordings(
+        self, workspace_id: str, after: str, limit: int
+    ) -> builtins.list[tuple[str, str]]:
+        return await self.engine.read(deletion.recordings, workspace_id, after, limit)
+
+    async def forget_recordings(self, workspace_id: str, keys: Sequence[str]) -> None:
+        await self.engine.write(deletion.forget_recordings, workspace_id, list(keys))
+
+    async def purge(self, workspace_id: str, batch: int = 1000) -> int:
+        return await self.engine.write(deletion.purge, workspace_id, batch)
+
+    async def remove(self, workspace_id: str) -> bool:
+        return await self.engine.write(deletion.remove, workspace_id)
