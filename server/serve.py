@@ -162,6 +162,7 @@ async def run_worker(
     ).start()
     events = EventSweeper.from_config(store, config).start()
     list_work = app.settings["list_work"].start()
+    erasure_work = app.settings["erasure_work"].start()
     webhooks = dispatcher(store, config, metrics).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
@@ -210,6 +211,7 @@ async def run_worker(
     await webhooks.stop(config.shutdown_timeout_seconds)
     await sweeper.stop()
     await list_work.stop()
+    await erasure_work.stop()
     await auth.usage.stop()  # writes the keys' last uses still queued
     await events.stop()
     await store.close()

@@ -14,16 +14,21 @@ import dataclasses
 import datetime as dt
 import hashlib
 import hmac
+import secrets
 
 from store.clock import new_id
-from store.idempotency import IdempotentWrite
+from store.events import Removed
+from store.idempotency import IdempotentWrite, holder_alive, this_process
 
 PENDING, RUNNING, COMPLETED, FAILED = "pending", "running", "completed", "failed"
 STATUSES = (PENDING, RUNNING, COMPLETED, FAILED)
 OPEN = (PENDING, RUNNING)  # statuses the worker still has work in
 COUNTS = ("prospects", "activities", "calls", "recordings", "events")
 RESOURCE = "erasures"  # the cursors' resource name
-LEASE = dt.timedelta(seconds=60)  # a worker that died loses its claim after this
+# A worker's claim lapses this long after its last step (each step renews it); one whose
+# process is gone from this host is taken over at once (`takeable`).
+LEASE = dt.timedelta(seconds=60)
+CANDIDATES = 20  # open requests a claim looks at
 # The waits between attempts at deleting a recording at the provider, then the last one again.
 BACKOFF = (1.0, 2.0, 5.0, 15.0, 60.0, 300.0)
 
@@ -60,6 +65,7 @@ def erasure_document(
         "counts": dict.fromkeys(COUNTS, 0),
         "hashes": hashes,
         "prospectIds": prospect_ids,
+        "done": [],
         "callIds": [],
         "recordings": [],
         "attempts": 0,
@@ -94,6 +100,48 @@ class ErasureClaim:
     id: str
     token: str
     until: dt.datetime
-    prospect_ids: list[str]
+    prospect_ids: list[str]  # those still to erase
     recordings: list[str]
     attempts: int
+
+
+def takeable(doc: dict, now: dt.datetime) -> bool:
+    """Whether a worker may take an open request's lease: none held, the holder's lapsed, or
+    its holder a process of this host that is gone (a SIGKILL: taken over at once)."""
+    token, until = doc.get("leaseToken"), doc.get("leaseUntil")
+    return token is None or until is None or until <= now or not holder_alive(token)
+
+
+def lease_token() -> str:
+    """A worker's lease token: this process (store.idempotency.this_process) and a nonce."""
+    return f"{this_process()}|{secrets.token_hex(6)}"
+
+
+def claim_of(doc: dict, token: str, until: dt.datetime) -> ErasureClaim:
+    done = set(doc["done"])
+    return ErasureClaim(
+        doc["workspaceId"],
+        doc["_id"],
+        token,
+        until,
+        [p for p in doc["prospectIds"] if p not in done],
+        list(doc["recordings"]),
+        doc["attempts"],
+    )
+
+
+def erased(record_id: str) -> dict:
+    """The data an event about a prospect or an activity of an erased person carries."""
+    return {"id": record_id, "erased": True}
+
+
+def completed_event(doc: dict, at: dt.datetime) -> Removed:
+    """The `erasure.completed` event of a finished request: ids only, no personal data."""
+    data = {"id": doc["_id"], "prospectIds": doc["prospectIds"], "callIds": doc["callIds"]}
+    return Removed("erasure", doc["_id"], at, "completed", data)
+
+
+# The events whose data carries the person, by the kind of record they are about.
+PERSON_EVENTS = ("prospect.created", "prospect.updated")
+ACTIVITY_EVENTS = ("activity.created",)
+CALL_EVENTS = ("call.created", "call.updated")

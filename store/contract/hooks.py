@@ -287,19 +287,20 @@ class ErasureWork(Protocol):
         running with its lease lapsed and its next attempt due) and mark it running."""
         ...
 
+    async def erase_prospect(self, claim: ErasureClaim, prospect_id: str) -> list[str] | None:
+        """Erase one prospect of the request, as one unit with the request's progress: the
+        events that carry the person rewritten to their erased form (and the webhook
+        deliveries made of them), its calls rewritten, the prospect deleted as
+        DELETE /prospects/{id} deletes it (each call's `call.updated`). The recording
+        references it left to delete at the provider ([] when it was done before); None when
+        the lease was lost."""
+        ...
+
     async def progress(
-        self,
-        claim: ErasureClaim,
-        *,
-        prospect_id: str | None = None,
-        counts: dict[str, int] | None = None,
-        call_ids: list[str] | None = None,
-        recordings: list[str] | None = None,
-        confirmed: list[str] | None = None,
+        self, claim: ErasureClaim, confirmed: list[str], counts: dict[str, int]
     ) -> bool:
-        """Record a step done under the lease: a prospect erased (taken off `prospectIds`),
-        counts added, calls rewritten, recording references to delete added, or confirmed
-        gone at the provider (taken off). False when the lease was lost."""
+        """Recording references confirmed gone at the provider (taken off the request's
+        list), and `counts` added; False when the lease was lost."""
         ...
 
     async def retry_later(self, claim: ErasureClaim, at: dt.datetime) -> bool:
@@ -309,6 +310,6 @@ class ErasureWork(Protocol):
     async def finish(
         self, claim: ErasureClaim, status: str, now: dt.datetime, reason: str | None = None
     ) -> dict | None:
-        """End the request (`completed` or `failed` with a reason); the stored document as it
-        ends (None when the lease was lost)."""
+        """End the request (`completed` or `failed` with a reason; `completed` records
+        `erasure.completed`); the stored document as it ends (None when the lease was lost)."""
         ...

@@ -71,7 +71,7 @@ class MongoStore:
         self.do_not_call = DoNotCall(db, self.event_writer, default_region)
         self.events = Events(db, self.event_writer)
         self.webhook_endpoints = WebhookEndpoints(db)
-        self.erasures = Erasures(db)
+        self.erasures = Erasures(db, self.event_writer, self.prospects)
         self.webhook_deliveries = WebhookDeliveries(db)
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)

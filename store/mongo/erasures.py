@@ -10,11 +10,26 @@ from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from store.erasures import LEASE, OPEN, RUNNING, ErasureClaim, erasure_document, record
+from store.erasures import (
+    CANDIDATES,
+    COMPLETED,
+    LEASE,
+    OPEN,
+    RUNNING,
+    ErasureClaim,
+    claim_of,
+    completed_event,
+    erasure_document,
+    record,
+    takeable,
+)
 from store.idempotency import IdempotentWrite
+from store.mongo.erasing import Eraser
 from store.mongo.errors import translate_errors
+from store.mongo.events import EventWriter
 from store.mongo.idempotency import store_response
 from store.mongo.paging import page_query
+from store.mongo.prospect_changes import ProspectChanges
 from store.paging import Page, Window
 
 FIELDS = {"status": 1, "requestedAt": 1, "completedAt": 1, "reason": 1, "counts": 1}
@@ -22,9 +37,11 @@ FIELDS = {"status": 1, "requestedAt": 1, "completedAt": 1, "reason": 1, "counts"
 
 @translate_errors
 class Erasures:
-    def __init__(self, db: AsyncDatabase) -> None:
+    def __init__(self, db: AsyncDatabase, events: EventWriter, prospects: ProspectChanges) -> None:
         self.col = db["erasures"]
         self.idempotency = db["idempotency"]
+        self.events = events
+        self.eraser = Eraser(db, events, prospects)
 
     async def create(
         self,
@@ -57,64 +74,34 @@ class Erasures:
 
     async def claim(self, now: dt.datetime, token: str) -> ErasureClaim | None:
         until = now + LEASE
-        doc = await self.col.find_one_and_update(
-            {
-                "status": {"$in": list(OPEN)},
-                "nextAttemptAt": {"$lte": now},
-                "$or": [{"leaseUntil": None}, {"leaseUntil": {"$lte": now}}],
-            },
-            {"$set": {"status": RUNNING, "leaseToken": token, "leaseUntil": until}},
-            sort=[("nextAttemptAt", 1)],
-            return_document=ReturnDocument.AFTER,
-        )
-        if doc is None:
-            return None
-        return ErasureClaim(
-            doc["workspaceId"],
-            doc["_id"],
-            token,
-            until,
-            doc["prospectIds"],
-            doc["recordings"],
-            doc["attempts"],
-        )
+        found = self.col.find({"status": {"$in": list(OPEN)}, "nextAttemptAt": {"$lte": now}})
+        for doc in await found.sort("nextAttemptAt", 1).limit(CANDIDATES).to_list():
+            if not takeable(doc, now):
+                continue
+            taken = await self.col.find_one_and_update(
+                {"_id": doc["_id"], "leaseToken": doc.get("leaseToken")},
+                {"$set": {"status": RUNNING, "leaseToken": token, "leaseUntil": until}},
+                return_document=ReturnDocument.AFTER,
+            )
+            if taken is not None:
+                return claim_of(taken, token, until)
+        return None
+
+    async def erase_prospect(self, claim: ErasureClaim, prospect_id: str) -> list[str] | None:
+        return await self.eraser.erase(claim, prospect_id)
 
     def _held(self, claim: ErasureClaim) -> dict:
         return {"_id": claim.id, "workspaceId": claim.workspace_id, "leaseToken": claim.token}
 
     async def progress(
-        self,
-        claim: ErasureClaim,
-        *,
-        prospect_id: str | None = None,
-        counts: dict[str, int] | None = None,
-        call_ids: list[str] | None = None,
-        recordings: list[str] | None = None,
-        confirmed: list[str] | None = None,
+        self, claim: ErasureClaim, confirmed: list[str], counts: dict[str, int]
     ) -> bool:
-        update: dict = {}
-        if prospect_id is not None or confirmed:
-            update["$pull"] = {}
-            if prospect_id is not None:
-                update["$pull"]["prospectIds"] = prospect_id
-            if confirmed:
-                update["$pull"]["recordings"] = {"$in": confirmed}
-        if counts:
-            update["$inc"] = {f"counts.{name}": added for name, added in counts.items()}
-        added = {}
-        if call_ids:
-            added["callIds"] = {"$each": call_ids}
-        if recordings:
-            added["recordings"] = {"$each": recordings}
-        if added:
-            update["$addToSet"] = added
-        if not update:
-            return bool(await self.col.count_documents(self._held(claim), limit=1))
-        if "$pull" in update and "$addToSet" in update:
-            # One field may not be both pulled and added in one update: two updates.
-            pulled = await self.col.update_one(self._held(claim), {"$pull": update.pop("$pull")})
-            if not pulled.matched_count:
-                return False
+        update: dict = {
+            "$inc": {f"counts.{name}": added for name, added in counts.items()},
+            "$set": {"leaseUntil": self.events.now() + LEASE},  # each step renews the lease
+        }
+        if confirmed:
+            update["$pull"] = {"recordings": {"$in": confirmed}}
         done = await self.col.update_one(self._held(claim), update)
         return bool(done.matched_count)
 
@@ -131,7 +118,15 @@ class Erasures:
     async def finish(
         self, claim: ErasureClaim, status: str, now: dt.datetime, reason: str | None = None
     ) -> dict | None:
-        return await self.col.find_one_and_update(
+        doc = await self.col.find_one(self._held(claim))
+        if doc is None:
+            return None
+        pending = self.events.begin()
+        gone = [completed_event(doc, now)] if status == COMPLETED else []
+        # The event's tombstone first: a worker that dies after the update leaves it to the
+        # event sweep (store/mongo/events.py).
+        await self.events.bury(claim.workspace_id, pending, gone)
+        ended = await self.col.find_one_and_update(
             self._held(claim),
             {
                 "$set": {
@@ -145,3 +140,6 @@ class Erasures:
             },
             return_document=ReturnDocument.AFTER,
         )
+        if ended is not None:
+            await self.events.publish(claim.workspace_id, pending, removed=gone)
+        return ended

@@ -118,6 +118,8 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("workspaceId", ASC), ("type", ASC), ("occurredAt", ASC), ("_id", ASC)],
             name="ws_type",
         ),
+        # An erasure's: the events of the records it erases.
+        IndexModel([("workspaceId", ASC), ("resourceId", ASC)], name="ws_resource"),
     ],
     "webhook_endpoints": [
         IndexModel([("workspaceId", ASC), ("createdAt", ASC), ("_id", ASC)], name="ws_created"),

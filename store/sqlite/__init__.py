@@ -115,7 +115,7 @@ class SQLiteStore:
         self.do_not_call = dnc.DoNotCall(self.engine, self.event_writer, default_region)
         self.events = Events(self.engine)
         self.webhook_endpoints = WebhookEndpoints(self.engine)
-        self.erasures = Erasures(self.engine)
+        self.erasures = Erasures(self.engine, self.event_writer)
         self.webhook_deliveries = WebhookDeliveries(self.engine)
         self.metrics = DialerMetrics(self.engine)
         self.settings = Settings(self.engine)

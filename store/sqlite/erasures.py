@@ -8,10 +8,24 @@ import datetime as dt
 import json
 import sqlite3
 
-from store.erasures import LEASE, OPEN, RUNNING, ErasureClaim, erasure_document, record
+from store.erasures import (
+    CANDIDATES,
+    COMPLETED,
+    LEASE,
+    OPEN,
+    RUNNING,
+    ErasureClaim,
+    claim_of,
+    completed_event,
+    erasure_document,
+    record,
+    takeable,
+)
 from store.idempotency import IdempotentWrite
 from store.paging import Page, Window
 from store.sqlite.engine import Engine
+from store.sqlite.erasing import erase_unit
+from store.sqlite.events import EventWriter
 from store.sqlite.idempotency import write_once
 from store.sqlite.paging import page_query
 from store.sqlite.schema import insert, ms, to_doc
@@ -49,8 +63,10 @@ def _save(conn: sqlite3.Connection, doc: dict, names: tuple[str, ...]) -> None:
 
 
 class Erasures:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, events: EventWriter) -> None:
         self.engine = engine
+        self.events = events
+        self.engine_now = events.now  # the store's clock
 
     async def create(
         self,
@@ -87,58 +103,39 @@ class Erasures:
         return await self.engine.read(page_of, quick=True)
 
     async def claim(self, now: dt.datetime, token: str) -> ErasureClaim | None:
-
         def take(conn: sqlite3.Connection) -> ErasureClaim | None:
-            row = conn.execute(
+            rows = conn.execute(
                 "SELECT * FROM erasures WHERE status IN (?, ?) AND nextAttemptAt <= ? "
-                "AND (leaseUntil IS NULL OR leaseUntil <= ?) ORDER BY nextAttemptAt LIMIT 1",
-                (*OPEN, ms(now), ms(now)),
-            ).fetchone()
-            if row is None:
+                "ORDER BY nextAttemptAt LIMIT ?",
+                (*OPEN, ms(now), CANDIDATES),
+            ).fetchall()
+            doc = next((d for d in map(to_doc, rows) if takeable(d, now)), None)
+            if doc is None:
                 return None
-            doc = to_doc(row)
             until = now + LEASE
             conn.execute(
                 'UPDATE erasures SET status = ?, leaseToken = ?, leaseUntil = ? WHERE "_id" = ?',
                 (RUNNING, token, ms(until), doc["_id"]),
             )
-            return ErasureClaim(
-                doc["workspaceId"],
-                doc["_id"],
-                token,
-                until,
-                doc["prospectIds"],
-                doc["recordings"],
-                doc["attempts"],
-            )
+            return claim_of(doc, token, until)
 
         return await self.engine.write(take)
 
+    async def erase_prospect(self, claim: ErasureClaim, prospect_id: str) -> list[str] | None:
+        return await self.engine.write(erase_unit, claim, prospect_id, self.events)
+
     async def progress(
-        self,
-        claim: ErasureClaim,
-        *,
-        prospect_id: str | None = None,
-        counts: dict[str, int] | None = None,
-        call_ids: list[str] | None = None,
-        recordings: list[str] | None = None,
-        confirmed: list[str] | None = None,
+        self, claim: ErasureClaim, confirmed: list[str], counts: dict[str, int]
     ) -> bool:
         def step(conn: sqlite3.Connection) -> bool:
             doc = _held(conn, claim)
             if doc is None:
                 return False
-            if prospect_id is not None:
-                doc["prospectIds"] = [p for p in doc["prospectIds"] if p != prospect_id]
-            for name, added in (counts or {}).items():
+            for name, added in counts.items():
                 doc["counts"][name] = doc["counts"].get(name, 0) + added
-            doc["callIds"] = [
-                *doc["callIds"],
-                *(c for c in call_ids or () if c not in doc["callIds"]),
-            ]
-            kept = [r for r in doc["recordings"] if r not in set(confirmed or ())]
-            doc["recordings"] = kept + [r for r in recordings or () if r not in kept]
-            _save(conn, doc, ("prospectIds", "counts", "callIds", "recordings"))
+            doc["recordings"] = [r for r in doc["recordings"] if r not in set(confirmed)]
+            doc["leaseUntil"] = self.engine_now() + LEASE  # each step renews the lease
+            _save(conn, doc, ("counts", "recordings", "leaseUntil"))
             return True
 
         return await self.engine.write(step)
@@ -175,6 +172,8 @@ class Erasures:
                 doc,
                 ("status", "completedAt", "reason", "nextAttemptAt", "leaseToken", "leaseUntil"),
             )
+            if status == COMPLETED:
+                self.events.record(conn, claim.workspace_id, [], [completed_event(doc, now)])
             return doc
 
         return await self.engine.write(end)

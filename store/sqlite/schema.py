@@ -111,7 +111,7 @@ TABLES = {
     # `counts`, `hashes`, `prospectIds`, `callIds` and `recordings` JSON text; the worker's lease.
     "erasures": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, status TEXT NOT NULL, '
     "requestedAt INTEGER NOT NULL, completedAt INTEGER, reason TEXT, counts TEXT NOT NULL, "
-    "hashes TEXT NOT NULL, prospectIds TEXT NOT NULL, callIds TEXT NOT NULL, "
+    "hashes TEXT NOT NULL, prospectIds TEXT NOT NULL, done TEXT NOT NULL, callIds TEXT NOT NULL, "
     "recordings TEXT NOT NULL, attempts INTEGER NOT NULL, nextAttemptAt INTEGER, "
     "leaseToken TEXT, leaseUntil INTEGER",
 }
@@ -126,7 +126,13 @@ ADDED_COLUMNS = {
     # Whether the call's toNumber was on the do-not-call list when it was recorded: NULL (false)
     # in a call written before the column existed (its stored record lacks the field: ENCODED
     # in store/sqlite/callrows.py adds it).
-    "calls": {"record": "TEXT", "contentHash": "TEXT", "toNumberSuppressed": "INTEGER"},
+    # When an erasure rewrote the call (store/erasures.py): NULL for every other call.
+    "calls": {
+        "record": "TEXT",
+        "contentHash": "TEXT",
+        "toNumberSuppressed": "INTEGER",
+        "erasedAt": "INTEGER",
+    },
     # Every call counted before the column existed was recorded before do-not-call: 0 is exact.
     "call_quarters": {"callsToSuppressedNumbers": "INTEGER NOT NULL DEFAULT 0"},
     # When an activity was stored (store/activities.py): the activities export's order.
@@ -212,6 +218,8 @@ INDEXES = {
     "idempotency_expire": "idempotency (expiresAt)",
     "events_ws_feed": "events (workspaceId, occurredAt, _id)",
     "events_ws_type": "events (workspaceId, type, occurredAt, _id)",
+    # An erasure's: the events of the records it erases.
+    "events_ws_resource": "events (workspaceId, resourceId)",
     "webhook_endpoints_ws_created": "webhook_endpoints (workspaceId, createdAt, _id)",
     # Operator scope (the dispatchers of every workspace): fan-outs and attempts that are due.
     "webhook_endpoints_fanout": "webhook_endpoints (status, fanoutAt)",
@@ -258,11 +266,12 @@ INSTANTS = {
     "receivedAt",
     "requestedAt",
     "completedAt",
+    "erasedAt",
 }
 BOOLEANS = {"hasRecording", "meetingBooked", "doNotCall", "doNotCallSelf", "toNumberSuppressed"}
 JSON_FIELDS = {
     *("listIds", "details", "scopes", "eventTypes", "final"),
-    *("counts", "hashes", "prospectIds", "callIds", "recordings"),
+    *("counts", "hashes", "prospectIds", "done", "callIds", "recordings"),
 }
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {

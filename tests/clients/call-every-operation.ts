@@ -90,6 +90,18 @@ function readUser(u: Schemas["records.user"]): Schemas["records.user"] {
   return user;
 }
 
+function readErasure(e: Schemas["records.erasure"]): Schemas["records.erasure"] {
+  const c = e.counts;
+  const counts = { prospects: c.prospects, activities: c.activities, calls: c.calls, recordings: c.recordings, events: c.events };
+  const erasure = {
+    id: e.id, status: e.status, requestedAt: e.requestedAt, completedAt: e.completedAt, reason: e.reason, counts,
+  };
+  assert.deepEqual(erasure, e);
+  assert.ok(["pending", "running", "completed", "failed"].includes(erasure.status));
+  assert.ok(erasure.completedAt === null || erasure.completedAt >= erasure.requestedAt);
+  return erasure;
+}
+
 function readApiKey(k: Schemas["records.api-key"]): Schemas["records.api-key"] {
   const key = { id: k.id, name: k.name, scopes: [...k.scopes], createdAt: k.createdAt, expiresAt: k.expiresAt };
   assert.deepEqual(key, k);
@@ -487,6 +499,32 @@ async function exerciseUsers(): Promise<void> {
   assert.equal(readProblem("deleteUser", missing.error, missing.response, 404).code, "not_found");
 }
 
+// Erasure requests with a key of the `admin` scope: request one (202, Location), read it and
+// list it (never showing the identifier); an unreadable phone is 400; the full key is 403.
+async function exerciseErasures(): Promise<void> {
+  const admin = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${adminKey}` } });
+  const body = { email: "nobody.at.all@typescript.generated.example" };
+  const refused = await api.POST("/v1/erasures", { body });
+  assert.equal(readProblem("createErasure", refused.error, refused.response, 403).code, "insufficient_scope");
+  const made = await admin.POST("/v1/erasures", { body });
+  const created = readErasure(expectOk("createErasure", made, 202).erasure);
+  assert.equal(created.status, "pending");
+  assert.equal(made.response.headers.get("location"), `/v1/erasures/${created.id}`);
+  const unreadable = await admin.POST("/v1/erasures", { body: { phoneNumber: "not a number" } });
+  assert.equal(readProblem("createErasure", unreadable.error, unreadable.response, 400).code, "invalid_request");
+  const id = { params: { path: { erasureId: created.id } } };
+  const fetched = readErasure(expectOk("getErasure", await admin.GET("/v1/erasures/{erasureId}", id)).erasure);
+  assert.equal(fetched.id, created.id);
+  expectHead("getErasureHead", (await admin.HEAD("/v1/erasures/{erasureId}", id)).response);
+  const page = expectOk("listErasures", await admin.GET("/v1/erasures"));
+  assert.equal(page.erasures.map(readErasure)[0].id, created.id);
+  assert.equal(page.hasMore, false);
+  assert.ok(!JSON.stringify(page).includes("typescript.generated"));
+  expectHead("listErasuresHead", (await admin.HEAD("/v1/erasures")).response);
+  const missing = await admin.GET("/v1/erasures/{erasureId}", { params: { path: { erasureId: randomUUID() } } });
+  assert.equal(readProblem("getErasure", missing.error, missing.response, 404).code, "not_found");
+}
+
 // One prospect read, corrected (a field set, one cleared), deleted (then 404, and 204 again), and
 // an unknown one's problems.
 async function exerciseProspect(prospectId: string): Promise<void> {
@@ -589,6 +627,7 @@ async function main(): Promise<Record<string, unknown>> {
 
   const hook = await newWebhookEndpoint(); // before the writes below: their events are delivered
   await exerciseUsers();
+  await exerciseErasures();
   await exerciseDoNotCall();
 
   const created = readList(expectOk("createList", await api.POST("/v1/lists", {

@@ -63,6 +63,13 @@ from workspace_api_client.api.do_not_call import (
     list_do_not_call_head,
     remove_do_not_call,
 )
+from workspace_api_client.api.erasure import (
+    create_erasure,
+    get_erasure,
+    get_erasure_head,
+    list_erasures,
+    list_erasures_head,
+)
 from workspace_api_client.api.events import list_events, list_events_head
 from workspace_api_client.api.exports import (
     export_activities,
@@ -153,6 +160,8 @@ from workspace_api_client.models import (
     DoNotCallEntryRemovedEvent,
     DoNotCallReason,
     EmailActivity,
+    Erasure,
+    ErasureStatus,
     ListAddedActivity,
     ListRemovedActivity,
     LogANote,
@@ -176,6 +185,7 @@ from workspace_api_client.models import (
     RecordCalls,
     RecoverWebhookDeliveries,
     RemoveContacts,
+    RequestAnErasure,
     ResolveAPendingCall,
     Sort,
     StatusChangeActivity,
@@ -701,6 +711,49 @@ def exercise_users(base_url: str, admin_key: str, api: AuthenticatedClient) -> N
     assert expect_problem("deleteUser", missing, 404).code == ProblemCode.NOT_FOUND
 
 
+# --- erasure ---------------------------------------------------------------------------------
+
+
+def read_erasure(erasure: Erasure) -> str:
+    assert isinstance(erasure.id, uuid.UUID) and isinstance(erasure.requested_at, dt.datetime)
+    assert isinstance(erasure.status, ErasureStatus)
+    done = erasure.completed_at
+    assert done is None or (isinstance(done, dt.datetime) and done >= erasure.requested_at)
+    assert erasure.reason is None or isinstance(erasure.reason, str)
+    counts = erasure.counts
+    assert min(counts.prospects, counts.activities, counts.calls) >= 0
+    assert min(counts.recordings, counts.events) >= 0
+    return erasure.status.value
+
+
+def exercise_erasures(base_url: str, admin_key: str, api: AuthenticatedClient) -> None:
+    """Erasure requests with a key of the `admin` scope: request one (202, Location), read it
+    and list it (never showing the identifier); an unreadable phone is 400; the full key (read,
+    write) is 403."""
+    admin = AuthenticatedClient(base_url=base_url, token=admin_key)
+    body = RequestAnErasure(email="nobody.at.all@python.generated.example")
+    refused = create_erasure.sync_detailed(client=api, body=body)
+    assert expect_problem("createErasure", refused, 403).code == ProblemCode.INSUFFICIENT_SCOPE
+    response = create_erasure.sync_detailed(client=admin, body=body)
+    created = expect("createErasure", response, 202).erasure
+    assert read_erasure(created) == "pending" and created.completed_at is None
+    assert response.headers["location"] == f"/v1/erasures/{created.id}"
+    assert b"python.generated" not in response.content
+    unreadable = create_erasure.sync_detailed(
+        client=admin, body=RequestAnErasure(phone_number="not a number")
+    )
+    assert expect_problem("createErasure", unreadable, 400).code == ProblemCode.INVALID_REQUEST
+    fetched = expect("getErasure", get_erasure.sync_detailed(created.id, client=admin), 200)
+    assert fetched.erasure.id == created.id and read_erasure(fetched.erasure)
+    expect_head("getErasureHead", get_erasure_head.sync_detailed(created.id, client=admin))
+    page = expect("listErasures", list_erasures.sync_detailed(client=admin), 200)
+    assert page.erasures[0].id == created.id and page.has_more is False
+    assert [read_erasure(e) for e in page.erasures] and page.next_cursor is None
+    expect_head("listErasuresHead", list_erasures_head.sync_detailed(client=admin))
+    missing = get_erasure.sync_detailed(uuid.uuid4(), client=admin)
+    assert expect_problem("getErasure", missing, 404).code == ProblemCode.NOT_FOUND
+
+
 # --- do not call ---------------------------------------------------------------------------
 
 
@@ -966,6 +1019,7 @@ def main(
 
     hook = new_webhook_endpoint(api)  # before the writes below: their events are delivered
     exercise_users(base_url, admin_key, api)
+    exercise_erasures(base_url, admin_key, api)
     exercise_do_not_call(api)
 
     body = CreateList(name="Generated Python client", owner_user_id=users[0].id)
