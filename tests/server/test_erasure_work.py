@@ -19,6 +19,7 @@ from schemas import Schemas
 from server.config import load_config
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient
+from tests.erased_bytes import assert_absent, assert_present, stored_forms
 from tests.helpers import Client, follow_events, test_environ, until
 
 ACCOUNT_ID = "AC" + "e5" * 16
@@ -248,3 +249,19 @@ async def test_an_erasure_matching_nothing_completes_with_zero_counts(app, admin
     assert erasure["counts"] == dict.fromkeys(
         ("prospects", "activities", "calls", "recordings", "events"), 0
     )
+
+
+@pytest.mark.sqlite
+async def test_after_completion_the_person_is_in_no_byte_of_the_database_or_its_log(
+    app, admin, person, store
+):
+    """The proof on the embedded store: each value, in every form the store writes it in
+    (tests/erased_bytes.py), is in the file and its log before, and in 0 bytes of them once the
+    erasure is `completed` (secure_delete, and the scrub that ends each erasure)."""
+    forms = stored_forms(emails=[EMAIL], phones=[PHONE], names=[FIRST, LAST, NOTES])
+    assert_present(store.path, forms)
+    made = await admin.post("/v1/erasures", {"prospectId": person["id"]})
+    assert await app.settings["erasure_work"].drain() == 1
+    erasure = (await admin.get(made.headers["Location"])).json()["erasure"]
+    assert erasure["status"] == "completed"
+    assert_absent(store.path, forms)
