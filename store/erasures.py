@@ -14,6 +14,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import hmac
+import json
 import secrets
 
 from store.clock import new_id
@@ -139,6 +140,22 @@ def completed_event(doc: dict, at: dt.datetime) -> Removed:
     """The `erasure.completed` event of a finished request: ids only, no personal data."""
     data = {"id": doc["_id"], "prospectIds": doc["prospectIds"], "callIds": doc["callIds"]}
     return Removed("erasure", doc["_id"], at, "completed", data)
+
+
+# What a stored Idempotency-Key answer that carried an erased person becomes: replayed as it is
+# (with the retry's requestId), never the old body, never a second write.
+ERASED_ANSWER = json.dumps(
+    {
+        "type": "/reference/problems#erased",
+        "title": "Erased",
+        "status": 410,
+        "code": "erased",
+        "detail": "the answer to this request carried a person who has since been erased; "
+        "it is not replayed, and the request is not done again",
+    },
+    separators=(",", ":"),
+)
+PROBLEM_TYPE = "application/problem+json"
 
 
 # The events whose data carries the person, by the kind of record they are about.

@@ -9,11 +9,14 @@ does it again with the same outcome).
    to `{"id", "erased": true}`, a call's to its erased record), and the webhook deliveries
    made of them.
 3. The calls are rewritten (store.calls.erased_changes), with their `call.updated` events.
-4. The prospect is deleted as DELETE /prospects/{id} deletes it (store/mongo/prospect_changes.py).
-5. The prospect is marked done in the request, with the counts.
+4. Stored Idempotency-Key answers naming the prospect or its calls become the `erased` problem.
+5. The prospect is deleted as DELETE /prospects/{id} deletes it (store/mongo/prospect_changes.py).
+6. The prospect is marked done in the request, with the counts.
 """
 
 from __future__ import annotations
+
+import re
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -23,8 +26,10 @@ from store.calls import record as call_record
 from store.erasures import (
     ACTIVITY_EVENTS,
     CALL_EVENTS,
+    ERASED_ANSWER,
     LEASE,
     PERSON_EVENTS,
+    PROBLEM_TYPE,
     ErasureClaim,
     erased,
 )
@@ -128,6 +133,22 @@ class Eraser:
                     pending.update({"$set": changed[call["_id"]]}),
                 )
             await self.events.publish(ws, pending, {"calls": call_ids})
+        for named in [prospect_id, *call_ids]:  # stored answers that named the person
+            await self.db["idempotency"].update_many(
+                {
+                    "workspaceId": ws,
+                    "status": {"$nin": [None, 410]},
+                    "body": {"$regex": re.escape(named)},
+                },
+                {
+                    "$set": {
+                        "status": 410,
+                        "body": ERASED_ANSWER,
+                        "contentType": PROBLEM_TYPE,
+                        "location": None,
+                    }
+                },
+            )
         deleted = await self.prospects.delete(ws, prospect_id)
         counts = {
             "prospects": int(bool(deleted)),

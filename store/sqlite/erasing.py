@@ -6,9 +6,11 @@ The unit rewrites the retained events that carry the person (a prospect's and it
 to `{"id", "erased": true}`, a call's to its erased record) and the webhook deliveries made of
 them, rewrites the person's calls (store.calls.erased_changes), then deletes the prospect as
 DELETE /prospects/{id} does (store/sqlite/prospect_changes.py `delete_unit`: tombstone,
-memberships, counts, timeline, `list.updated` and `prospect.deleted`), and records each call's
-`call.updated`. Statements are served by indexes (events_ws_resource, calls_ws_prospect_newest,
-activities_ws_prospect_timeline).
+memberships, counts, timeline, `list.updated` and `prospect.deleted`), records each call's
+`call.updated`, and turns the stored Idempotency-Key answers that named the prospect or its
+calls into the `erased` problem. The reads are served by indexes (events_ws_resource,
+calls_ws_prospect_newest, activities_ws_prospect_timeline); the stored answers are the
+workspace's of the last 24 hours, read by its primary key's prefix.
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from typing import TYPE_CHECKING
 
 from store.calls import erased_changes
 from store.calls import record as call_record
-from store.erasures import ACTIVITY_EVENTS, CALL_EVENTS, LEASE, PERSON_EVENTS, ErasureClaim
+from store.erasures import (
+    ACTIVITY_EVENTS,
+    CALL_EVENTS,
+    ERASED_ANSWER,
+    LEASE,
+    PERSON_EVENTS,
+    PROBLEM_TYPE,
+    ErasureClaim,
+)
 from store.events import encode
 from store.sqlite.events import SERVED
 from store.sqlite.matching import marks
@@ -80,6 +90,18 @@ def _redeliver(conn: sqlite3.Connection, workspace_id: str, event_ids: Sequence[
         )
 
 
+def _forget_answers(conn: sqlite3.Connection, workspace_id: str, ids: Sequence[str]) -> None:
+    """Stored Idempotency-Key answers naming any of `ids` become the `erased` problem (the key
+    is kept, so a retry gets 410, never a second write)."""
+    for part in chunks(ids):
+        found = " OR ".join(["instr(body, ?) > 0"] * len(part))
+        conn.execute(
+            "UPDATE idempotency SET status = 410, body = ?, contentType = ?, location = NULL "
+            f"WHERE workspaceId = ? AND status IS NOT NULL AND status != 410 AND ({found})",
+            (ERASED_ANSWER, PROBLEM_TYPE, workspace_id, *part),
+        )
+
+
 def erase_unit(
     conn: sqlite3.Connection, claim: ErasureClaim, prospect_id: str, events: EventWriter
 ) -> list[str] | None:
@@ -124,6 +146,7 @@ def erase_unit(
         )
     rewritten += _rewrite(conn, ws, [c["_id"] for c in calls], CALL_EVENTS, CALL_SQL)
     _redeliver(conn, ws, rewritten)
+    _forget_answers(conn, ws, [prospect_id, *(c["_id"] for c in calls)])
     deleted = delete_unit(conn, ws, prospect_id, events)
     events.record(conn, ws, [("call.updated", call["_id"]) for call in calls])
     counts = doc["counts"]

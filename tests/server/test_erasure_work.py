@@ -265,3 +265,29 @@ async def test_after_completion_the_person_is_in_no_byte_of_the_database_or_its_
     erasure = (await admin.get(made.headers["Location"])).json()["erasure"]
     assert erasure["status"] == "completed"
     assert_absent(store.path, forms)
+
+
+async def test_a_stored_answer_that_carried_the_person_is_410_erased_on_retry(
+    app, api, admin, person
+):
+    """The key is kept and its answer is gone: a retry gets 410 `erased`, never the old body
+    and never a second write; a stored answer about someone else still replays."""
+    upload = {"contacts": [{"firstName": FIRST, "email": EMAIL}]}
+    path = f"/v1/lists/{person['lists'][0]}/contacts"
+    first = await api.post(path, upload, headers={"Idempotency-Key": "upload-augusta"})
+    assert first.code == 200 and person["id"] in first.body.decode(), first
+    others = {"contacts": [{"firstName": "Carl", "email": "carl@kept.example"}]}
+    kept = await api.post(path, others, headers={"Idempotency-Key": "upload-carl"})
+    made = await admin.post("/v1/erasures", {"email": EMAIL})
+    assert await app.settings["erasure_work"].drain() == 1
+    assert (await admin.get(made.headers["Location"])).json()["erasure"]["status"] == "completed"
+    total = (await api.get("/v1/prospects")).json()["total"]
+
+    retry = await api.post(path, upload, headers={"Idempotency-Key": "upload-augusta"})
+    assert retry.code == 410, retry
+    assert retry.json()["code"] == "erased"
+    assert retry.headers["Idempotent-Replayed"] == "true"
+    assert FIRST not in retry.body.decode() and person["id"] not in retry.body.decode()
+    assert (await api.get("/v1/prospects")).json()["total"] == total  # nothing written
+    again = await api.post(path, others, headers={"Idempotency-Key": "upload-carl"})
+    assert again.code == 200 and again.json() == kept.json()
