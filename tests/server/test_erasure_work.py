@@ -17,10 +17,12 @@ import pytest
 
 from schemas import Schemas
 from server.config import load_config
+from server.webhook_dispatch import dispatcher
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient
 from tests.erased_bytes import assert_absent, assert_present, stored_forms
-from tests.helpers import Client, follow_events, test_environ, until
+from tests.helpers import Client, follow_events, test_environ, until, wait_for
+from tests.webhooks.receiver import Answer, Receiver
 
 ACCOUNT_ID = "AC" + "e5" * 16
 AUTH_TOKEN = "erasure-provider-token-42"
@@ -32,7 +34,14 @@ METRICS = "/v1/reporting/dialer-metrics?from=2026-11-01&to=2026-11-05"
 
 @pytest.fixture
 def config():
-    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS="0.2"))
+    return load_config(
+        environ=test_environ(
+            WSAPI_SYNC_SETTLE_SECONDS="0.2",
+            WSAPI_WEBHOOK_ALLOWED_NETWORKS="127.0.0.0/8",
+            WSAPI_WEBHOOK_POLL_SECONDS="0.1",
+            WSAPI_WEBHOOK_RETRY_SCHEDULE="1,1,1,1,1",
+        )
+    )
 
 
 @pytest.fixture
@@ -291,3 +300,61 @@ async def test_a_stored_answer_that_carried_the_person_is_410_erased_on_retry(
     assert (await api.get("/v1/prospects")).json()["total"] == total  # nothing written
     again = await api.post(path, others, headers={"Idempotency-Key": "upload-carl"})
     assert again.code == 200 and again.json() == kept.json()
+
+
+@pytest.fixture
+def hook(io_loop, api):
+    """A receiver that answers 503 until told otherwise, and an endpoint of workspace A for
+    every event type, made before the person is (so it is sent their events)."""
+    receiver = Receiver().start()
+    receiver.failing = True  # type: ignore[attr-defined]
+    receiver.plan = lambda request, number: Answer(503 if receiver.failing else 200)  # type: ignore[attr-defined]
+
+    async def register():
+        made = await api.post("/v1/webhook-endpoints", {"url": receiver.url()})
+        assert made.code == 201, made
+
+    io_loop.run_sync(register)
+    yield receiver
+    io_loop.run_sync(receiver.stop)
+
+
+async def test_webhook_attempts_not_yet_sent_carry_only_the_erased_form(
+    app, api, admin, hook, person, store, config
+):
+    running = dispatcher(store, config).start()
+    try:
+        created = lambda: [r for r in hook.requests if b'"prospect.created"' in r.body]  # noqa: E731
+        await wait_for(lambda: len(created()) >= 2, what="the prospects' first attempts")
+        assert any(EMAIL.encode() in r.body for r in created())  # sent, and refused: pending
+    finally:
+        await running.stop(5)
+    made = await admin.post("/v1/erasures", {"email": EMAIL})
+    assert await app.settings["erasure_work"].drain() == 1
+    assert (await admin.get(made.headers["Location"])).json()["erasure"]["status"] == "completed"
+    before = len(hook.requests)
+    hook.failing = False  # type: ignore[attr-defined]
+    running = dispatcher(store, config).start()
+    try:
+
+        def done() -> bool:
+            return any(b'"erasure.completed"' in r.body for r in hook.requests[before:])
+
+        await wait_for(done, timeout=30, what="erasure.completed delivered")
+
+        def resent() -> bool:
+            return any(
+                b'"prospect.created"' in r.body and person["id"].encode() in r.body
+                for r in hook.requests[before:]
+            )
+
+        await wait_for(resent, timeout=30, what="the person's pending attempt sent again")
+    finally:
+        await running.stop(5)
+    later = hook.requests[before:]
+    for request in later:
+        for value in (EMAIL, EMAIL.lower(), PHONE, FIRST, LAST, NOTES):
+            assert value.encode() not in request.body, (value, request.body[:300])
+    about = [json.loads(r.body) for r in later if person["id"].encode() in r.body]
+    prospects = [e for e in about if e["type"] == "prospect.created"]
+    assert prospects and all(e["data"] == {"id": person["id"], "erased": True} for e in prospects)
