@@ -33,7 +33,11 @@ UNUSABLE = "a recording reference the provider cannot take: delete it at the pro
 
 
 class ErasureWork(Background):
-    def __init__(self, store: Store, upstream: UpstreamClient, interval: float = 5.0) -> None:
+    def __init__(
+        self, store: Store, upstream: UpstreamClient | None, interval: float = 5.0
+    ) -> None:
+        """Without `upstream` (no provider configured) recordings cannot be deleted: a request
+        with recordings stays `running`, retried with backoff."""
         self.store = store
         self.upstream = upstream
         self.interval = interval
@@ -69,6 +73,8 @@ class ErasureWork(Background):
             confirmed = []
             for ref in recordings[start : start + RECORDING_BATCH]:
                 try:
+                    if self.upstream is None:
+                        raise UpstreamError("no telephony provider is configured")
                     await self.upstream.delete_recording(ref)
                 except UpstreamNotFound:
                     unusable = True

@@ -313,3 +313,14 @@ class ErasureWork(Protocol):
         """End the request (`completed` or `failed` with a reason; `completed` records
         `erasure.completed`); the stored document as it ends (None when the lease was lost)."""
         ...
+
+    async def reopen_undone(self, now: dt.datetime) -> int:
+        """After a restore (`workspace-api erasures reapply`, an operator's call across
+        workspaces): every completed request whose work the data no longer shows (a prospect
+        of it live again, or a call of it without `erasedAt`) is made `pending` again, its
+        progress and counts reset, so the worker erases it again. How many."""
+        ...
+
+    async def open_count(self) -> int:
+        """How many requests of every workspace are `pending` or `running`."""
+        ...

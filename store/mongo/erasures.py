@@ -13,8 +13,10 @@ from pymongo.errors import DuplicateKeyError
 from store.erasures import (
     CANDIDATES,
     COMPLETED,
+    COUNTS,
     LEASE,
     OPEN,
+    PENDING,
     RUNNING,
     ErasureClaim,
     claim_of,
@@ -38,6 +40,7 @@ FIELDS = {"status": 1, "requestedAt": 1, "completedAt": 1, "reason": 1, "counts"
 @translate_errors
 class Erasures:
     def __init__(self, db: AsyncDatabase, events: EventWriter, prospects: ProspectChanges) -> None:
+        self.db = db
         self.col = db["erasures"]
         self.idempotency = db["idempotency"]
         self.events = events
@@ -143,3 +146,35 @@ class Erasures:
         if ended is not None:
             await self.events.publish(claim.workspace_id, pending, removed=gone)
         return ended
+
+    async def reopen_undone(self, now: dt.datetime) -> int:
+        again = 0
+        async for doc in self.col.find({"status": COMPLETED}):
+            ws = doc["workspaceId"]
+            live = doc["prospectIds"] and await self.db["prospects"].find_one(
+                {"workspaceId": ws, "_id": {"$in": doc["prospectIds"]}, "deletedAt": None}
+            )
+            unerased = doc["callIds"] and await self.db["calls"].find_one(
+                {"workspaceId": ws, "_id": {"$in": doc["callIds"]}, "erasedAt": None}
+            )
+            if live or unerased:
+                await self.col.update_one(
+                    {"_id": doc["_id"], "status": COMPLETED},
+                    {
+                        "$set": {
+                            "status": PENDING,
+                            "completedAt": None,
+                            "done": [],
+                            "counts": dict.fromkeys(COUNTS, 0),
+                            "nextAttemptAt": now,
+                            "attempts": 0,
+                            "leaseToken": None,
+                            "leaseUntil": None,
+                        }
+                    },
+                )
+                again += 1
+        return again
+
+    async def open_count(self) -> int:
+        return await self.col.count_documents({"status": {"$in": list(OPEN)}})

@@ -11,8 +11,10 @@ import sqlite3
 from store.erasures import (
     CANDIDATES,
     COMPLETED,
+    COUNTS,
     LEASE,
     OPEN,
+    PENDING,
     RUNNING,
     ErasureClaim,
     claim_of,
@@ -27,6 +29,7 @@ from store.sqlite.engine import Engine
 from store.sqlite.erasing import erase_unit
 from store.sqlite.events import EventWriter
 from store.sqlite.idempotency import write_once
+from store.sqlite.matching import marks
 from store.sqlite.paging import page_query
 from store.sqlite.schema import insert, ms, to_doc
 
@@ -177,3 +180,49 @@ class Erasures:
             return doc
 
         return await self.engine.write(end)
+
+    async def reopen_undone(self, now: dt.datetime) -> int:
+        def reopen(conn: sqlite3.Connection) -> int:
+            rows = conn.execute(
+                'SELECT "_id", workspaceId, prospectIds, callIds FROM erasures WHERE status = ?',
+                (COMPLETED,),
+            ).fetchall()
+            again = 0
+            for row in map(to_doc, rows):
+                ids, calls = row["prospectIds"], row["callIds"]
+                ws = row["workspaceId"]
+                live = (
+                    ids
+                    and conn.execute(
+                        "SELECT 1 FROM prospects WHERE workspaceId = ? "
+                        f'AND "_id" IN ({marks(ids)}) AND deletedAt IS NULL LIMIT 1',
+                        (ws, *ids),
+                    ).fetchone()
+                )
+                unerased = (
+                    calls
+                    and conn.execute(
+                        f'SELECT 1 FROM calls WHERE workspaceId = ? AND "_id" IN ({marks(calls)}) '
+                        "AND erasedAt IS NULL LIMIT 1",
+                        (ws, *calls),
+                    ).fetchone()
+                )
+                if live or unerased:
+                    conn.execute(
+                        "UPDATE erasures SET status = ?, completedAt = NULL, done = '[]', "
+                        "counts = ?, nextAttemptAt = ?, attempts = 0, leaseToken = NULL, "
+                        'leaseUntil = NULL WHERE "_id" = ?',
+                        (PENDING, json.dumps(dict.fromkeys(COUNTS, 0)), ms(now), row["_id"]),
+                    )
+                    again += 1
+            return again
+
+        return await self.engine.write(reopen)
+
+    async def open_count(self) -> int:
+        def count(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "SELECT count(*) FROM erasures WHERE status IN (?, ?)", OPEN
+            ).fetchone()[0]
+
+        return await self.engine.read(count)
