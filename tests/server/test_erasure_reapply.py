@@ -120,3 +120,46 @@ async def test_backup_erasure_restore_reapply_leaves_no_byte_of_the_person(tmp_p
         await auth.usage.stop()
         await store.close()
         await provider.stop()
+
+
+@pytest.mark.server_db
+async def test_reapply_erases_again_what_a_mongodb_restore_brought_back(store, ws_a):
+    """On MongoDB a restore is `mongorestore` without the `erasures` collection: the restored
+    prospect and call (put back here as they were stored before the erasure) are found by the
+    reopen and erased again by the worker; a second reopen finds nothing."""
+    contact = store.prospects.parse_contact({"firstName": FIRST, "email": EMAIL})
+    doc = seeded_document(ws_a.id, contact, ws_a.users[0]["id"])
+    await store.prospects.insert_documents(ws_a.id, [doc])
+    started = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)
+    made = await store.calls.create(
+        ws_a.id,
+        user_id=ws_a.users[0]["id"],
+        prospect_id=doc["_id"],
+        direction="outbound",
+        disposition="connected",
+        from_number="+12125550142",
+        to_number=PHONE,
+        started_at=started,
+        answered_at=started,
+        ended_at=started + dt.timedelta(minutes=2),
+        notes=NOTES,
+    )
+    before = {
+        "prospects": await store.db["prospects"].find_one({"_id": doc["_id"]}),
+        "calls": await store.db["calls"].find_one({"_id": made["id"]}),
+    }
+    erasure = await store.erasures.create(ws_a.id, {}, [doc["_id"]], store.clock.now())
+    work = ErasureWork(store, None)
+    assert await work.drain() == 1
+    assert await store.erasures.reopen_undone(store.clock.now()) == 0  # nothing came back
+    for name, saved in before.items():  # the restore
+        await store.db[name].replace_one({"_id": saved["_id"]}, saved)
+    assert (await store.calls.get(ws_a.id, made["id"]))["notes"] == NOTES
+    assert await store.erasures.reopen_undone(store.clock.now()) == 1
+    assert await work.drain() == 1
+    again = await store.erasures.get(ws_a.id, erasure["id"])
+    assert again["status"] == "completed" and again["counts"]["calls"] == 1
+    assert await store.prospects.lookup(ws_a.id, prospect_id=doc["_id"]) == []
+    call = await store.calls.get(ws_a.id, made["id"])
+    assert call["notes"] is None and call["toNumber"] is None and "erasedAt" in call
+    assert await store.erasures.reopen_undone(store.clock.now()) == 0
