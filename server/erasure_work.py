@@ -70,18 +70,12 @@ class ErasureWork(Background):
             recordings += [ref for ref in left if ref not in recordings]
         unusable, failures = False, 0
         for start in range(0, len(recordings), RECORDING_BATCH):
-            confirmed = []
-            for ref in recordings[start : start + RECORDING_BATCH]:
-                try:
-                    if self.upstream is None:
-                        raise UpstreamError("no telephony provider is configured")
-                    await self.upstream.delete_recording(ref)
-                except UpstreamNotFound:
-                    unusable = True
-                except UpstreamError:
-                    failures += 1
-                else:
-                    confirmed.append(ref)
+            batch = recordings[start : start + RECORDING_BATCH]
+            # A batch's deletes go out at once: each waits on the provider, not on the others.
+            outcomes = await asyncio.gather(*(self._delete(ref) for ref in batch))
+            confirmed = [ref for ref, outcome in zip(batch, outcomes, strict=True) if outcome]
+            unusable = unusable or any(outcome is None for outcome in outcomes)
+            failures += sum(1 for outcome in outcomes if outcome is False)
             # Saved per batch (which renews the lease): a crash repeats a batch at most.
             if not await erasures.progress(claim, confirmed, {"recordings": len(confirmed)}):
                 return
@@ -100,6 +94,19 @@ class ErasureWork(Background):
             return
         if await erasures.finish(claim, COMPLETED, now) is not None:
             await self.store.scrub()
+
+    async def _delete(self, ref: str) -> bool | None:
+        """Delete one recording at the provider: True once it is gone, False when the provider
+        failed (try again later), None for a reference it cannot take."""
+        if self.upstream is None:
+            return False  # no telephony provider is configured
+        try:
+            await self.upstream.delete_recording(ref)
+        except UpstreamNotFound:
+            return None
+        except UpstreamError:
+            return False
+        return True
 
     async def _run(self) -> None:
         while not cancelling():
