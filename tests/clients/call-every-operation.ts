@@ -117,6 +117,14 @@ function readList(l: Schemas["records.list"]): Schemas["records.list"] {
   return list;
 }
 
+// The data of an event about a prospect or an activity of an erased person.
+function readErased(d: Schemas["records.erased"]): Schemas["records.erased"] {
+  const erased = { id: d.id, erased: d.erased };
+  assert.deepEqual(erased, d);
+  assert.equal(erased.erased, true);
+  return erased;
+}
+
 function readCall(c: Schemas["records.call"]): Schemas["records.call"] {
   const call: Schemas["records.call"] = {
     id: c.id, direction: c.direction, disposition: c.disposition, fromNumber: c.fromNumber,
@@ -126,6 +134,7 @@ function readCall(c: Schemas["records.call"]): Schemas["records.call"] {
     durationSeconds: c.durationSeconds, hasRecording: c.hasRecording,
     recordingDurationSeconds: c.recordingDurationSeconds, meetingBooked: c.meetingBooked,
     notes: c.notes, createdAt: c.createdAt, updatedAt: c.updatedAt,
+    ...(c.erasedAt === undefined ? {} : { erasedAt: c.erasedAt }),
   };
   assert.deepEqual(call, c);
   assert.equal(call.recordingDurationSeconds !== null, call.hasRecording);
@@ -221,7 +230,13 @@ function readEvent(e: Event): Event {
       break;
     case "prospect.created":
     case "prospect.updated":
-      event = { ...common, type: e.type, data: readProspect(e.data) };
+      event = { ...common, type: e.type, data: "erased" in e.data ? readErased(e.data) : readProspect(e.data) };
+      break;
+    case "erasure.completed":
+      event = {
+        ...common, type: e.type,
+        data: { id: e.data.id, prospectIds: [...e.data.prospectIds], callIds: [...e.data.callIds] },
+      };
       break;
     case "list.created":
     case "list.updated":
@@ -241,6 +256,10 @@ function readEvent(e: Event): Event {
       event = { ...common, type: e.type, data: readEntry(e.data) };
       break;
     case "activity.created": {
+      if ("erased" in e.data) {
+        event = { ...common, type: e.type, data: readErased(e.data) };
+        break;
+      }
       const { prospectId, ...activity } = e.data;
       assert.ok(typeof prospectId === "string");
       event = { ...common, type: e.type, data: { ...readActivity(activity as Activity), prospectId } };
@@ -759,7 +778,9 @@ async function main(): Promise<Record<string, unknown>> {
   const exists = readProblem("recordCall", clash.error, clash.response, 409);
   assert.deepEqual([exists.code, exists.callId], ["call_exists", dialed.id]);
   const { prospect: _contact, providerCallSid: _sid, ...rest } = body;
-  const known = { ...rest, prospectId: dialed.prospectId };
+  const dialedProspect = dialed.prospectId; // null only on a call of an erased person
+  assert.ok(dialedProspect !== null);
+  const known = { ...rest, prospectId: dialedProspect };
   const batch = expectOk("recordCalls", await dialer.POST("/v1/calls/batch", {
     body: { calls: [known, { ...known, notes: "Second" }] },
   }));
@@ -775,14 +796,16 @@ async function main(): Promise<Record<string, unknown>> {
   assert.equal(readProblem("getCall", gone.error, gone.response, 404).code, "not_found");
   const logged = expectOk("logActivity", await dialer.POST("/v1/prospect-activities", {
     body: {
-      prospectId: dialed.prospectId, type: "note", occurredAt: at(300), userId: users[0].id,
+      prospectId: dialedProspect, type: "note", occurredAt: at(300), userId: users[0].id,
       details: { text: "Asked for pricing" },
     },
   }), 201);
   assert.equal(readActivity(logged.activity).type, "note");
   await providerCallbacks(dialer, users[0].id);
 
-  const selector = { params: { query: { prospectId: calls[0].prospectId } } };
+  const firstProspect = calls[0].prospectId;
+  assert.ok(firstProspect !== null);
+  const selector = { params: { query: { prospectId: firstProspect } } };
   const timeline = expectOk("getProspectActivities", await api.GET("/v1/prospect-activities", selector));
   readProspect(timeline.prospect);
   const types = [...new Set(timeline.activities.map(readActivity).map((a) => a.type))].sort();

@@ -160,7 +160,9 @@ from workspace_api_client.models import (
     DoNotCallEntryRemovedEvent,
     DoNotCallReason,
     EmailActivity,
+    ErasedRecord,
     Erasure,
+    ErasureCompletedEvent,
     ErasureStatus,
     ListAddedActivity,
     ListRemovedActivity,
@@ -313,10 +315,11 @@ def read_list(item: DialerList) -> None:
 
 def read_call(call: Call) -> None:
     assert isinstance(call.id, uuid.UUID) and isinstance(call.user_id, uuid.UUID)
-    assert isinstance(call.prospect_id, uuid.UUID)
+    erased = isinstance(call.erased_at, dt.datetime)  # a call of an erased person: nulls
+    assert erased or isinstance(call.prospect_id, uuid.UUID)
     assert call.list_id is None or isinstance(call.list_id, uuid.UUID)
     assert call.direction in CallDirection and call.disposition.value
-    assert call.from_number.startswith("+") and call.to_number.startswith("+")
+    assert (call.from_number or "+").startswith("+") and (call.to_number or "+").startswith("+")
     assert call.started_at == call.created_at <= call.ended_at <= call.updated_at
     if call.answered_at is not None:
         assert call.started_at <= call.answered_at <= call.ended_at
@@ -412,6 +415,7 @@ Event = (
     | DialerListCreatedEvent
     | DialerListUpdatedEvent
     | ActivityCreatedEvent
+    | ErasureCompletedEvent
     | UserCreatedEvent
     | UserUpdatedEvent
     | UserDeletedEvent
@@ -427,7 +431,13 @@ def read_event(event: Event) -> str:
     if isinstance(event, CallCreatedEvent | CallUpdatedEvent):
         read_call(event.data)
     elif isinstance(event, ProspectCreatedEvent | ProspectUpdatedEvent):
-        read_prospect(event.data)
+        if isinstance(event.data, ErasedRecord):
+            assert isinstance(event.data.id, uuid.UUID) and event.data.erased is True
+        else:
+            read_prospect(event.data)
+    elif isinstance(event, ErasureCompletedEvent):
+        assert isinstance(event.data.id, uuid.UUID)
+        assert all(isinstance(i, uuid.UUID) for i in event.data.prospect_ids + event.data.call_ids)
     elif isinstance(event, DialerListCreatedEvent | DialerListUpdatedEvent):
         read_list(event.data)
     elif isinstance(event, UserCreatedEvent | UserUpdatedEvent):
@@ -437,6 +447,8 @@ def read_event(event: Event) -> str:
         assert isinstance(event.data.deleted_at, dt.datetime)
     elif isinstance(event, DoNotCallEntryAddedEvent | DoNotCallEntryRemovedEvent):
         read_entry(event.data)
+    elif isinstance(event.data, ErasedRecord):
+        assert isinstance(event.data.id, uuid.UUID) and event.data.erased is True
     else:
         read_activity(event.data)
         assert isinstance(event.data.prospect_id, uuid.UUID)
@@ -1136,7 +1148,9 @@ def main(
 
     timeline = expect(
         "getProspectActivities",
-        get_prospect_activities.sync_detailed(client=api, prospect_id=page.calls[0].prospect_id),
+        get_prospect_activities.sync_detailed(
+            client=api, prospect_id=page.calls[0].prospect_id or UNSET
+        ),
         200,
     )
     read_prospect(timeline.prospect)
