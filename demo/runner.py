@@ -116,6 +116,7 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
     if retention is not None:
         retention.start()
     list_work = app.settings["list_work"].start()  # what a list's delete leaves to do
+    erasure_work = app.settings["erasure_work"].start()  # what an erasure request asks
     webhooks = dispatcher(store, config).start()
     freeze_heap()
     provider = {"accountSid": config.provider_account_id, "authToken": config.provider_auth_token}
@@ -156,6 +157,7 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
         await auth.usage.stop()
         await events.stop()
         await list_work.stop()
+        await erasure_work.stop()
 
 
 async def stop(task: asyncio.Future[None] | None) -> None:

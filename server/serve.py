@@ -166,6 +166,7 @@ async def run_worker(
     if retention is not None:
         retention.start()
     list_work = app.settings["list_work"].start()
+    erasure_work = app.settings["erasure_work"].start()
     webhooks = dispatcher(store, config, metrics).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
@@ -216,6 +217,7 @@ async def run_worker(
     if retention is not None:
         await retention.stop()
     await list_work.stop()
+    await erasure_work.stop()
     await auth.usage.stop()  # writes the keys' last uses still queued
     await events.stop()
     await store.close()

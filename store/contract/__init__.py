@@ -31,10 +31,12 @@ from store.contract.accounts import Keys, Users, Workspaces
 from store.contract.activities import Activities
 from store.contract.calls import Calls
 from store.contract.dnc import DoNotCall
+from store.contract.erasures import Erasures
 from store.contract.events import Events
 from store.contract.hooks import (
     DeliveryHooks,
     EndpointHooks,
+    ErasureWork,
     EventHooks,
     KeyHooks,
     RateCounterHooks,
@@ -57,6 +59,7 @@ from store.contract.service import DialerMetrics, Idempotency, RateCounters, Set
 from store.contract.store import (
     AllActivities,
     AllCalls,
+    AllErasures,
     AllEvents,
     AllKeys,
     AllProspects,
@@ -74,6 +77,7 @@ __all__ = [
     "ActivitySeeding",
     "AllActivities",
     "AllCalls",
+    "AllErasures",
     "AllEvents",
     "AllKeys",
     "AllProspects",
@@ -88,6 +92,8 @@ __all__ = [
     "DialerMetrics",
     "DoNotCall",
     "EndpointHooks",
+    "ErasureWork",
+    "Erasures",
     "EventHooks",
     "Events",
     "Idempotency",

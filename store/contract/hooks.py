@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from store.erasures import ErasureClaim
 from store.events import StoredEvent
 from store.keys import DEFAULT_SCOPES
 from store.paging import Position
@@ -314,4 +315,51 @@ class StoreHooks(Protocol):
 
     async def close(self) -> None:
         """Release connections, threads and files (a throwaway SQLite file is removed)."""
+        ...
+
+
+class ErasureWork(Protocol):
+    """The worker's side (server/erasure_work.py): claims by lease, progress, the end."""
+
+    async def claim(self, now: dt.datetime, token: str) -> ErasureClaim | None:
+        """Take the lease of one open request of any workspace that is due (pending, or
+        running with its lease lapsed and its next attempt due) and mark it running."""
+        ...
+
+    async def erase_prospect(self, claim: ErasureClaim, prospect_id: str) -> list[str] | None:
+        """Erase one prospect of the request, as one unit with the request's progress: the
+        events that carry the person rewritten to their erased form (and the webhook
+        deliveries made of them), its calls rewritten, the prospect deleted as
+        DELETE /prospects/{id} deletes it (each call's `call.updated`). The recording
+        references it left to delete at the provider ([] when it was done before); None when
+        the lease was lost."""
+        ...
+
+    async def progress(
+        self, claim: ErasureClaim, confirmed: list[str], counts: dict[str, int]
+    ) -> bool:
+        """Recording references confirmed gone at the provider (taken off the request's
+        list), and `counts` added; False when the lease was lost."""
+        ...
+
+    async def retry_later(self, claim: ErasureClaim, at: dt.datetime) -> bool:
+        """Give the lease back with one more failed attempt, due again at `at`."""
+        ...
+
+    async def finish(
+        self, claim: ErasureClaim, status: str, now: dt.datetime, reason: str | None = None
+    ) -> dict | None:
+        """End the request (`completed` or `failed` with a reason; `completed` records
+        `erasure.completed`); the stored document as it ends (None when the lease was lost)."""
+        ...
+
+    async def reopen_undone(self, now: dt.datetime) -> int:
+        """After a restore (`workspace-api erasures reapply`, an operator's call across
+        workspaces): every completed request whose work the data no longer shows (a prospect
+        of it live again, or a call of it without `erasedAt`) is made `pending` again, its
+        progress and counts reset, so the worker erases it again. How many."""
+        ...
+
+    async def open_count(self) -> int:
+        """How many requests of every workspace are `pending` or `running`."""
         ...

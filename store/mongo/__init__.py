@@ -17,6 +17,7 @@ from store.clock import SYSTEM_CLOCK, Clock
 from store.mongo.activities import Activities, fill_stored_at
 from store.mongo.calls import Calls
 from store.mongo.dnc import DoNotCall
+from store.mongo.erasures import Erasures
 from store.mongo.errors import driver_errors, translate_errors
 from store.mongo.events import Events, EventWriter
 from store.mongo.expiry import sweep_expired
@@ -70,6 +71,7 @@ class MongoStore:
         self.do_not_call = DoNotCall(db, self.event_writer, default_region)
         self.events = Events(db, self.event_writer)
         self.webhook_endpoints = WebhookEndpoints(db)
+        self.erasures = Erasures(db, self.event_writer, self.prospects)
         self.webhook_deliveries = WebhookDeliveries(db)
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)

@@ -123,6 +123,8 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("workspaceId", ASC), ("type", ASC), ("occurredAt", ASC), ("_id", ASC)],
             name="ws_type",
         ),
+        # An erasure's: the events of the records it erases.
+        IndexModel([("workspaceId", ASC), ("resourceId", ASC)], name="ws_resource"),
     ],
     "webhook_endpoints": [
         IndexModel([("workspaceId", ASC), ("createdAt", ASC), ("_id", ASC)], name="ws_created"),
@@ -139,6 +141,11 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("workspaceId", ASC), ("endpointId", ASC), ("state", ASC), ("leaseUntil", ASC)],
             name="ws_endpoint_state",
         ),
+    ],
+    "erasures": [
+        IndexModel([("workspaceId", ASC), ("requestedAt", DESC), ("_id", DESC)], name="ws_newest"),
+        # Operator scope: the open requests that are due, across workspaces.
+        IndexModel([("status", ASC), ("nextAttemptAt", ASC)], name="open_due"),
     ],
     "provider_calls": [
         # The callbacks kept aside, newest first.

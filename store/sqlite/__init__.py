@@ -19,6 +19,7 @@ from store.sqlite import activities, calls, dnc, lists, opening, prospects, sche
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
+from store.sqlite.erasures import Erasures
 from store.sqlite.events import Events, EventWriter
 from store.sqlite.idempotency import Idempotency, delete_expired_idempotency
 from store.sqlite.keys import Keys
@@ -114,6 +115,7 @@ class SQLiteStore:
         self.do_not_call = dnc.DoNotCall(self.engine, self.event_writer, default_region)
         self.events = Events(self.engine)
         self.webhook_endpoints = WebhookEndpoints(self.engine)
+        self.erasures = Erasures(self.engine, self.event_writer)
         self.webhook_deliveries = WebhookDeliveries(self.engine)
         self.metrics = DialerMetrics(self.engine)
         self.settings = Settings(self.engine)

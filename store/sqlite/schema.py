@@ -109,6 +109,13 @@ TABLES = {
     "answeredAt INTEGER, recordingSid TEXT, recordingDurationSeconds INTEGER, final TEXT, "
     "pendingReason TEXT, receivedAt INTEGER, callId TEXT, expiresAt INTEGER NOT NULL, "
     "PRIMARY KEY (workspaceId, callSid)",
+    # Erasure requests (store/erasures.py): the identifiers' keyed hashes, never the values;
+    # `counts`, `hashes`, `prospectIds`, `callIds` and `recordings` JSON text; the worker's lease.
+    "erasures": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, status TEXT NOT NULL, '
+    "requestedAt INTEGER NOT NULL, completedAt INTEGER, reason TEXT, counts TEXT NOT NULL, "
+    "hashes TEXT NOT NULL, prospectIds TEXT NOT NULL, done TEXT NOT NULL, callIds TEXT NOT NULL, "
+    "recordings TEXT NOT NULL, attempts INTEGER NOT NULL, nextAttemptAt INTEGER, "
+    "leaseToken TEXT, leaseUntil INTEGER",
 }
 # Columns added to a table after files with that table were written: created with the table in
 # a new file, added (NULL in the existing rows) when an older file opens.
@@ -122,6 +129,7 @@ ADDED_COLUMNS = {
     # in a call written before the column existed (its stored record lacks the field: ENCODED
     # in store/sqlite/callrows.py adds it).
     # The recording retention sweep's claim of a call (store/retention.py): NULL until then.
+    # When an erasure rewrote the call (store/erasures.py): NULL for every other call.
     "calls": {
         "record": "TEXT",
         "contentHash": "TEXT",
@@ -129,6 +137,7 @@ ADDED_COLUMNS = {
         "recordingRetryAt": "INTEGER",
         "recordingClaim": "TEXT",
         "recordingAttempts": "INTEGER",
+        "erasedAt": "INTEGER",
     },
     # A workspace's own settings (JSON object, store/retention.py): NULL for none. When the
     # workspace's deletion began (store/workspace_deletion.py): NULL while it lives.
@@ -218,6 +227,8 @@ INDEXES = {
     "idempotency_expire": "idempotency (expiresAt)",
     "events_ws_feed": "events (workspaceId, occurredAt, _id)",
     "events_ws_type": "events (workspaceId, type, occurredAt, _id)",
+    # An erasure's: the events of the records it erases.
+    "events_ws_resource": "events (workspaceId, resourceId)",
     "webhook_endpoints_ws_created": "webhook_endpoints (workspaceId, createdAt, _id)",
     # Operator scope (the dispatchers of every workspace): fan-outs and attempts that are due.
     "webhook_endpoints_fanout": "webhook_endpoints (status, fanoutAt)",
@@ -232,6 +243,9 @@ INDEXES = {
     # The callbacks kept aside, newest first; and the expiry sweep's (across workspaces).
     "provider_calls_ws_pending": "provider_calls (workspaceId, receivedAt DESC, callSid DESC)",
     "provider_calls_expire": "provider_calls (expiresAt)",
+    "erasures_ws_newest": "erasures (workspaceId, requestedAt DESC, _id DESC)",
+    # The erasure workers' (across workspaces): open requests by when they are due.
+    "erasures_open_due": "erasures (status, nextAttemptAt) WHERE status IN ('pending', 'running')",
 }
 
 INSTANTS = {
@@ -260,9 +274,15 @@ INSTANTS = {
     "initiatedAt",
     "receivedAt",
     "recordingRetryAt",
+    "requestedAt",
+    "completedAt",
+    "erasedAt",
 }
 BOOLEANS = {"hasRecording", "meetingBooked", "doNotCall", "doNotCallSelf", "toNumberSuppressed"}
-JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes", "final", "settings"}
+JSON_FIELDS = {
+    *("listIds", "details", "scopes", "eventTypes", "final", "settings"),
+    *("counts", "hashes", "prospectIds", "done", "callIds", "recordings"),
+}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",
