@@ -44,7 +44,7 @@ def test_row_ids_are_stable_and_unique_across_benchmarks():
         "S3",
     )
     assert stable == run.ROW_IDS
-    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 26)}
+    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 28)}
     every = run.ROW_IDS + scale.ROW_IDS
     assert len(set(every)) == len(every)
 
