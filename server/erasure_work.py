@@ -16,14 +16,11 @@ the write-ahead log (the store's `scrub`), so that no erased value survives in t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import random
 
-from server.background import Background, cancelling
+from server.background import KickedWork, cancelling
 from store.contract import Store
 from store.erasures import COMPLETED, FAILED, ErasureClaim, backoff, lease_token
-from store.errors import StoreError
 from telephony.errors import UpstreamError, UpstreamNotFound
 from telephony.upstream import UpstreamClient
 
@@ -32,20 +29,16 @@ RECORDING_BATCH = 20  # recordings deleted between two saves of the progress
 UNUSABLE = "a recording reference the provider cannot take: delete it at the provider by hand"
 
 
-class ErasureWork(Background):
+class ErasureWork(KickedWork):
+    what = "erasure work"
+
     def __init__(
         self, store: Store, upstream: UpstreamClient | None, interval: float = 5.0
     ) -> None:
         """Without `upstream` (no provider configured) recordings cannot be deleted: a request
         with recordings stays `running`, retried with backoff."""
-        self.store = store
+        super().__init__(store, interval)
         self.upstream = upstream
-        self.interval = interval
-        self._kicked = asyncio.Event()
-
-    def kick(self) -> None:
-        """Look for work now (a request was just made); nothing when the task is not running."""
-        self._kicked.set()
 
     async def drain(self) -> int:
         """Work on due requests until none is left; how many it took."""
@@ -107,18 +100,3 @@ class ErasureWork(Background):
         except UpstreamError:
             return False
         return True
-
-    async def _run(self) -> None:
-        while not cancelling():
-            self._kicked.clear()
-            try:
-                if self.store.indexes_ready:
-                    await self.drain()
-            except StoreError as exc:
-                log.warning("erasure work failed (%s); next in %g s", exc, self.interval)
-            except Exception:
-                log.exception("erasure work failed; next in %g s", self.interval)
-            # Jittered, so that the processes sharing a database do not all look at once.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.interval * random.uniform(0.8, 1.2)):
-                    await self._kicked.wait()
