@@ -13,12 +13,10 @@ counters' and the quarter-hour rows.
 
 from __future__ import annotations
 
-import statistics
-import uuid
-
-from bench.common import HOST, Row, percentile, upload_body, verdict
+from bench.common import HOST, Row
 from bench.harness import Bench, Process
-from bench.httpload import download, request_bytes, run_load
+from bench.httpload import download, request_bytes
+from bench.writes import writes_on_and_off
 
 TARGET = 1.10  # at most 10% on a write's p50
 
@@ -33,55 +31,14 @@ async def set_secure_delete(server: Process, on: bool) -> None:
 
 
 async def bench_d1(bench: Bench, server: Process) -> list[Row]:
-    s = bench.settings
-    info = server.info
-    api_port, bare_port = info["api_port"], info["bare_port"]
-    path = f"/v1/lists/{info['listId']}/contacts"
-    headers = {"Authorization": f"Bearer {info['key']}", "Content-Type": "application/json"}
-    run, counter = uuid.uuid4().hex[:8], [0]
-
-    def upload(_: int) -> bytes:
-        body = upload_body(counter[0], 100, run)  # every contact is new
-        counter[0] += 100
-        return request_bytes("POST", path, HOST, api_port, headers, body)
-
-    insert = request_bytes("POST", "/bench/call", HOST, bare_port, body=b"")
-    writes = {
-        "upload": (api_port, upload, s.p8_uploads, 200),
-        "insert": (bare_port, lambda i: insert, s.p8_inserts, 201),
-    }
-    p50s: dict[tuple[str, bool], list[float]] = {(w, on): [] for w in writes for on in (1, 0)}
-    errors = 0
-    try:
-        for port, make, _, _ in writes.values():  # warm-up: imports, caches, statements
-            await run_load(HOST, port, make, connections=1, duration=30, max_requests=3)
-        for round_index in range(s.p8_rounds):
-            for on in (True, False) if round_index % 2 == 0 else (False, True):
-                await set_secure_delete(server, on)
-                for write, (port, make, count, status) in writes.items():
-                    load = await run_load(
-                        HOST, port, make, connections=1, duration=60, max_requests=count
-                    )
-                    p50s[(write, on)].append(percentile(load.latencies, 0.5))
-                    errors += load.errors + sum(n for c, n in load.statuses.items() if c != status)
-    finally:
-        await set_secure_delete(server, True)
-
-    def row(row_id: str, write: str, what: str) -> Row:
-        on, off = p50s[(write, True)], p50s[(write, False)]
-        ratio = statistics.median(a / b for a, b in zip(on, off, strict=True))
-        return Row(
-            row_id,
-            what,
-            f"secure_delete on: p50 {statistics.median(on) * 1000:.2f} ms",
-            f"<= {TARGET:.2f}",
-            f"ERRORS ({errors})" if errors else verdict(ratio <= TARGET),
-            baseline=f"off: p50 {statistics.median(off) * 1000:.2f} ms",
-            ratio=f"{ratio:.2f}",
-            data={"on_p50_s": on, "off_p50_s": off, "ratio": round(ratio, 3)},
-        )
-
-    return [
-        row("D1a", "upload", "POST /lists/{id}/contacts, 100 contacts: secure_delete on vs off"),
-        row("D1b", "insert", "call insert (the store's write path): secure_delete on vs off"),
-    ]
+    return await writes_on_and_off(
+        bench,
+        server,
+        set_secure_delete,
+        ("secure_delete on", "off"),
+        TARGET,
+        {
+            "D1a": ("upload", "POST /lists/{id}/contacts, 100 contacts: secure_delete on vs off"),
+            "D1b": ("insert", "call insert (the store's write path): secure_delete on vs off"),
+        },
+    )
