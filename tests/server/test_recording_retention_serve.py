@@ -6,37 +6,16 @@ tier's database, and leaves a younger one alone."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import time
-import uuid
 
 from server.app import open_services
 from server.config import load_config
-from store.clock import utcnow
 from telephony.simulated_provider import make_ref, start_provider
 from tests.helpers import make_workspace, serving, test_environ
+from tests.server.test_recording_retention import recorded_call
 
 ACCOUNT_ID = "AC" + "6b" * 16
 AUTH_TOKEN = "serve-retention-secret-77"
-
-
-async def recorded_call(store, workspace, ended: dt.datetime, ref: str) -> str:
-    started = ended - dt.timedelta(minutes=2)
-    record = await store.calls.create(
-        workspace.id,
-        user_id=workspace.users[0]["id"],
-        prospect_id=str(uuid.uuid4()),
-        direction="outbound",
-        disposition="connected",
-        from_number="+15550100",
-        to_number="+15550199",
-        started_at=started,
-        answered_at=started,
-        ended_at=ended,
-        recording_ref=ref,
-        recording_duration_seconds=120,
-    )
-    return record["id"]
 
 
 async def test_serve_deletes_recordings_past_their_retention(tmp_path):
@@ -56,10 +35,9 @@ async def test_serve_deletes_recordings_past_their_retention(tmp_path):
     store, auth = await open_services(load_config(environ=environ))
     try:
         workspace = await make_workspace(store, auth, "Retained")
-        now = utcnow()
         old_ref, young_ref = make_ref("old call"), make_ref("young call")
-        old = await recorded_call(store, workspace, now - dt.timedelta(days=31), old_ref)
-        young = await recorded_call(store, workspace, now - dt.timedelta(days=29), young_ref)
+        old = (await recorded_call(store, workspace, 31, old_ref))["id"]
+        young = (await recorded_call(store, workspace, 29, young_ref))["id"]
         with serving(tmp_path, env=environ) as (_origin, log):
             deadline = time.monotonic() + 60
             while await store.calls.recording_ref(workspace.id, old) is not None:
