@@ -13,10 +13,10 @@ import os
 import time
 from pathlib import Path
 
-from bench.common import Row, ms, percentile, verdict
+from bench.common import Row, verdict
 from bench.scale_api import Api
 from bench.scale_data import working_copy
-from bench.scale_lifecycle import call, idle_reads, read_rows
+from bench.scale_lifecycle import call, idle_reads, read_rows, users_meanwhile
 from bench.scale_writes import remove_file
 
 CALLS, NOTES = 500, 4500  # the calls' own timeline entries make 5,000 activities
@@ -129,7 +129,6 @@ async def bench_erasure(args, small_path: Path, small_marker: dict, workdir: Pat
                 if erasure["status"] in ("completed", "failed"):
                     done = time.monotonic() - started
             await asyncio.sleep(0.01)
-        p99, idle_p99 = percentile(reads, 0.99), percentile(idle, 0.99)
         counts = erasure.get("counts", {})
         failed = done is None or erasure.get("status") != "completed"
         return [
@@ -145,16 +144,7 @@ async def bench_erasure(args, small_path: Path, small_marker: dict, workdir: Pat
                 f"ERRORS ({erasure.get('status')})" if failed else verdict(done < 10),
                 data={"seconds": done, "counts": counts},
             ),
-            Row(
-                "L27",
-                "GET /v1/users during that erasure",
-                f"p99 {ms(p99)}, p50 {ms(percentile(reads, 0.5))} ({len(reads)} probes; "
-                f"idle p99 {ms(idle_p99)})",
-                "p99 < 100 ms",
-                verdict(p99 < 0.1),
-                baseline=f"idle p99 {ms(idle_p99)}",
-                data={"during": reads, "idle": idle},
-            ),
+            users_meanwhile("L27", "that erasure", reads, idle),
         ]
     finally:
         if api is not None:
