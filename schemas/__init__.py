@@ -18,6 +18,7 @@ discriminator names values that mean shapes the schema refuses, with the reason 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -188,19 +189,26 @@ MAX_REMEMBERED = 10_000  # parameter values remembered as valid (then forgotten 
 MAX_REMEMBERED_LENGTH = 200
 
 
+@functools.cache
+def _loaded() -> tuple[dict[str, dict], Registry]:
+    """Every schema file and the registry that resolves their references: read once per process
+    (the documents are shared, and never changed)."""
+    documents = load_all()
+    resources = [
+        (sid, Resource.from_contents(doc, default_specification=DRAFT202012))
+        for sid, doc in documents.items()
+    ]
+    return documents, Registry().with_resources(resources)
+
+
 class Schemas:
-    """Validators for every schema file, built once at start-up."""
+    """Validators for every schema file. The files are read once per process, and each
+    validator is built when it is first used: jsonschema spends about 2 ms building one (most of
+    it combining registries), which for every schema file was half a second of each app's start."""
 
     def __init__(self) -> None:
-        self.documents = load_all()
-        resources = [
-            (sid, Resource.from_contents(doc, default_specification=DRAFT202012))
-            for sid, doc in self.documents.items()
-        ]
-        self.registry = Registry().with_resources(resources)
-        self._validators = {
-            sid: Validator(doc, registry=self.registry) for sid, doc in self.documents.items()
-        }
+        self.documents, self.registry = _loaded()
+        self._validators: dict[str, Any] = {}
         # Query schemas whose parameters are checked each on its own (nothing relates two of
         # them, and none is required): a parameter value valid once is valid in every query.
         self._flat = {
@@ -212,7 +220,10 @@ class Schemas:
 
     def errors(self, schema_id: str, instance: object) -> list[dict]:
         """Problems with `instance` as [{"pointer", "detail"}], empty when it is valid."""
-        validator = self._validators[schema_id]
+        validator = self._validators.get(schema_id)
+        if validator is None:
+            validator = Validator(self.documents[schema_id], registry=self.registry)
+            self._validators[schema_id] = validator
         found = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
         result: list[dict] = []
         for error in found:

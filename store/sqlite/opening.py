@@ -13,6 +13,7 @@ table before it serves).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import stat
@@ -116,17 +117,15 @@ def _create(path: Path, create: Callable[[sqlite3.Connection], None]) -> None:
         raise unusable(path, f"cannot be created ({exc.strerror})", ACCESS) from exc
     partial = path.with_name(f".{path.name}.{os.getpid()}.new")
     try:
-        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "wb") as file:  # the schema, whole (and closes fd)
+            file.write(_schema_image(create))
         conn = sqlite3.connect(partial, isolation_level=None)
         try:
             # In WAL mode from the start: the engine's threads, opening their connections at
             # once, then never race to switch it (two connections switching a file's journal
             # mode at the same moment can fail with SQLITE_BUSY without waiting).
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA secure_delete=ON")  # as every connection (store/sqlite/engine.py)
-            conn.execute("BEGIN IMMEDIATE")
-            create(conn)
-            conn.execute("COMMIT")
         finally:
             conn.close()
         _fsync(partial)
@@ -143,6 +142,20 @@ def _create(path: Path, create: Callable[[sqlite3.Connection], None]) -> None:
         ]:
             with contextlib.suppress(OSError):
                 os.unlink(leftover)
+
+
+@functools.cache
+def _schema_image(create: Callable[[sqlite3.Connection], None]) -> bytes:
+    """The bytes of a database holding only the schema `create` writes: built once per process
+    in memory (about 190 statements), then written as a whole into each new file."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        create(conn)
+        conn.execute("COMMIT")
+        return conn.serialize()
+    finally:
+        conn.close()
 
 
 def _fsync(path: Path) -> None:
