@@ -207,7 +207,8 @@ class Schemas:
     it combining registries), which for every schema file was half a second of each app's start."""
 
     def __init__(self) -> None:
-        self.documents, self.registry = _loaded()
+        documents, self.registry = _loaded()
+        self.documents = dict(documents)  # its own mapping (the documents themselves are shared)
         self._validators: dict[str, Any] = {}
         # Query schemas whose parameters are checked each on its own (nothing relates two of
         # them, and none is required): a parameter value valid once is valid in every query.
