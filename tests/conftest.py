@@ -9,11 +9,14 @@ The tier is chosen by WSAPI_TEST_TIER (printed in the header of every run):
   MongoDB 7.0); MONGODB_URI points at it;
 - mongodb: an external MongoDB at MONGODB_URI (the default tier when MONGODB_URI is a
   mongodb:// URI).
-Every test gets its own database on every tier.
+Every test starts from an empty database: on the embedded tier a file of its own; on the
+MongoDB tiers its process's one database, whose indexes are built once and whose collections
+are emptied after every test (`services`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -128,7 +131,7 @@ def pytest_collection_modifyitems(config, items):
 _image_warmup: contextlib.ExitStack | None = None
 _shared_server: wire.WireServer | None = None
 # Set (to the server's URI) for the test workers of a run whose database server the main
-# process started: they share it, each test in a database of its own.
+# process started: they share it, each worker in a database of its own.
 SHARED_SERVER = "WSAPI_TEST_SHARED_WIRE_SERVER"
 
 
@@ -217,9 +220,20 @@ def database_server(tmp_path_factory):
             os.environ["MONGODB_URI"] = previous
 
 
+# On the MongoDB tiers, each test process's one database (its indexes are built once, its
+# collections emptied after every test): building the indexes anew was most of a test's set-up.
+SHARED_DATABASE = "wsapi_test_" + os.environ.get("PYTEST_XDIST_WORKER", "main")
+# Its collection that says the indexes are built: a test that drops the database (or its
+# indexes' collections) takes it with it, and the next test builds them again.
+PREPARED = "test_database_prepared"
+_shared_dropped = False
+
+
 @pytest.fixture
 def config():
-    return load_config(environ=test_environ())
+    if TIER == "embedded":
+        return load_config(environ=test_environ())  # a file of its own
+    return load_config(environ=test_environ(WSAPI_DATABASE=SHARED_DATABASE))
 
 
 @pytest.fixture
@@ -227,13 +241,42 @@ def clock():
     return FakeClock()
 
 
+async def _open_prepared(config, clock):
+    """The services on the shared database, its indexes built only when they are not yet."""
+    global _shared_dropped
+    store, auth = await open_services(config, clock, wait_for_indexes=False)
+    try:
+        if not _shared_dropped:  # what an earlier run left (a MongoDB of the mongodb tier)
+            await store.drop()
+            _shared_dropped = True
+        prepared = await store.db[PREPARED].find_one({"_id": "indexes"})
+        if prepared is None:
+            await store.ensure_indexes()
+            await store.db[PREPARED].insert_one({"_id": "indexes", "ttl": store.ttl_indexes})
+        else:
+            store.ttl_indexes, store.indexes_ready = prepared["ttl"], True
+    except BaseException:
+        await store.close()
+        raise
+    return store, auth
+
+
+async def _emptied(store) -> None:
+    """Every document of the shared database gone; its collections and indexes stay."""
+    names = [name for name in await store.db.list_collection_names() if name != PREPARED]
+    await asyncio.gather(*(store.db[name].delete_many({}) for name in names))
+
+
 @pytest.fixture
 def services(io_loop, config, clock):
-    store, auth = io_loop.run_sync(lambda: open_services(config, clock))
+    if TIER == "embedded":
+        store, auth = io_loop.run_sync(lambda: open_services(config, clock))
+    else:
+        store, auth = io_loop.run_sync(lambda: _open_prepared(config, clock))
     yield store, auth
     io_loop.run_sync(auth.usage.stop)
     if not store.embedded:
-        io_loop.run_sync(store.drop)
+        io_loop.run_sync(lambda: _emptied(store))
     io_loop.run_sync(store.close)
 
 
