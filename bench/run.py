@@ -17,6 +17,9 @@ the same run, printed as one table of ratios with targets.
 - P10a, P10b webhooks (bench/webhooks.py): deliveries per second from one API process against
   a bare aiohttp loop posting the same pre-signed bodies, and the lag from a write's
   acknowledgement to its delivery at 100 writes per second.
+- W3a-W3d, E4a-E4d how soon a write reaches its consumers with the default configuration
+  (bench/latency.py): write acknowledged -> webhook delivered (W3) and -> in GET /v1/events
+  (E4), idle and at 100 writes per second, on SQLite and on the wire tier.
 - M1a, M1b what metrics cost (bench/metrics_cost.py): GET /users and the GET /calls page of P3
   with metrics on against off, the same API twice in one process, interleaved.
 - S1-S3 streamed responses under abuse (bench/streams.py): stalled readers, concurrent
@@ -63,6 +66,8 @@ FIGURES = {
     "P8": ("P8a", "P8b"),
     "P9": ("P9",),
     "P10": ("P10a", "P10b"),
+    "W3": ("W3a", "W3b", "W3c", "W3d"),
+    "E4": ("E4a", "E4b", "E4c", "E4d"),
     "M1": ("M1a", "M1b"),
     "S1": ("S1",),
     "S2": ("S2",),
@@ -181,6 +186,10 @@ async def run_all(
             from bench import webhooks
 
             rows += await webhooks.run_rows(bench, only, settings == QUICK)
+        if only & {"W3", "E4"}:  # default settings: serve, a receiver, a feed follower
+            from bench import latency
+
+            rows += await latency.run_rows(bench, only, settings == QUICK)
         if "M1" in only:  # metrics on vs off (bench/metrics_cost.py)
             from bench import metrics_cost
 

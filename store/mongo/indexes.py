@@ -119,6 +119,8 @@ INDEXES: dict[str, list[IndexModel]] = {
             name="ws_type",
         ),
     ],
+    # Operator scope: the newest feed horizon, the event sweep's floor (store/mongo/events.py).
+    "feed_horizons": [IndexModel([("at", DESC)], name="newest")],
     "webhook_endpoints": [
         IndexModel([("workspaceId", ASC), ("createdAt", ASC), ("_id", ASC)], name="ws_created"),
         # Operator scope: the fan-outs that are due, across workspaces.

@@ -1,0 +1,45 @@
+"""On MongoDB the feed's order comes from the writers' clocks, which may differ between the
+processes and hosts that share the database: a write stamped by a clock that runs behind must
+still land after every position a reader has handed out (the feed horizon,
+store/mongo/events.py). SQLite's writers share one host's clock and commit one at a time, in
+the feed's order (store/sqlite/events.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from store.clock import utcnow
+from store.events import EPOCH, EventClock
+from store.paging import Position
+from tests.helpers import FakeClock
+
+WS = "ws-horizon"
+START = Position(EPOCH, "")
+
+
+@pytest.fixture
+def mongodb_store(store):
+    if store.backend != "mongodb":
+        pytest.skip("SQLite's writers share one host's clock and commit in the feed's order")
+    return store
+
+
+async def test_a_write_stamped_by_a_clock_an_hour_behind_is_not_passed(mongodb_store):
+    store = mongodb_store
+    before = await store.lists.create(WS, "Before", "u1")
+    page = await store.events.page(WS, START, utcnow(), 100)
+    assert [e.type for e in page.events] == ["list.created"]
+    cursor = page.resume(START)
+    behind = FakeClock()
+    behind.advance(-3600)  # another host, its clock an hour behind this one's
+    writer = store.events.writer
+    writer.clock = EventClock(behind)
+    late = await store.lists.create(WS, "From the slow host", "u1")
+    page = await store.events.page(WS, cursor, utcnow(), 100)
+    assert [(e.type, e.text.count(late["id"])) for e in page.events] == [("list.created", 1)]
+    assert before["id"] not in page.events[0].text
+    assert page.events[0].occurred_at > utcnow() - dt.timedelta(
+        minutes=1
+    )  # stamped past the horizon
