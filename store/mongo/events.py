@@ -17,7 +17,7 @@ How a write path records its events:
 
 Why the feed misses nothing, without a settle period and whatever the clocks of the processes
 and hosts that write: every read of the feed first raises the workspace's feed horizon (one
-document in `feed_horizons`, `$max` of its instant and the reader's clock) and reads up to it,
+document in `feed_horizons`, moved up to the reader's clock where it is behind) and reads up to it,
 then looks at the workspace's markers, and reads the events only up to just before the oldest
 (`Events.page`); every write takes its events' instants after its change (and marker) landed,
 after reading the horizon, and past both the horizon and its marker's instant. Take a writer
@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from pymongo import ReturnDocument, UpdateOne
+from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -338,20 +339,17 @@ class Events:
         ]
 
     async def _raise_horizon(self, workspace_id: str) -> dt.datetime:
-        """The workspace's feed horizon once raised to this process's clock (at least)."""
-        for _ in range(2):  # two first reads at once: one inserts, the other then updates
-            try:
-                doc = await self.db[HORIZONS].find_one_and_update(
-                    {"_id": workspace_id},
-                    {"$max": {"at": self.writer.now()}, "$set": {"workspaceId": workspace_id}},
-                    upsert=True,
-                    return_document=ReturnDocument.AFTER,
-                )
-                if doc is not None:  # upserted: always there
-                    return doc["at"]
-            except DuplicateKeyError:
-                continue
-        raise DuplicateKeyError("the feed horizon stayed contended")
+        """This process's clock, once the workspace's feed horizon is at least that: a write
+        only where it is behind (one conditional update, which inserts the first)."""
+        now = self.writer.now()
+        # DuplicateKeyError: the horizon is there, and at or past `now` already.
+        with contextlib.suppress(DuplicateKeyError):
+            await self.db[HORIZONS].update_one(
+                {"_id": workspace_id, "at": {"$lt": now}},
+                {"$set": {"at": now, "workspaceId": workspace_id}},
+                upsert=True,
+            )
+        return now
 
     async def _newest_horizon(self) -> dt.datetime | None:
         """The newest feed horizon of any workspace (the sweeper's floor)."""

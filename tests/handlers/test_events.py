@@ -309,10 +309,9 @@ async def test_caught_up_the_cursor_is_where_the_next_poll_resumes(api, new_list
 
 async def test_an_event_appears_as_soon_as_its_write_is_acknowledged(api, new_list, clock):
     """No settle period: with the clock standing still, a write's event is in the feed once
-    the write is answered, and the cursor after it still sees the next write once the clock
-    moved a few milliseconds (on MongoDB a write after a read is stamped in a millisecond
-    after the instant that read reached: store/mongo/events.py), far short of the settle
-    period."""
+    the write is answered, and the cursor after it sees the next write once the clock moved
+    a few milliseconds, far short of the settle period (on MongoDB a write after a read is
+    stamped after the feed horizon that read reached: store/mongo/events.py)."""
     clock.freeze()
     first = await new_list("Fresh")
     body = (await api.get("/v1/events")).json()
