@@ -10,7 +10,8 @@ page (as a client polling its cursor does).
 - E4a, E4b: write acknowledged -> its event in a page of GET /v1/events, during W3a and W3b.
   p99 at most 1 s.
 - W3c, W3d, E4c, E4d: the same on the wire tier (MongoDB's protocol, the test suite's FerretDB
-  server, tests/wire.py), reported (INFO): its feed waits the settle period.
+  server, tests/wire.py), reported (INFO); its busy phase runs at 20 writes per second, which
+  that server sustains here (at 100 it fails most writes with 503).
 
 The harness changes only what it must: the receiver's network is allowed (loopback), and the
 rate limit is raised above 100 writes per second. Lags are taken on this host's clock, which
@@ -44,7 +45,10 @@ class LagSettings:
     idle_writes: int = 30
     busy_rate: float = 100.0  # writes per second of W3b
     busy_seconds: float = 15.0
-    wire_busy_rate: float = 100.0
+    # The wire tier's server (FerretDB on SQLite, one writer) fails POST /v1/lists at 100 per
+    # second on a 2-core machine (503 past the database timeout): it is measured at a rate it
+    # sustains.
+    wire_busy_rate: float = 20.0
 
 
 QUICK = LagSettings(idle_writes=5, busy_seconds=2.0)
