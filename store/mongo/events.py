@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import dataclasses
 import datetime as dt
 import logging
@@ -339,16 +338,21 @@ class Events:
         ]
 
     async def _raise_horizon(self, workspace_id: str) -> dt.datetime:
-        """This process's clock, once the workspace's feed horizon is at least that: a write
-        only where it is behind (one conditional update, which inserts the first)."""
+        """The workspace's feed horizon once it is at least this process's clock: a write only
+        where it is behind (one conditional update, which inserts the first); where it is
+        ahead (another host's clock runs ahead), the horizon as stored, so that the events
+        stamped past it meanwhile are read here too."""
         now = self.writer.now()
-        # DuplicateKeyError: the horizon is there, and at or past `now` already.
-        with contextlib.suppress(DuplicateKeyError):
+        try:
             await self.db[HORIZONS].update_one(
                 {"_id": workspace_id, "at": {"$lt": now}},
                 {"$set": {"at": now, "workspaceId": workspace_id}},
                 upsert=True,
             )
+        except DuplicateKeyError:  # there, and at or past `now` already
+            doc = await self.db[HORIZONS].find_one({"_id": workspace_id}, {"at": 1})
+            if doc is not None:
+                return max(now, doc["at"])
         return now
 
     async def _newest_horizon(self) -> dt.datetime | None:

@@ -43,3 +43,31 @@ async def test_a_write_stamped_by_a_clock_an_hour_behind_is_not_passed(mongodb_s
     assert page.events[0].occurred_at > utcnow() - dt.timedelta(
         minutes=1
     )  # stamped past the horizon
+
+
+async def test_behind_a_reader_whose_clock_runs_ahead_the_others_read_as_far_as_it_did(
+    mongodb_store,
+):
+    """A host whose clock runs an hour ahead moves the horizon an hour on, and later writes are
+    stamped past it; once that host has read them, a host with a right clock reads them too
+    (up to the horizon as stored), rather than an hour later."""
+    store = mongodb_store
+    writer = store.events.writer
+    ahead = FakeClock()
+    ahead.advance(3600)
+    own_now = writer.now
+
+    async def read_ahead(after: Position):
+        writer.now = ahead.now
+        try:
+            return await store.events.page(WS, after, utcnow(), 100)
+        finally:
+            writer.now = own_now
+
+    first = await read_ahead(START)
+    created = await store.lists.create(WS, "After the fast reader", "u1")  # stamped past it
+    ahead.advance(1)
+    seen_there = await read_ahead(first.resume(START))
+    assert [created["id"] in e.text for e in seen_there.events] == [True]
+    page = await store.events.page(WS, START, utcnow(), 100)  # this host's clock: behind it
+    assert [created["id"] in e.text for e in page.events] == [True]
