@@ -3,7 +3,8 @@ query and the same JSON encoding as the API handler they stand beside, and nothi
 authentication, rate limiting, request id, validation or access log). They run in the API's
 process on a second port, on the same store, so the ratio API/bare is the cost of the API's
 hot path. Also the bench-only endpoints: the database round-trip counters, a call insert
-through the store's write path, and the switch of the store's event writing (P8)."""
+through the store's write path, and the switches of the store's event writing (P8) and of the
+writer's secure_delete (D1)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,28 @@ class EventWriting(tornado.web.RequestHandler):
         self.finish(jsonio.dumps({"writing": self.store.event_writer.enabled}))
 
 
+class SecureDelete(tornado.web.RequestHandler):
+    """GET /bench/secure-delete?on=on|off: switch SQLite's secure_delete on the writer's
+    connection (the bench-only mechanism behind D1's comparison: the service always has it on,
+    store/sqlite/engine.py)."""
+
+    def initialize(self, store) -> None:
+        self.store = store
+
+    async def get(self) -> None:
+        on = self.get_query_argument("on")
+        if on not in ("on", "off") or not hasattr(self.store, "engine"):
+            raise tornado.web.HTTPError(400)
+
+        def switch(conn) -> int:
+            conn.execute(f"PRAGMA secure_delete={on.upper()}")
+            return conn.execute("PRAGMA secure_delete").fetchone()[0]
+
+        value = await self.store.engine.write(switch)
+        self.set_header("Content-Type", JSON)
+        self.finish(jsonio.dumps({"secureDelete": bool(value)}))
+
+
 class DbOps(tornado.web.RequestHandler):
     """GET /bench/dbops: database operations counted since start, per collection.operation."""
 
@@ -119,6 +142,7 @@ def make_bare_app(store, info: dict, counts: Counter) -> tornado.web.Application
         (r"/bench/dbops", DbOps, {"counts": counts}),
         (r"/bench/call", BareCallInsert, shared),
         (r"/bench/events", EventWriting, {"store": store}),
+        (r"/bench/secure-delete", SecureDelete, {"store": store}),
     ]
     if hasattr(store, "calls"):
         routes.append((r"/bare/calls", BareCalls, shared))

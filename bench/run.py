@@ -20,6 +20,9 @@ the same run, printed as one table of ratios with targets.
 - W3a-W3d, E4a-E4d how soon a write reaches its consumers with the default configuration
   (bench/latency.py): write acknowledged -> webhook delivered (W3) and -> in GET /v1/events
   (E4), idle and at 100 writes per second, on SQLite and on the wire tier.
+- D1a, D1b what secure_delete (deleted content zeroed in the SQLite file) costs a write: a
+  contact upload of 100 contacts and a call insert with it on against off (a bench-only switch),
+  interleaved in one run (bench/secure_delete.py).
 - M1a, M1b what metrics cost (bench/metrics_cost.py): GET /users and the GET /calls page of P3
   with metrics on against off, the same API twice in one process, interleaved.
 - S1-S3 streamed responses under abuse (bench/streams.py): stalled readers, concurrent
@@ -52,6 +55,7 @@ from bench.common import Row, not_run, table
 from bench.harness import QUICK, ROOT, Bench, Settings
 from bench.reads import bench_p3, bench_p4, bench_p6, bench_p9
 from bench.recordings import bench_p1, bench_p2, p1_table
+from bench.secure_delete import bench_d1
 from bench.writes import bench_p5, bench_p7, bench_p8
 
 # The figures `--only` selects, in the order they are printed, and the rows each reports.
@@ -68,6 +72,7 @@ FIGURES = {
     "P10": ("P10a", "P10b"),
     "W3": ("W3a", "W3b", "W3c", "W3d"),
     "E4": ("E4a", "E4b", "E4c", "E4d"),
+    "D1": ("D1a", "D1b"),
     "M1": ("M1a", "M1b"),
     "S1": ("S1",),
     "S2": ("S2",),
@@ -97,7 +102,7 @@ async def run_all(
     try:
         # 1. Request rates and round trips, on one server (P4, P5, P3) and P1's throughput.
         available = probe_features()
-        if only & {"P1", "P3", "P4", "P5", "P8"}:
+        if only & {"P1", "P3", "P4", "P5", "P8", "D1"}:
             args = ["--users", str(settings.users)]
             if available["calls"]:
                 args += ["--calls", str(settings.calls)]
@@ -124,6 +129,8 @@ async def run_all(
                 rows += await bench_p5(bench, main)
             if "P8" in only:
                 rows += await bench_p8(bench, main)
+            if "D1" in only:
+                rows += await bench_d1(bench, main)
             if "P1" in only:
                 rows += (
                     await bench_p1(bench, main)

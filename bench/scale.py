@@ -49,6 +49,10 @@ matter), and printed as one table with its target and PASS/MISS:
   calls (1M; imported by `workspace-api import do-not-call`) over the same uploads into a fresh
   copy with none, interleaved: <= 1.2. L25 then 3 POST /v1/do-not-call of 1,000 entries, the
   numbers of 1,000 prospects each: the slowest < 2 s.
+- L26 POST /v1/erasures of a prospect with 5,000 activities and 500 recorded calls, on a copy of
+  the small file, until the request is `completed` (its recordings deleted at the simulated
+  provider): < 10 s; L27 GET /v1/users every 10 ms meanwhile: p99 < 100 ms (beside its idle
+  p99). Measured by bench/scale_erasure.py.
 
 The data files are seeded once (a few minutes for 1M calls) and cached in bench/.data/
 (bench/scale_data.py). `--calls N` runs smaller (e.g. 100000 for a quick look; also the
@@ -78,6 +82,7 @@ from bench.scale_data import (
     wait_seeded,
     working_copy,
 )
+from bench.scale_erasure import bench_erasure
 from bench.scale_export import bench_export
 from bench.scale_lifecycle import bench_dnc, bench_list_delete, bench_patch
 from bench.scale_pages import bench_deep, bench_page_one, bench_throughput
@@ -106,6 +111,8 @@ ROW_IDS = (
     "L23",
     "L24",
     "L25",
+    "L26",
+    "L27",
     "L17",
     "L18",
     "L19",
@@ -193,6 +200,7 @@ async def run(args) -> list[Row]:
                 ("lists", lambda: bench_list_delete(args, small, workdir)),
                 ("patch", patch_step),
                 ("dnc", dnc_step),
+                ("erasure", lambda: bench_erasure(args, small_path, small_marker, workdir)),
                 ("import", lambda: bench_import(args, workdir)),
             ]
             for name, step in steps:
@@ -267,7 +275,7 @@ def parse_args(argv=None):
         nargs="*",
         default=None,
         help="steps to run: throughput page deep export metrics recording uploads lists "
-        "patch dnc import",
+        "patch dnc erasure import",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     return parser.parse_args(argv)

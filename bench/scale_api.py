@@ -30,7 +30,7 @@ def free_port() -> int:
 class Api:
     """A `workspace-api serve` process on one SQLite file."""
 
-    def __init__(self, path: Path, marker: dict, log: Path):
+    def __init__(self, path: Path, marker: dict, log: Path, extra_env: dict | None = None):
         self.path, self.marker = path, marker
         self.port = free_port()
         self.key = marker["workspaces"][0]["apiKey"]
@@ -43,6 +43,7 @@ class Api:
             WSAPI_LOG_LEVEL="warning",
             WSAPI_PROCESSES="1",
         )
+        env.update(extra_env or {})
         self.log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve"],

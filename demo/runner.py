@@ -33,6 +33,7 @@ from server.config import Config, env_name, validate_webhooks
 from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.logs import secrets_of, setup_logging
+from server.recording_retention import RecordingRetention
 from server.webhook_dispatch import dispatcher
 from telephony.simulated_calls import CallPlacer
 from telephony.simulated_provider import ProviderLibrary, start_provider
@@ -111,7 +112,11 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
         store, config.expiry_sweep_seconds, retention_days=config.tombstone_retention_days
     ).start()
     events = EventSweeper.from_config(store, config).start()
+    retention = RecordingRetention.from_config(store, app.settings["upstream"], config)
+    if retention is not None:
+        retention.start()
     list_work = app.settings["list_work"].start()  # what a list's delete leaves to do
+    erasure_work = app.settings["erasure_work"].start()  # what an erasure request asks
     webhooks = dispatcher(store, config).start()
     freeze_heap()
     provider = {"accountSid": config.provider_account_id, "authToken": config.provider_auth_token}
@@ -147,9 +152,12 @@ async def _demo(config: Config, args: argparse.Namespace) -> None:
         await stop(writer)
         await webhooks.stop(config.shutdown_timeout_seconds)
         await sweeper.stop()
+        if retention is not None:
+            await retention.stop()
         await auth.usage.stop()
         await events.stop()
         await list_work.stop()
+        await erasure_work.stop()
 
 
 async def stop(task: asyncio.Future[None] | None) -> None:

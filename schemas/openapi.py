@@ -52,6 +52,7 @@ TAGS = [
     ),
     ("Prospects", "Prospects and their activity timelines."),
     ("Do not call", "The suppression list: numbers and emails no one is to be dialled at."),
+    ("Erasure", "Requests to erase a person from every copy of their data the service keeps."),
     (
         "Exports",
         "Backfill in one request: every record of a resource as NDJSON, then the sync order "
@@ -77,7 +78,7 @@ prospects, prospect activities, users, dialer lists and dialer KPIs.
 Every request carries `Authorization: Bearer <API key>`; the key decides the workspace, and
 its scopes what it may do: `read` (every GET and HEAD), `write` (the integrator's writes:
 lists, contact uploads, webhook endpoints), `ingest` (the dialer's writes: calls, activities),
-`admin` (the workspace's users: creating, changing and deleting them).
+`admin` (the workspace's users: creating, changing and deleting them; erasure requests).
 Each operation names the scope it needs (`x-required-scope`, and in its security
 requirement); a request the key's scopes do not allow is 403 `insufficient_scope`. GET
 /v1/api-key says which scopes a key has and when it expires.

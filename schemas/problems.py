@@ -73,6 +73,13 @@ PROBLEMS: dict[str, tuple[int, str, str]] = {
         "after it may be gone from the walk. Start a full resync: walk again without "
         "`updatedSince` and remove the records the walk no longer returns.",
     ),
+    "erased": (
+        410,
+        "Erased",
+        "A retry with an `Idempotency-Key` whose first answer carried a person who has since been "
+        "erased (POST /erasures): the stored answer is gone, and the request is not done again. "
+        "Nothing was written.",
+    ),
     "payload_too_large": (413, "Payload too large", "The request body exceeds the size limit."),
     "unsupported_media_type": (
         415,

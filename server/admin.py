@@ -14,8 +14,10 @@ from server.app import open_services
 from server.auth import KeyService, parse_scopes
 from server.config import Config
 from server.output import emit
+from server.workspace_delete import DeleteRefused, delete_workspace
 from store.contract import Store
 from store.keys import DEFAULT_SCOPES, SCOPES, ordered
+from store.retention import MAX_RETENTION_DAYS, RETENTION_SETTING
 from store.users import InvalidEmail, UserExists
 
 MAX_EXPIRY_DAYS = 36_500
@@ -47,6 +49,34 @@ def add_admin_commands(sub: argparse._SubParsersAction) -> None:
     rename = workspaces.add_parser("rename", help="rename a workspace", parents=printing)
     rename.add_argument("workspace_id")
     rename.add_argument("name")
+    settings = workspaces.add_parser(
+        "set", help="change a workspace's own settings", parents=printing
+    )
+    settings.add_argument("workspace_id")
+    settings.add_argument(
+        "--recording-retention-days",
+        type=_retention,
+        required=True,
+        metavar="DAYS",
+        help="delete the workspace's recordings this many days after their calls ended (0: keep "
+        "them; 'default': recording_retention_days applies again)",
+    )
+    delete = workspaces.add_parser(
+        "delete",
+        help="erase a workspace whole: every record, key, webhook endpoint and recording",
+        description="Erase a workspace whole, for a customer who leaves: its keys and webhook "
+        "endpoints stop at once, then its recordings are deleted at the provider, then every "
+        "record, and on SQLite the write-ahead log is truncated. Run it again after a failure "
+        "or a crash: it carries on where it stopped.",
+        parents=printing,
+    )
+    delete.add_argument("workspace_id")
+    delete.add_argument(
+        "--confirm",
+        required=True,
+        metavar="NAME",
+        help="the workspace's current name, exactly (else nothing is deleted)",
+    )
 
     users = sub.add_parser("users", help="manage workspace users").add_subparsers(
         dest="action", required=True
@@ -116,6 +146,22 @@ def _days(text: str) -> int:
     return value
 
 
+def _retention(text: str) -> int | None:
+    """An argparse type: a whole number of days from 0 to MAX_RETENTION_DAYS, or `default`
+    (None: the workspace's own setting is removed)."""
+    if text == "default":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of days or 'default'"
+        ) from None
+    if not 0 <= value <= MAX_RETENTION_DAYS:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_RETENTION_DAYS} days")
+    return value
+
+
 def admin_parser() -> argparse.ArgumentParser:
     """A parser of the admin commands alone (the demo's stdin console)."""
     parser = argparse.ArgumentParser(prog="workspace-api")
@@ -148,8 +194,11 @@ async def run_admin(
     store, auth = services
     try:
         as_json = args.json or (args.command, args.action) in CREATES
-        emit(await _dispatch(store, auth, args), as_json)
-    except AdminError as exc:
+        if (args.command, args.action) == ("workspaces", "delete"):
+            emit(await _delete_workspace(store, config, args), as_json)
+        else:
+            emit(await _dispatch(store, auth, args), as_json)
+    except (AdminError, DeleteRefused) as exc:
         print(f"workspace-api: {exc}", file=sys.stderr)
         return 1
     finally:
@@ -169,6 +218,13 @@ async def _dispatch(store: Store, auth: KeyService, args: argparse.Namespace) ->
         if renamed is None:
             raise AdminError(f"no workspace {args.workspace_id}")
         return {"workspace": renamed}
+    if command == ("workspaces", "set"):
+        changed = await store.workspaces.update_settings(
+            args.workspace_id, {RETENTION_SETTING: args.recording_retention_days}
+        )
+        if changed is None:
+            raise AdminError(f"no workspace {args.workspace_id}")
+        return {"workspace": changed}
     if command == ("users", "list"):
         await _workspace(store, args.workspace)
         return {"users": await store.users.list(args.workspace, args.include_deleted)}
@@ -203,6 +259,13 @@ async def _dispatch(store: Store, auth: KeyService, args: argparse.Namespace) ->
             raise AdminError(f"no key {args.key_id}")
         return {"key": revoked}
     raise AdminError(f"unknown command {' '.join(command)}")
+
+
+async def _delete_workspace(store: Store, config: Config, args: argparse.Namespace) -> dict:
+    from telephony.upstream import UpstreamClient
+
+    upstream = UpstreamClient.from_config(config)
+    return await delete_workspace(store, config, upstream, args.workspace_id, args.confirm)
 
 
 async def _workspace(store: Store, workspace_id: str) -> None:

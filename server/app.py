@@ -15,6 +15,7 @@ from schemas import Schemas
 from schemas.openapi import ENDPOINTS as ENDPOINT_FILES
 from server.auth import KeyService, resolve_secret
 from server.config import Config, ConfigError
+from server.erasure_work import ErasureWork
 from server.gate import Gate
 from server.list_work import ListWork
 from server.logs import access_log
@@ -40,6 +41,7 @@ HANDLER_MODULES = [
     "handlers.exports",
     "handlers.events",
     "handlers.webhooks",
+    "handlers.erasures",
     "handlers.reporting",
     "handlers.openapi",
     "handlers.console",
@@ -79,6 +81,8 @@ def make_app(
     services.setdefault("metrics", None)  # server.metrics.Metrics when metrics_port is set
     # The lists' background work (server/list_work.py): `serve` starts it; a DELETE kicks it.
     services.setdefault("list_work", ListWork(store, config.list_purge_batch))
+    # Erasures' background work (server/erasure_work.py): `serve` starts it; a POST kicks it.
+    services.setdefault("erasure_work", ErasureWork(store, services["upstream"]))
     schemas = Schemas()
     routes = collect_handlers()
     log_function: Callable[[tornado.web.RequestHandler], None] = access_log

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import random
 from typing import Self
+
+from store.contract import Store
+from store.errors import StoreError
+
+log = logging.getLogger("workspace_api")
 
 
 def cancelling() -> bool:
@@ -36,3 +43,39 @@ class Background:
 
     async def _run(self) -> None:
         raise NotImplementedError
+
+
+class KickedWork(Background):
+    """Work claimed through the store, which any process sharing the database can do (the
+    lists' purges, the erasures): `drain` does what is waiting. A request that leaves work
+    kicks the process that answered it (`kick`), so it starts at once; otherwise each process
+    looks every `interval` seconds, jittered, so that the processes sharing a database do not
+    all look at once. Subclasses define `drain` and name their work in `what` (log lines)."""
+
+    what = "background work"
+
+    def __init__(self, store: Store, interval: float) -> None:
+        self.store = store
+        self.interval = interval
+        self._kicked = asyncio.Event()
+
+    def kick(self) -> None:
+        """Look for work now; nothing when the task is not running."""
+        self._kicked.set()
+
+    async def drain(self) -> int:
+        raise NotImplementedError
+
+    async def _run(self) -> None:
+        while not cancelling():
+            self._kicked.clear()
+            try:
+                if self.store.indexes_ready:
+                    await self.drain()
+            except StoreError as exc:
+                log.warning("%s failed (%s); next in %g s", self.what, exc, self.interval)
+            except Exception:
+                log.exception("%s failed; next in %g s", self.what, self.interval)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.interval * random.uniform(0.8, 1.2)):
+                    await self._kicked.wait()

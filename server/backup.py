@@ -13,6 +13,7 @@ from server.config import Config
 from server.output import emit
 from store.sqlite.backup import (
     BackupError,
+    carry_erasures,
     copy_online,
     in_use,
     problems,
@@ -113,6 +114,7 @@ def run_restore(config: Config, args: argparse.Namespace) -> int:
     target = Path(config.sqlite_path).expanduser()
     source = Path(args.source).expanduser()
     staged = target.with_name(f".{target.name}.{os.getpid()}.restore")
+    carried = 0
     try:
         if not source.is_file():
             raise BackupError(f"no backup file at {source}")
@@ -127,6 +129,7 @@ def run_restore(config: Config, args: argparse.Namespace) -> int:
         checking = timed(lambda: found.extend(problems(staged)))
         if found:
             raise BackupError(f"{source} cannot be restored: {'; '.join(found)}")
+        carried = carry_erasures(target, staged)  # what was erased since stays on record
         replace(target, staged)
     except (BackupError, OSError) as exc:
         print(f"workspace-api restore: {exc}", file=sys.stderr)
@@ -144,6 +147,7 @@ def run_restore(config: Config, args: argparse.Namespace) -> int:
         "seconds": round(seconds, 3),
         "integrityCheck": "ok",
         "checkSeconds": round(checking, 3),
+        "erasuresKept": carried,
     }
     emit(summary, args.json)
     return 0

@@ -19,6 +19,7 @@ from server.admin import add_admin_commands
 from server.backup import add_backup_commands
 from server.config import Config, ConfigError, load_config
 from server.importer import add_import_command
+from server.reapply import add_erasures_commands
 from server.tail import add_events_commands
 from store.database import is_mongodb
 from store.errors import StoreError, StoreUnavailable, StoreUnusable
@@ -161,6 +162,7 @@ def build_parser(above: Sequence[Command] = ()) -> argparse.ArgumentParser:
     add_import_command(sub)
     add_events_commands(sub)
     add_backup_commands(sub)
+    add_erasures_commands(sub)
     return parser
 
 
@@ -199,6 +201,10 @@ def main(argv: list[str] | None = None, above: Sequence[Command] = ()) -> int:
             from server.backup import run_backup, run_restore
 
             return (run_backup if args.command == "backup" else run_restore)(config, args)
+        if args.command == "erasures":
+            from server.reapply import run_reapply
+
+            return asyncio.run(run_reapply(config, args))
         if args.command == "import":
             from server.importer import run_import
 

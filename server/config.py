@@ -48,6 +48,7 @@ class Config:
     expiry_sweep_seconds: float
     event_retention_days: float
     tombstone_retention_days: float
+    recording_retention_days: float
     list_purge_batch: int
     webhook_retry_schedule: str
     webhook_disable_after_hours: float
@@ -170,6 +171,11 @@ def validate(config: Config) -> None:
         raise ConfigError("event_retention_days must be positive")
     if config.tombstone_retention_days <= 0:
         raise ConfigError("tombstone_retention_days must be positive")
+    if config.recording_retention_days < 0:
+        raise ConfigError(
+            "recording_retention_days (WSAPI_RECORDING_RETENTION_DAYS) must be 0 (keep "
+            "recordings) or a positive number of days"
+        )
     if config.list_purge_batch < 1:
         raise ConfigError("list_purge_batch must be at least 1")
     if config.provider_callbacks_per_minute < 1:

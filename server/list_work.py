@@ -11,28 +11,16 @@ process that answered it, so the work starts at once; otherwise each process loo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import random
-
-from server.background import Background, cancelling
+from server.background import KickedWork, cancelling
 from store.contract import Store
-from store.errors import StoreError
-
-log = logging.getLogger("workspace_api")
 
 
-class ListWork(Background):
+class ListWork(KickedWork):
+    what = "list work"
+
     def __init__(self, store: Store, batch: int, interval: float = 5.0) -> None:
-        self.store = store
+        super().__init__(store, interval)
         self.batch = batch
-        self.interval = interval
-        self._kicked = asyncio.Event()
-
-    def kick(self) -> None:
-        """Look for work now (a list was just deleted); nothing when the task is not running."""
-        self._kicked.set()
 
     async def drain(self) -> int:
         """Do units until none is waiting; how much they did."""
@@ -40,18 +28,3 @@ class ListWork(Background):
         while not cancelling() and (did := await self.store.lists.purge(self.batch)):
             done += did
         return done
-
-    async def _run(self) -> None:
-        while not cancelling():
-            self._kicked.clear()
-            try:
-                if self.store.indexes_ready:
-                    await self.drain()
-            except StoreError as exc:
-                log.warning("list work failed (%s); next in %g s", exc, self.interval)
-            except Exception:
-                log.exception("list work failed; next in %g s", self.interval)
-            # Jittered, so that the processes sharing a database do not all look at once.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.interval * random.uniform(0.8, 1.2)):
-                    await self._kicked.wait()

@@ -36,6 +36,7 @@ from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.gate import Gate
 from server.logs import secrets_of, setup_logging
+from server.recording_retention import RecordingRetention
 from server.tracing import start as start_tracing
 from server.webhook_dispatch import dispatcher
 from store.contract import Store
@@ -161,7 +162,11 @@ async def run_worker(
         store, config.expiry_sweep_seconds, retention_days=config.tombstone_retention_days
     ).start()
     events = EventSweeper.from_config(store, config).start()
+    retention = RecordingRetention.from_config(store, app.settings["upstream"], config)
+    if retention is not None:
+        retention.start()
     list_work = app.settings["list_work"].start()
+    erasure_work = app.settings["erasure_work"].start()
     webhooks = dispatcher(store, config, metrics).start()
     server = http_server(app, config)
     server.add_sockets(sockets)
@@ -209,7 +214,10 @@ async def run_worker(
         indexes.cancel()
     await webhooks.stop(config.shutdown_timeout_seconds)
     await sweeper.stop()
+    if retention is not None:
+        await retention.stop()
     await list_work.stop()
+    await erasure_work.stop()
     await auth.usage.stop()  # writes the keys' last uses still queued
     await events.stop()
     await store.close()

@@ -41,7 +41,10 @@ RECORD_FIELDS = (
     "createdAt",
     "updatedAt",
 )
-CALL_FIELDS = dict.fromkeys(("_id", *RECORD_FIELDS), 1)
+ERASED_AT = "erasedAt"  # only on a call an erasure rewrote (store/erasures.py)
+CALL_FIELDS = dict.fromkeys(("_id", *RECORD_FIELDS, ERASED_AT), 1)
+# The number that was the person's: the called one outbound, the calling one inbound.
+PERSON_NUMBER = {"outbound": "toNumber", "inbound": "fromNumber"}
 INSERT_BATCH = 5000
 
 
@@ -69,10 +72,29 @@ class CallFields(TypedDict):
 
 
 def record(doc: dict) -> dict:
-    return {
+    shown = {
         "id": doc["_id"],
         **{field: doc[field] for field in RECORD_FIELDS if field != "toNumberSuppressed"},
         "toNumberSuppressed": bool(doc.get("toNumberSuppressed")),
+    }
+    if doc.get(ERASED_AT) is not None:
+        shown[ERASED_AT] = doc[ERASED_AT]
+    return shown
+
+
+def erased_changes(doc: dict, now: dt.datetime) -> dict:
+    """What an erasure sets on a call of the person: no prospect, no number of theirs, no
+    notes, no recording (its reference is deleted at the provider first), `erasedAt`; what the
+    dialer metrics count (times, direction, disposition, durations, user, list) is kept."""
+    return {
+        "prospectId": None,
+        PERSON_NUMBER[doc["direction"]]: None,
+        "notes": None,
+        "hasRecording": False,
+        "recordingDurationSeconds": None,
+        "recordingRef": None,
+        ERASED_AT: now,
+        "updatedAt": max(now, doc["updatedAt"]),
     }
 
 

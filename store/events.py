@@ -49,6 +49,7 @@ TYPES: dict[str, tuple[str, str]] = {
     "user.deleted": ("user", "deleted"),
     "do_not_call.added": ("do_not_call", "added"),
     "do_not_call.removed": ("do_not_call", "removed"),
+    "erasure.completed": ("erasure", "completed"),
 }
 # Resources whose creation is not called "created": a suppression entry is "added".
 CREATED = {"do_not_call": "added"}

@@ -21,6 +21,7 @@ SORTS = {
     "-createdAt": ("createdAt", False),
     "updatedAt": ("updatedAt", True),
     "occurredAt": ("occurredAt", True),
+    "-requestedAt": ("requestedAt", False),  # erasure requests, newest first
 }
 DEFAULT_SORT = "-createdAt"
 

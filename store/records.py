@@ -64,7 +64,17 @@ def list_document(
 
 
 def workspace_record(doc: dict) -> dict:
-    return {"id": doc["_id"], "name": doc["name"], "createdAt": doc["createdAt"]}
+    """A workspace as the admin commands show it; `settings` holds what overrides the
+    configuration for this workspace alone (store/retention.py), {} for nothing."""
+    record = {
+        "id": doc["_id"],
+        "name": doc["name"],
+        "createdAt": doc["createdAt"],
+        "settings": doc.get("settings") or {},
+    }
+    if doc.get("deletingAt") is not None:  # being deleted (store/workspace_deletion.py)
+        record["deletingAt"] = doc["deletingAt"]
+    return record
 
 
 def user_record(doc: dict) -> dict:

@@ -4,19 +4,18 @@ Not the real provider and never used in production: `telephony.upstream` is what
 to talk to a provider. This one is a Twilio-like recordings endpoint with switchable faults.
 
 Serves ``GET|HEAD /2010-04-01/Accounts/{AccountSid}/Recordings/{ref}.mp3`` behind HTTP Basic
-auth, with single byte ranges, strong ETags and ``If-Range``, and places calls (simulated_calls).
-A recording is a virtual file that repeats one short clip encoded once with lameenc, so a
-recording of any size is served from constant memory. Tests switch faults on `ProviderFaults`
-and read `ProviderStats`; `workspace-api provider` runs it alone (simulated_standalone).
+auth, with single byte ranges, strong ETags and ``If-Range``; ``DELETE .../Recordings/{ref}.json``
+(204, and the recording is 404 from then on); and places calls (simulated_calls). A recording
+is a virtual file that repeats one short clip encoded once with lameenc, so a recording of any
+size is served from constant memory. Tests switch faults on `ProviderFaults` and read
+`ProviderStats` (simulated_faults); `workspace-api provider` runs it alone (simulated_standalone).
 """
 
 from __future__ import annotations
 
 import array
-import asyncio
 import base64
 import binascii
-import contextlib
 import functools
 import hashlib
 import hmac
@@ -25,9 +24,8 @@ import math
 import re
 import socket
 import struct
-import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, cast
 
 import tornado.httpserver
@@ -38,6 +36,31 @@ from tornado.httputil import HTTPServerRequest
 from tornado.iostream import IOStream, StreamClosedError
 
 from telephony.simulated_calls import CallPlacer, calls_route
+from telephony.simulated_faults import (
+    DELETE_FAULT_KINDS,
+    FAULT_KINDS,
+    Fault,
+    ProviderFaults,
+    ProviderRequest,
+    ProviderStats,
+)
+
+__all__ = [
+    "DELETE_FAULT_KINDS",
+    "FAULT_KINDS",
+    "Fault",
+    "ProviderFaults",
+    "ProviderLibrary",
+    "ProviderRequest",
+    "ProviderServer",
+    "ProviderStats",
+    "Recording",
+    "base_clip",
+    "make_provider_app",
+    "make_ref",
+    "parse_range",
+    "start_provider",
+]
 
 # The simulated third party logs apart from the API, and its access lines (debug level) name
 # neither the account nor the host, so a demo process mixing both logs leaks neither.
@@ -144,92 +167,6 @@ class ProviderLibrary:
         return Recording(ref, size)
 
 
-# --- faults and stats ----------------------------------------------------------------------
-
-FAULT_KINDS = frozenset({"500", "404", "html200", "stall", "reset", "redirect", "ignore_range"})
-
-
-@dataclass
-class Fault:
-    """One switchable misbehaviour. Options matter only for their own kind."""
-
-    kind: str
-    stall_seconds: float = 30.0  # stall: how long no headers are sent
-    reset_after: int = 64 * 1024  # reset: body bytes sent before the connection is reset
-    redirect_to: str = "http://127.0.0.2:9"  # redirect: another host; the path is kept
-
-
-class ProviderFaults:
-    """The faults in force: one for every ref, and/or one per ref (which wins)."""
-
-    def __init__(self) -> None:
-        self._all: Fault | None = None
-        self._by_ref: dict[str, Fault] = {}
-        self._release = asyncio.Event()
-
-    def set(self, kind: str, *, refs: Iterable[str] | None = None, **options: object) -> Fault:
-        if kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault {kind!r}; known: {sorted(FAULT_KINDS)}")
-        fault = Fault(kind, **options)  # type: ignore[arg-type]
-        if refs is None:
-            self._all = fault
-        else:
-            self._by_ref.update(dict.fromkeys(refs, fault))
-        return fault
-
-    def clear(self) -> None:
-        """Switch every fault off and let stalled requests go on at once."""
-        self._all = None
-        self._by_ref.clear()
-        self._release.set()
-        self._release = asyncio.Event()
-
-    def lookup(self, ref: str) -> Fault | None:
-        return self._by_ref.get(ref, self._all)
-
-    async def stall(self, seconds: float) -> None:
-        release = self._release
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await release.wait()
-
-
-@dataclass
-class ProviderRequest:
-    """What the provider saw and did for one request."""
-
-    method: str
-    ref: str
-    range: str | None
-    if_range: str | None
-    status: int = 0
-    bytes_sent: int = 0
-    completed: bool = False  # the whole body went out
-    aborted: bool = False  # the client went away mid-body
-
-
-@dataclass
-class ProviderStats:
-    """Every request the provider received, in order, and how many are still in flight."""
-
-    requests: list[ProviderRequest] = field(default_factory=list)
-    active: int = 0
-
-    def reset(self) -> None:
-        self.requests.clear()
-
-    def for_ref(self, ref: str) -> list[ProviderRequest]:
-        return [r for r in self.requests if r.ref == ref]
-
-    async def wait_idle(self, timeout: float = 5.0) -> None:
-        """Wait until no request is in flight (e.g. after a client disconnect)."""
-        deadline = time.monotonic() + timeout
-        while self.active:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.active} provider request(s) still in flight")
-            await asyncio.sleep(0.01)
-
-
 # --- HTTP ----------------------------------------------------------------------------------
 
 
@@ -266,19 +203,14 @@ def _stream(request: HTTPServerRequest) -> IOStream:
     return cast(HTTP1Connection, request.connection).stream
 
 
-class MediaHandler(tornado.web.RequestHandler):
-    """One recording's media, as the telephony provider serves it."""
+class ProviderHandler(tornado.web.RequestHandler):
+    """What both recording resources share: HTTP Basic auth, the account check, Twilio-like
+    JSON errors, and a `ProviderRequest` in the stats for every request."""
 
     def initialize(self, server: ProviderState) -> None:
         self.state = server
 
-    def compute_etag(self) -> None:
-        return None  # ETags are the recording's, never a hash of a (partial) body
-
-    async def head(self, account: str, ref: str) -> None:
-        await self.get(account, ref)
-
-    async def get(self, account: str, ref: str) -> None:
+    async def _track(self, account: str, ref: str) -> None:
         state = self.state
         record = ProviderRequest(
             self.request.method or "GET",
@@ -289,18 +221,92 @@ class MediaHandler(tornado.web.RequestHandler):
         state.stats.requests.append(record)
         state.stats.active += 1
         try:
-            await self._serve(account, ref, record)
+            if not self._authorized():
+                self.set_header("WWW-Authenticate", 'Basic realm="Provider API"')
+                return self._json_error(401, 20003, "Authenticate")
+            if not hmac.compare_digest(account.encode(), state.account_id.encode()):
+                return self._not_found()
+            await self._serve(ref, record)
         finally:
             record.status = self.get_status()
             state.stats.active -= 1
 
-    async def _serve(self, account: str, ref: str, record: ProviderRequest) -> None:
+    async def _serve(self, ref: str, record: ProviderRequest) -> None:
+        raise NotImplementedError
+
+    def _authorized(self) -> bool:
+        header = self.request.headers.get("Authorization", "")
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            user, sep, password = base64.b64decode(encoded, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        expected = f"{self.state.account_id}:{self.state.auth_token}".encode()
+        return bool(sep) and hmac.compare_digest(f"{user}:{password}".encode(), expected)
+
+    def _json_error(self, status: int, code: int, message: str) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        more_info = f"https://www.twilio.com/docs/errors/{code}"
+        self.finish({"code": code, "message": message, "more_info": more_info, "status": status})
+
+    def _not_found(self) -> None:
+        # Twilio-like: the body names the resource path, which the API must never pass on.
+        self._json_error(404, 20404, f"The requested resource {self.request.path} was not found")
+
+    def _reset_connection(self) -> None:
+        """Abort with a TCP RST, so the client sees a reset rather than a clean close."""
+        stream = _stream(self.request)
+        if stream.socket is not None:
+            stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        stream.close()
+
+
+class RecordingHandler(ProviderHandler):
+    """A recording resource: DELETE removes it, as Twilio's ``DELETE .../Recordings/{Sid}.json``
+    does (204; then its media and a second DELETE are 404)."""
+
+    async def delete(self, account: str, ref: str) -> None:
+        await self._track(account, ref)
+
+    async def _serve(self, ref: str, record: ProviderRequest) -> None:
         state = self.state
-        if not self._authorized():
-            self.set_header("WWW-Authenticate", 'Basic realm="Provider API"')
-            return self._json_error(401, 20003, "Authenticate")
-        if not hmac.compare_digest(account.encode(), state.account_id.encode()):
+        fault = state.faults.lookup_delete(ref)
+        if fault and fault.kind == "stall":
+            await state.faults.stall(fault.stall_seconds)
+            if _stream(self.request).closed():
+                return
+        if fault and fault.kind == "reset":
+            return self._reset_connection()
+        if fault and fault.kind == "500":
+            return self._json_error(500, 20500, "Internal Server Error")
+        if fault and fault.kind == "503":
+            self.set_header("Retry-After", "1")
+            return self._json_error(503, 20503, "Service Unavailable")
+        if state.library.get(ref) is None:
             return self._not_found()
+        state.library.mark_missing(ref)
+        self.set_status(204)
+        self.finish()
+        record.completed = True
+
+
+class MediaHandler(ProviderHandler):
+    """One recording's media, as the telephony provider serves it."""
+
+    def compute_etag(self) -> None:
+        return None  # ETags are the recording's, never a hash of a (partial) body
+
+    async def head(self, account: str, ref: str) -> None:
+        await self._track(account, ref)
+
+    async def get(self, account: str, ref: str) -> None:
+        await self._track(account, ref)
+
+    async def _serve(self, ref: str, record: ProviderRequest) -> None:
+        state = self.state
         fault = state.faults.lookup(ref)
         if fault and fault.kind == "stall":
             await state.faults.stall(fault.stall_seconds)
@@ -360,34 +366,6 @@ class MediaHandler(tornado.web.RequestHandler):
             return
         record.completed = True
 
-    def _authorized(self) -> bool:
-        header = self.request.headers.get("Authorization", "")
-        scheme, _, encoded = header.partition(" ")
-        if scheme.lower() != "basic":
-            return False
-        try:
-            user, sep, password = base64.b64decode(encoded, validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        expected = f"{self.state.account_id}:{self.state.auth_token}".encode()
-        return bool(sep) and hmac.compare_digest(f"{user}:{password}".encode(), expected)
-
-    def _json_error(self, status: int, code: int, message: str) -> None:
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json")
-        self.finish({"code": code, "message": message, "status": status})
-
-    def _not_found(self) -> None:
-        # Twilio-like: the body names the resource path, which the API must never pass on.
-        self._json_error(404, 20404, f"The requested resource {self.request.path} was not found")
-
-    def _reset_connection(self) -> None:
-        """Abort with a TCP RST, so the client sees a reset rather than a clean close."""
-        stream = _stream(self.request)
-        if stream.socket is not None:
-            stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        stream.close()
-
 
 @dataclass
 class ProviderState:
@@ -424,9 +402,13 @@ def make_provider_app(
         stats or ProviderStats(),
         calls or CallPlacer(account_id, auth_token),
     )
-    route = rf"/{API_VERSION}/Accounts/([^/]+)/Recordings/([^/]+)\.mp3"
+    recordings = rf"/{API_VERSION}/Accounts/([^/]+)/Recordings/([^/]+)"
     return tornado.web.Application(
-        [(route, MediaHandler, {"server": state}), calls_route(state.calls)],
+        [
+            (rf"{recordings}\.mp3", MediaHandler, {"server": state}),
+            (rf"{recordings}\.json", RecordingHandler, {"server": state}),
+            calls_route(state.calls),
+        ],
         log_function=_log_request,
         provider=state,
     )

@@ -14,7 +14,8 @@ Connections are kept alive: a response read to its end leaves its connection in 
 for the next request (a seek then costs no TCP handshake). A request that finds its pooled
 connection closed by the provider is sent once more on a new connection.
 
-Redirects are never followed. Every failure becomes `UpstreamNotFound`,
+`UpstreamClient.delete_recording` deletes a recording at the provider (the recording retention
+sweep uses it). Redirects are never followed. Every failure becomes `UpstreamNotFound`,
 `UpstreamRangeNotSatisfiable` or `UpstreamError` (telephony/errors.py), whose messages never
 name the provider's host, path or credentials.
 """
@@ -26,7 +27,8 @@ import base64
 import re
 import ssl
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 from tornado import httputil
@@ -43,6 +45,8 @@ CONTENT_RANGE = re.compile(r"bytes ([0-9]{1,18})-([0-9]{1,18})/([0-9]{1,18}|\*)"
 UNSATISFIED_RANGE = re.compile(r"bytes \*/([0-9]{1,18})")
 MAX_IDLE = 8  # idle keep-alive connections kept per client
 IDLE_SECONDS = 15.0  # an idle connection older than this is not reused
+
+T = TypeVar("T")
 
 
 class UpstreamClient:
@@ -129,6 +133,54 @@ class UpstreamClient:
                 lines.append(f"{name}: {value}")
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
+        def judge(
+            code: int, headers: httputil.HTTPHeaders, connection: Connection
+        ) -> UpstreamResponse:
+            return self._judge(method, code, headers, range_header, if_range, connection)
+
+        return await self._exchange(method, request, judge)
+
+    async def delete_recording(self, ref: str) -> None:
+        """Delete recording `ref` at the provider (Twilio's ``DELETE .../Recordings/{Sid}.json``).
+
+        Returns when the provider confirms the recording is gone: 204, or 404 (already gone).
+        Any other answer, a timeout or a connection failure raises `UpstreamError`, so the
+        caller keeps its reference and tries again later; a malformed ref raises
+        `UpstreamNotFound`, as `open` does. Nothing raised names the ref, host or credentials.
+        """
+        if not SAFE_REF.fullmatch(ref):
+            raise UpstreamNotFound("malformed recording reference")
+        lines = [
+            f"DELETE {self._prefix}/Recordings/{ref}.json HTTP/1.1",
+            f"Host: {self._host_header}",
+            f"Authorization: {self._authorization}",
+            "Accept: application/json",
+            "User-Agent: workspace-data-api",
+            "Content-Length: 0",
+        ]
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+        def judge(code: int, headers: httputil.HTTPHeaders, connection: Connection) -> None:
+            # The answer's body (if any) is never read: the status says it all, and the
+            # connection is not kept (Connection reads no body but a 200's or a 206's).
+            connection.abort()
+            if code in (204, 404):
+                return
+            if 300 <= code < 400:
+                raise UpstreamError(f"the provider answered {code}; redirects are not followed")
+            raise UpstreamError(f"the provider answered {code} to a delete")
+
+        await self._exchange("DELETE", request, judge)
+
+    async def _exchange(
+        self,
+        method: str,
+        request: bytes,
+        judge: Callable[[int, httputil.HTTPHeaders, Connection], T],
+    ) -> T:
+        """Send `request` and hand the answer's head to `judge`. A kept-alive connection that
+        the provider closed as the request went out is replaced once by a new one (every
+        request sent here, GET, HEAD and DELETE, is idempotent)."""
         for attempt in ("reused", "fresh"):
             connection = self._idle_connection() if attempt == "reused" else None
             if connection is None:
@@ -140,14 +192,14 @@ class UpstreamClient:
                 connection.transport.write(request)
                 async with asyncio.timeout(self._header_timeout):
                     code, headers = await x.head
-                return self._judge(method, code, headers, range_header, if_range, connection)
+                return judge(code, headers, connection)
             except BaseException as exc:
                 connection.abort()
                 if isinstance(exc, TimeoutError):
                     raise UpstreamError("the provider sent no response in time") from None
                 if attempt == "reused" and isinstance(exc, UpstreamError) and x.received == 0:
                     # The provider closed the idle connection as the request went out: ask
-                    # again once on a new connection (GET and HEAD are safe to repeat).
+                    # again once on a new connection.
                     continue
                 raise
         raise AssertionError("unreachable")

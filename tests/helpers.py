@@ -393,3 +393,16 @@ async def until(
         assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
         await asyncio.sleep(0.1)
     return value
+
+
+async def insert_in_parts(
+    insert: Callable[[str, list[dict]], Awaitable[None]],
+    workspace_id: str,
+    documents: list[dict],
+    part: int = 200,
+) -> None:
+    """Seed many large documents through `insert` (a store's `insert_documents`) a part at a
+    time. One insert of 16 MB is a single database command: on a loaded machine, FerretDB (the
+    wire tier) can take longer than the store's 5 s operation limit to answer it."""
+    for start in range(0, len(documents), part):
+        await insert(workspace_id, documents[start : start + part])

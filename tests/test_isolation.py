@@ -93,6 +93,17 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
         ("DELETE", "/v1/users/{user}", None),
         ("DELETE", "/v1/users/{deleted_user}", None),
     ],
+    r"/v1/erasures": [
+        ("GET", "/v1/erasures", None),
+        # B's person's identifiers match nothing of A: a request of A's, never touching B.
+        ("POST", "/v1/erasures", {"email": "{email}"}),
+        ("POST", "/v1/erasures", {"phoneNumber": "{phone}"}),
+        ("POST", "/v1/erasures", {"prospectId": "{prospect}"}),
+    ],
+    r"/v1/erasures/([^/]+)": [
+        ("GET", "/v1/erasures/{erasure}", None),
+        ("HEAD", "/v1/erasures/{erasure}", None),
+    ],
     r"/v1/lists": [
         ("GET", "/v1/lists?pageSize=100", None),
         ("POST", "/v1/lists", {"name": "mine", "ownerUserId": "{user}"}),
@@ -333,6 +344,7 @@ def demo(io_loop, store, auth) -> Demo:
             await store.provider_calls.keep_pending(
                 wid, pending_sid(workspace), final, "missing_user", now, now + dt.timedelta(days=7)
             )
+            await store.erasures.create(wid, {}, [], utcnow())
             await store.webhook_endpoints.create(
                 wid,
                 f"https://93.184.215.14/hooks/{wid}",
@@ -373,6 +385,7 @@ def b_values(demo: Demo) -> dict[str, str]:
         "pending_sid": pending_sid(demo.b),
         "dnc_phone": dnc_phone(demo.b),
         "dnc_entry": demo.of("b", "do_not_call")[0]["_id"],
+        "erasure": demo.of("b", "erasures")[0]["_id"],
     }
 
 
@@ -427,7 +440,7 @@ def normalised(response, values: dict[str, str]) -> tuple:
     # What a write creates has a new random id each time (an upload's prospects, a recorded
     # call and its prospect), and the moment it was written.
     text = re.sub(r'"(id|prospectId|callId|Location)":"[0-9a-f-]{36}"', r'"\1":"<new>"', text)
-    text = re.sub(r'"(updatedAt|createdAt)":"[^"]*"', r'"\1":"<now>"', text)
+    text = re.sub(r'"(updatedAt|createdAt|requestedAt)":"[^"]*"', r'"\1":"<now>"', text)
     location = re.sub(r"[0-9a-f-]{36}", "<new>", response.headers.get("Location", ""))
     return response.code, response.headers.get("Content-Type"), link, location, text
 

@@ -180,6 +180,15 @@ SCOPE_TABLE: dict[str, dict[str, tuple[str, str, object]]] = {
             {"since": "2099-01-01T00:00:00Z"},
         ),
     },
+    r"/v1/erasures": {
+        "GET": ("admin", "/v1/erasures", None),
+        "HEAD": ("admin", "/v1/erasures", None),
+        "POST": ("admin", "/v1/erasures", {"email": "scoped@a.example"}),
+    },
+    r"/v1/erasures/([^/]+)": {
+        "GET": ("admin", "/v1/erasures/{random}", None),
+        "HEAD": ("admin", "/v1/erasures/{random}", None),
+    },
     r"/v1/reporting/dialer-metrics": {
         "GET": ("read", f"/v1/reporting/dialer-metrics?{METRICS}", None),
         "HEAD": ("read", f"/v1/reporting/dialer-metrics?{METRICS}", None),

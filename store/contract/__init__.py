@@ -31,13 +31,16 @@ from store.contract.accounts import Keys, Users, Workspaces
 from store.contract.activities import Activities
 from store.contract.calls import Calls
 from store.contract.dnc import DoNotCall
+from store.contract.erasures import Erasures
 from store.contract.events import Events
 from store.contract.hooks import (
     DeliveryHooks,
     EndpointHooks,
+    ErasureWork,
     EventHooks,
     KeyHooks,
     RateCounterHooks,
+    RecordingHooks,
     StoreHooks,
     UserHooks,
     WorkspaceHooks,
@@ -56,6 +59,7 @@ from store.contract.service import DialerMetrics, Idempotency, RateCounters, Set
 from store.contract.store import (
     AllActivities,
     AllCalls,
+    AllErasures,
     AllEvents,
     AllKeys,
     AllProspects,
@@ -73,6 +77,7 @@ __all__ = [
     "ActivitySeeding",
     "AllActivities",
     "AllCalls",
+    "AllErasures",
     "AllEvents",
     "AllKeys",
     "AllProspects",
@@ -87,6 +92,8 @@ __all__ = [
     "DialerMetrics",
     "DoNotCall",
     "EndpointHooks",
+    "ErasureWork",
+    "Erasures",
     "EventHooks",
     "Events",
     "Idempotency",
@@ -98,6 +105,7 @@ __all__ = [
     "ProviderCalls",
     "RateCounterHooks",
     "RateCounters",
+    "RecordingHooks",
     "RequestStore",
     "Seeding",
     "Settings",

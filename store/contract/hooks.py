@@ -10,9 +10,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from store.erasures import ErasureClaim
 from store.events import StoredEvent
 from store.keys import DEFAULT_SCOPES
 from store.paging import Position
+from store.retention import DueRecording
 from store.webhooks import Attempt, Claim, FanoutClaim
 
 
@@ -30,6 +32,80 @@ class WorkspaceHooks(Protocol):
     async def rename(self, workspace_id: str, name: str) -> dict | None:
         """Operator scope (admin CLI only): give a workspace a new name; its record, or None
         when there is no such workspace."""
+        ...
+
+    async def update_settings(self, workspace_id: str, changes: dict) -> dict | None:
+        """Operator scope (admin CLI only): set the workspace's settings named in `changes`
+        (store/retention.py's RETENTION_SETTING); a None value removes a setting, so that the
+        configured default applies again. Its record (with `settings`), or None when there is
+        no such workspace."""
+        ...
+
+    async def find(self, workspace_id: str) -> dict | None:
+        """Operator scope (admin CLI only): a workspace's record, also while it is being
+        deleted (then with its `deletingAt`), or None when there is no such workspace."""
+        ...
+
+    async def begin_delete(self, workspace_id: str, now: dt.datetime) -> dict | None:
+        """Operator scope (admin CLI only), the first step of deleting a workspace
+        (store/workspace_deletion.py): mark it `deletingAt` (kept when it is already), delete
+        its API keys, disable its webhook endpoints; its record, or None when there is no such
+        workspace. Idempotent."""
+        ...
+
+    async def recordings(
+        self, workspace_id: str, after: str, limit: int
+    ) -> builtins.list[tuple[str, str]]:
+        """Operator scope, a workspace being deleted: at most `limit` provider recordings the
+        store still refers to, as (key, recording reference), by key from after `after` (""
+        first, then the last key of the page before)."""
+        ...
+
+    async def forget_recordings(self, workspace_id: str, keys: Sequence[str]) -> None:
+        """Operator scope, a workspace being deleted: forget the recordings of these keys
+        (from `recordings`), once they are gone at the provider."""
+        ...
+
+    async def purge(self, workspace_id: str, batch: int = 1000) -> int:
+        """Operator scope, a workspace being deleted: delete at most `batch` of its records,
+        table after table (store.workspace_deletion.purge_order); how many. 0: none is left
+        but the workspace's own record."""
+        ...
+
+    async def remove(self, workspace_id: str) -> bool:
+        """Operator scope, the last step of deleting a workspace (once `purge` found nothing):
+        delete its record; whether there was one."""
+        ...
+
+
+class RecordingHooks(Protocol):
+    """The recording retention sweep's calls (server/recording_retention.py;
+    store/retention.py). Operator scope, each within one workspace."""
+
+    async def claim_expired_recordings(
+        self,
+        workspace_id: str,
+        ended_before: dt.datetime,
+        now: dt.datetime,
+        lease: dt.timedelta,
+        limit: int,
+    ) -> builtins.list[DueRecording]:
+        """Claim, until `now + lease`, up to `limit` calls of the workspace that ended before
+        `ended_before`, still have a recording, and are not claimed or waiting for a retry
+        (oldest end first); another claim skips them meanwhile."""
+        ...
+
+    async def forget_recording(self, workspace_id: str, due: DueRecording) -> dict | None:
+        """Remove the stored recording reference of a claimed call, once the provider confirmed
+        the recording gone: `hasRecording` false, `updatedAt` moves, `call.updated` is recorded.
+        The call's new record, or None when it no longer holds `due.ref` (nothing written)."""
+        ...
+
+    async def postpone_recording(
+        self, workspace_id: str, due: DueRecording, until: dt.datetime
+    ) -> None:
+        """The provider failed: the call is due again at `until`, its failures counted (only
+        while the call is still `due`'s claim)."""
         ...
 
 
@@ -214,6 +290,16 @@ class StoreHooks(Protocol):
         tombstones were deleted (server.expiry's periodic sweep)."""
         ...
 
+    async def scrub(self, timeout: float = 30.0) -> bool | None:
+        """The end of an erasure (or of a workspace's deletion): make what was deleted
+        unrecoverable from the database's own files, where the backend can. SQLite: the file
+        already zeroes what is deleted (secure_delete); this truncates the write-ahead log to
+        nothing (a TRUNCATE checkpoint), trying again while readers hold snapshots in it for at
+        most `timeout` seconds, and says whether it did (False: call it again later). MongoDB:
+        None, nothing to do for bytes: the deletes removed or rewrote the documents, and what
+        the server's storage engine keeps beyond that is the server's (docs/deployment.md)."""
+        ...
+
     async def collections(self) -> list[str]:
         """The names of the store's tables or collections (operators and tests)."""
         ...
@@ -229,4 +315,51 @@ class StoreHooks(Protocol):
 
     async def close(self) -> None:
         """Release connections, threads and files (a throwaway SQLite file is removed)."""
+        ...
+
+
+class ErasureWork(Protocol):
+    """The worker's side (server/erasure_work.py): claims by lease, progress, the end."""
+
+    async def claim(self, now: dt.datetime, token: str) -> ErasureClaim | None:
+        """Take the lease of one open request of any workspace that is due (pending, or
+        running with its lease lapsed and its next attempt due) and mark it running."""
+        ...
+
+    async def erase_prospect(self, claim: ErasureClaim, prospect_id: str) -> list[str] | None:
+        """Erase one prospect of the request, as one unit with the request's progress: the
+        events that carry the person rewritten to their erased form (and the webhook
+        deliveries made of them), its calls rewritten, the prospect deleted as
+        DELETE /prospects/{id} deletes it (each call's `call.updated`). The recording
+        references it left to delete at the provider ([] when it was done before); None when
+        the lease was lost."""
+        ...
+
+    async def progress(
+        self, claim: ErasureClaim, confirmed: list[str], counts: dict[str, int]
+    ) -> bool:
+        """Recording references confirmed gone at the provider (taken off the request's
+        list), and `counts` added; False when the lease was lost."""
+        ...
+
+    async def retry_later(self, claim: ErasureClaim, at: dt.datetime) -> bool:
+        """Give the lease back with one more failed attempt, due again at `at`."""
+        ...
+
+    async def finish(
+        self, claim: ErasureClaim, status: str, now: dt.datetime, reason: str | None = None
+    ) -> dict | None:
+        """End the request (`completed` or `failed` with a reason; `completed` records
+        `erasure.completed`); the stored document as it ends (None when the lease was lost)."""
+        ...
+
+    async def reopen_undone(self, now: dt.datetime) -> int:
+        """After a restore (`workspace-api erasures reapply`, an operator's call across
+        workspaces): every completed request whose work the data no longer shows (a prospect
+        of it live again, or a call of it without `erasedAt`) is made `pending` again, its
+        progress and counts reset, so the worker erases it again. How many."""
+        ...
+
+    async def open_count(self) -> int:
+        """How many requests of every workspace are `pending` or `running`."""
         ...

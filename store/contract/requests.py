@@ -9,6 +9,7 @@ from store.contract.accounts import Keys, Users, Workspaces
 from store.contract.activities import Activities
 from store.contract.calls import Calls
 from store.contract.dnc import DoNotCall
+from store.contract.erasures import Erasures
 from store.contract.events import Events
 from store.contract.lists import Lists
 from store.contract.prospects import Prospects
@@ -68,6 +69,9 @@ class RequestStore(Protocol):
 
     @property
     def events(self) -> Events: ...
+
+    @property
+    def erasures(self) -> Erasures: ...
 
     @property
     def webhook_endpoints(self) -> WebhookEndpoints: ...

@@ -11,13 +11,16 @@ from store.clock import Clock
 from store.contract.accounts import Keys, Users, Workspaces
 from store.contract.activities import Activities
 from store.contract.calls import Calls
+from store.contract.erasures import Erasures
 from store.contract.events import Events
 from store.contract.hooks import (
     DeliveryHooks,
     EndpointHooks,
+    ErasureWork,
     EventHooks,
     KeyHooks,
     RateCounterHooks,
+    RecordingHooks,
     StoreHooks,
     UserHooks,
     WorkspaceHooks,
@@ -46,13 +49,16 @@ class AllKeys(Keys, KeyHooks, Protocol): ...
 class AllProspects(Prospects, ProspectSeeding, Protocol): ...
 
 
-class AllCalls(Calls, CallSeeding, Protocol): ...
+class AllCalls(Calls, CallSeeding, RecordingHooks, Protocol): ...
 
 
 class AllActivities(Activities, ActivitySeeding, Protocol): ...
 
 
 class AllEvents(Events, EventHooks, Protocol): ...
+
+
+class AllErasures(Erasures, ErasureWork, Protocol): ...
 
 
 class AllWebhookEndpoints(WebhookEndpoints, EndpointHooks, Protocol): ...
@@ -91,6 +97,9 @@ class Store(RequestStore, Seeding, StoreHooks, Protocol):
 
     @property
     def events(self) -> AllEvents: ...
+
+    @property
+    def erasures(self) -> AllErasures: ...
 
     @property
     def webhook_endpoints(self) -> AllWebhookEndpoints: ...

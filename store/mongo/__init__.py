@@ -17,6 +17,7 @@ from store.clock import SYSTEM_CLOCK, Clock
 from store.mongo.activities import Activities, fill_stored_at
 from store.mongo.calls import Calls
 from store.mongo.dnc import DoNotCall
+from store.mongo.erasures import Erasures
 from store.mongo.errors import driver_errors, translate_errors
 from store.mongo.events import Events, EventWriter
 from store.mongo.expiry import sweep_expired
@@ -70,6 +71,7 @@ class MongoStore:
         self.do_not_call = DoNotCall(db, self.event_writer, default_region)
         self.events = Events(db, self.event_writer)
         self.webhook_endpoints = WebhookEndpoints(db)
+        self.erasures = Erasures(db, self.event_writer, self.prospects)
         self.webhook_deliveries = WebhookDeliveries(db)
         self.metrics = DialerMetrics(db)
         self.ratelimits = RateLimits(db)
@@ -140,6 +142,13 @@ class MongoStore:
     async def readiness(self, timeout: float = 2.0) -> str | None:
         """None when the server answers a ping within `timeout` seconds."""
         return None if await self.ping(timeout) else "the database is not reachable"
+
+    async def scrub(self, timeout: float = 30.0) -> bool | None:
+        """Nothing to do for bytes on MongoDB (None): an erasure's deletes removed or rewrote
+        the documents themselves; what the server's storage engine keeps of them afterwards
+        (WiredTiger's free space, the oplog, journal, backups) is beyond the driver's reach and
+        documented, not claimed (docs/deployment.md)."""
+        return None
 
     async def collections(self) -> list[str]:
         return await self.db.list_collection_names()

@@ -1,5 +1,6 @@
 """Calls on MongoDB: the paginated, filtered call log, one call, the recording reference of a
-call, and the dialer's writes (recording calls, changing one: store/mongo/ingest.py).
+call, the dialer's writes (recording calls, changing one: store/mongo/ingest.py), and the
+recording retention sweep's claims (store/mongo/retention.py).
 
 Every call is stored with its contribution to the dialer metrics (`quarter`, `m`:
 store/mongo/metrics.py), which its record never shows."""
@@ -25,8 +26,10 @@ from store.mongo.idempotency import store_response
 from store.mongo.ingest import CallRecorder
 from store.mongo.metrics import metric_fields
 from store.mongo.paging import page_query
+from store.mongo.retention import claim_due, forget, postpone
 from store.paging import Page, Window
 from store.prospects import Contact
+from store.retention import DueRecording
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter
@@ -165,3 +168,24 @@ class Calls:
             {"_id": call_id, "workspaceId": workspace_id, "hasRecording": True}, {"recordingRef": 1}
         )
         return doc and doc.get("recordingRef")
+
+    async def claim_expired_recordings(
+        self,
+        workspace_id: str,
+        ended_before: dt.datetime,
+        now: dt.datetime,
+        lease: dt.timedelta,
+        limit: int,
+    ) -> list[DueRecording]:
+        """Claim up to `limit` calls whose recordings are due (store/mongo/retention.py)."""
+        return await claim_due(self.col, workspace_id, ended_before, now, lease, limit)
+
+    async def forget_recording(self, workspace_id: str, due: DueRecording) -> dict | None:
+        """Remove a recording reference the provider confirmed gone, with `call.updated`."""
+        return await forget(self.col, self.events, workspace_id, due)
+
+    async def postpone_recording(
+        self, workspace_id: str, due: DueRecording, until: dt.datetime
+    ) -> None:
+        """The call is due again at `until` (a provider failure)."""
+        await postpone(self.col, workspace_id, due, until)

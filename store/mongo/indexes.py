@@ -101,6 +101,11 @@ INDEXES: dict[str, list[IndexModel]] = {
             name="ws_direction_newest",
         ),
         IndexModel([("workspaceId", ASC), ("updatedAt", ASC), ("_id", ASC)], name="ws_updated_id"),
+        # The recording retention sweep's (store/mongo/retention.py): recorded calls by end.
+        IndexModel(
+            [("workspaceId", ASC), ("hasRecording", ASC), ("endedAt", ASC)],
+            name="ws_recording_due",
+        ),
     ],
     "activities": [
         IndexModel(
@@ -118,6 +123,8 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("workspaceId", ASC), ("type", ASC), ("occurredAt", ASC), ("_id", ASC)],
             name="ws_type",
         ),
+        # An erasure's: the events of the records it erases.
+        IndexModel([("workspaceId", ASC), ("resourceId", ASC)], name="ws_resource"),
     ],
     # Operator scope: the newest feed horizon, the event sweep's floor (store/mongo/events.py).
     "feed_horizons": [IndexModel([("at", DESC)], name="newest")],
@@ -136,6 +143,11 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("workspaceId", ASC), ("endpointId", ASC), ("state", ASC), ("leaseUntil", ASC)],
             name="ws_endpoint_state",
         ),
+    ],
+    "erasures": [
+        IndexModel([("workspaceId", ASC), ("requestedAt", DESC), ("_id", DESC)], name="ws_newest"),
+        # Operator scope: the open requests that are due, across workspaces.
+        IndexModel([("status", ASC), ("nextAttemptAt", ASC)], name="open_due"),
     ],
     "provider_calls": [
         # The callbacks kept aside, newest first.

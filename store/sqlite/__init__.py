@@ -19,6 +19,7 @@ from store.sqlite import activities, calls, dnc, lists, opening, prospects, sche
 from store.sqlite.activities import Activities
 from store.sqlite.calls import Calls
 from store.sqlite.engine import Engine
+from store.sqlite.erasures import Erasures
 from store.sqlite.events import Events, EventWriter
 from store.sqlite.idempotency import Idempotency, delete_expired_idempotency
 from store.sqlite.keys import Keys
@@ -114,6 +115,7 @@ class SQLiteStore:
         self.do_not_call = dnc.DoNotCall(self.engine, self.event_writer, default_region)
         self.events = Events(self.engine)
         self.webhook_endpoints = WebhookEndpoints(self.engine)
+        self.erasures = Erasures(self.engine, self.event_writer)
         self.webhook_deliveries = WebhookDeliveries(self.engine)
         self.metrics = DialerMetrics(self.engine)
         self.settings = Settings(self.engine)
@@ -228,6 +230,12 @@ class SQLiteStore:
         """Delete tombstones of prospects and lists deleted before `horizon` in bounded
         batches (store/sqlite/tombstones.py); how many."""
         return await sweep_tombstones(self.engine, horizon, batch, max_batches)
+
+    async def scrub(self, timeout: float = 30.0) -> bool | None:
+        """Truncate the write-ahead log to nothing (Engine.scrub): with secure_delete on every
+        connection, no deleted value survives in the file or its log afterwards. Whether it
+        did within `timeout` seconds (readers holding snapshots can keep it from it)."""
+        return await self.engine.scrub(timeout)
 
     async def documents(self, collection: str) -> list[dict]:
         """Every stored row of a table as a document (operators and tests; never a request)."""

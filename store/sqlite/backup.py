@@ -147,6 +147,28 @@ def stage(source: Path, staged: Path) -> None:
         src.close()
 
 
+def carry_erasures(old: Path, staged: Path) -> int:
+    """Copy the erasure requests of the database at `old` into the staged copy (those it does
+    not have, or has in an earlier state): a restore must not forget what was erased after the
+    backup was taken, so that `workspace-api erasures reapply` can erase it again. They hold
+    only keyed hashes and ids. How many were carried over (0 without an old file)."""
+    if not old.is_file():
+        return 0
+    conn = sqlite3.connect(f"file:{staged}", uri=True, isolation_level=None)
+    try:
+        conn.execute("ATTACH DATABASE ? AS old", (f"file:{old}?mode=ro",))
+        if not conn.execute(
+            "SELECT 1 FROM old.sqlite_master WHERE type = 'table' AND name = 'erasures'"
+        ).fetchone():
+            return 0
+        conn.execute(f"CREATE TABLE IF NOT EXISTS main.erasures ({schema.TABLES['erasures']})")
+        return conn.execute(
+            "INSERT OR REPLACE INTO main.erasures SELECT * FROM old.erasures"
+        ).rowcount
+    finally:
+        conn.close()
+
+
 def replace(path: Path, staged: Path) -> None:
     """Put the checked file `staged` (same directory) in place of the database at `path`, for
     this process alone (sole_user). The old write-ahead log is moved aside first, so it can

@@ -13,7 +13,7 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from store.activities import call_activity
-from store.calls import RECORD_FIELDS, suppressed_numbers
+from store.calls import ERASED_AT, RECORD_FIELDS, suppressed_numbers
 from store.sqlite.metrics import add_to_quarters, quarter_sums
 from store.sqlite.paging import bump
 from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_row
@@ -21,7 +21,7 @@ from store.sqlite.schema import Rows, insert_rows, json_record, ms, rows_of, to_
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
 
-FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS))
+FIELDS = ", ".join(f'"{name}"' for name in ("_id", *RECORD_FIELDS, ERASED_AT))
 SELECT = f"SELECT {FIELDS} FROM calls"
 SHOWN = {"id": "_id", **{name: name for name in RECORD_FIELDS}}  # record key: column
 JSON = json_record(SHOWN)  # a call's record built from its columns

@@ -1,5 +1,6 @@
 """Calls on SQLite: the paginated, filtered call log, one call, the recording reference of a
-call, and the dialer's writes (recording calls, changing one: store/sqlite/ingest.py)."""
+call, the dialer's writes (recording calls, changing one: store/sqlite/ingest.py), and the
+recording retention sweep's claims (store/sqlite/retention.py)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ from store.idempotency import IdempotentWrite
 from store.ingest import NewCall, Recorded
 from store.paging import Page, Window
 from store.prospects import Contact
+from store.retention import DueRecording
 from store.sqlite.callrows import ENCODED, FIELDS, SELECT, prepare, write_calls
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
 from store.sqlite.ingest import change_call, make_ahead, record_calls
 from store.sqlite.paging import page_query, quick
+from store.sqlite.retention import claim_due, forget, postpone
 from store.sqlite.schema import ms, to_doc
 
 if TYPE_CHECKING:
@@ -210,3 +213,26 @@ class Calls:
             return row and row[0]
 
         return await self.engine.read(ref, quick=True)
+
+    async def claim_expired_recordings(
+        self,
+        workspace_id: str,
+        ended_before: dt.datetime,
+        now: dt.datetime,
+        lease: dt.timedelta,
+        limit: int,
+    ) -> list[DueRecording]:
+        """Claim up to `limit` calls whose recordings are due (store/sqlite/retention.py)."""
+        return await self.engine.write(
+            claim_due, workspace_id, ended_before, now, lease, limit, durable=False
+        )
+
+    async def forget_recording(self, workspace_id: str, due: DueRecording) -> dict | None:
+        """Remove a recording reference the provider confirmed gone, with `call.updated`."""
+        return await self.engine.write(forget, workspace_id, due, self.events)
+
+    async def postpone_recording(
+        self, workspace_id: str, due: DueRecording, until: dt.datetime
+    ) -> None:
+        """The call is due again at `until` (a provider failure)."""
+        await self.engine.write(postpone, workspace_id, due, until, durable=False)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from store.errors import StoreBusy, StoreDamaged, StoreError, StoreUnavailable
+from store.sqlite.checkpoints import SCRUB_TIMEOUT, Checkpointer, scrub_log, truncate_log
 from store.sqlite.opening import translate
 from store.sqlite.turns import Turns
 
@@ -48,6 +49,10 @@ WRITER_CACHE_KB = 32 * 1024
 # (PRAGMA journal_size_limit): a log an import grew to hundreds of MB gives the disk back.
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 PROGRESS_STEPS = 20_000  # virtual-machine steps between two deadline checks
+# Every connection to the file zeroes what it deletes (PRAGMA secure_delete): a deleted row's
+# cell, a page put on the free list, an index entry. An erased value then survives in no free
+# page of the file; the write-ahead log's old frames are the scrub's (Engine.scrub).
+SECURE_DELETE = "PRAGMA secure_delete=ON"
 T = TypeVar("T")
 
 
@@ -123,54 +128,6 @@ def _settle(future: asyncio.Future, result: Any, error: BaseException | None) ->
             future.set_result(result)
 
 
-class _Checkpointer:
-    """A thread that copies the write-ahead log into the database file (a PASSIVE checkpoint:
-    it never blocks a reader or a writer) when asked, on a connection of its own: so that the
-    writer can run its next unit meanwhile (Engine.checkpoint_beside)."""
-
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        self._wanted = threading.Event()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._stopping = False
-        self._thread = threading.Thread(
-            target=self._work, args=(connect,), name="sqlite-checkpoint", daemon=True
-        )
-        self._thread.start()
-
-    def _work(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        conn = None
-        while True:
-            self._wanted.wait()
-            self._wanted.clear()
-            if self._stopping:
-                break
-            try:
-                conn = conn or connect()
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            except sqlite3.Error:
-                log.warning("a checkpoint beside the writer failed; the writer's own will copy")
-            finally:
-                if not self._wanted.is_set():
-                    self._idle.set()
-        if conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
-
-    def request(self) -> None:
-        self._idle.clear()
-        self._wanted.set()
-
-    def wait(self, timeout: float) -> None:
-        """Until the checkpoint under way (if any) is done."""
-        self._idle.wait(timeout)
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._wanted.set()
-        self._thread.join()
-
-
 SYNCHRONOUS = ("full", "normal")
 
 
@@ -214,7 +171,7 @@ class Engine:
         self._quiet: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         # Checkpoints beside the writer (checkpoint_beside): the thread, every how many units
         # the writer copies the log itself, and the units since.
-        self._checkpointer: _Checkpointer | None = None
+        self._checkpointer: Checkpointer | None = None
         self._checkpoint_every = 0
         self._units = 0
         # Fault injection for the tests of what a failure mid-write leaves behind: when set,
@@ -235,6 +192,7 @@ class Engine:
             )
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(SECURE_DELETE)
             conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
             # Page cache: the writer's is larger (index pages of bulk inserts stay hot); readers
             # mostly touch a few pages per query and share the OS page cache beneath.
@@ -328,7 +286,7 @@ class Engine:
                 except sqlite3.Error:
                     self._discard(conn)  # never left lax: the next unit opens a fresh one
 
-    def _checkpoint_after_unit(self, conn: sqlite3.Connection, checkpointer: _Checkpointer) -> None:
+    def _checkpoint_after_unit(self, conn: sqlite3.Connection, checkpointer: Checkpointer) -> None:
         """On the writer thread, after a unit's COMMIT, with checkpoints beside the writer: ask
         the checkpoint thread to copy the log; every `_checkpoint_every` units, wait for it and
         copy the rest here, so that the log is copied whole and the next unit starts it over
@@ -353,7 +311,7 @@ class Engine:
         conn = self._connection()
         conn.execute("PRAGMA wal_autocheckpoint=0")
         self._checkpoint_every, self._units = every, 0
-        self._checkpointer = _Checkpointer(self._checkpoint_connection)
+        self._checkpointer = Checkpointer(self._checkpoint_connection)
 
         def end() -> None:
             checkpointer, self._checkpointer = self._checkpointer, None
@@ -365,6 +323,7 @@ class Engine:
     def _checkpoint_connection(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(SECURE_DELETE)
         conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
         return conn
 
@@ -414,6 +373,7 @@ class Engine:
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(SECURE_DELETE)
                 conn.execute("BEGIN IMMEDIATE")
                 result = fn(conn)
                 conn.execute("COMMIT")
@@ -473,13 +433,24 @@ class Engine:
 
         def truncate() -> bool:
             try:
-                busy = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                return truncate_log(self._connection())
             except sqlite3.Error:
                 log.warning("truncating the write-ahead log failed; the next restart trims it")
                 return False
-            return busy[0] == 0
 
         return await self._writer.submit(truncate)
+
+    async def scrub(self, timeout: float = SCRUB_TIMEOUT) -> bool:
+        """Truncate the write-ahead log to nothing, trying again while readers of any process
+        hold snapshots in it, for at most `timeout` seconds: whether it did
+        (store/sqlite/checkpoints.py). With secure_delete the file holds no deleted content;
+        afterwards the log holds no old frame either."""
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
+        try:
+            return await scrub_log(self.path, timeout)
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
 
     async def renew_writer(self) -> None:
         """Close the writer thread's connection; the next write opens a fresh one."""

@@ -123,6 +123,7 @@ def _create(path: Path, create: Callable[[sqlite3.Connection], None]) -> None:
             # once, then never race to switch it (two connections switching a file's journal
             # mode at the same moment can fail with SQLITE_BUSY without waiting).
             conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA secure_delete=ON")  # as every connection (store/sqlite/engine.py)
             conn.execute("BEGIN IMMEDIATE")
             create(conn)
             conn.execute("COMMIT")

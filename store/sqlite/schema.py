@@ -20,7 +20,8 @@ EPOCH = dt.datetime(1970, 1, 1)
 
 TABLES = {
     "settings": "name TEXT PRIMARY KEY, value TEXT NOT NULL",
-    "workspaces": '"_id" TEXT PRIMARY KEY, name TEXT NOT NULL, createdAt INTEGER NOT NULL',
+    "workspaces": '"_id" TEXT PRIMARY KEY, name TEXT NOT NULL, createdAt INTEGER NOT NULL, '
+    "settings TEXT",
     "users": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, email TEXT, firstName TEXT, '
     "lastName TEXT, createdAt INTEGER NOT NULL, deletedAt INTEGER",
     "api_keys": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, name TEXT, '
@@ -53,7 +54,8 @@ TABLES = {
     "hasRecording INTEGER NOT NULL, recordingDurationSeconds INTEGER, "
     "recordingRef TEXT, meetingBooked INTEGER NOT NULL, notes TEXT, "
     "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, record TEXT, "
-    "toNumberSuppressed INTEGER",
+    "toNumberSuppressed INTEGER, recordingRetryAt INTEGER, recordingClaim TEXT, "
+    "recordingAttempts INTEGER",
     "activities": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, prospectId TEXT NOT NULL, '
     "type TEXT NOT NULL, occurredAt INTEGER NOT NULL, userId TEXT, callId TEXT, "
     "summary TEXT, details TEXT NOT NULL DEFAULT '{}', storedAt INTEGER",
@@ -107,6 +109,13 @@ TABLES = {
     "answeredAt INTEGER, recordingSid TEXT, recordingDurationSeconds INTEGER, final TEXT, "
     "pendingReason TEXT, receivedAt INTEGER, callId TEXT, expiresAt INTEGER NOT NULL, "
     "PRIMARY KEY (workspaceId, callSid)",
+    # Erasure requests (store/erasures.py): the identifiers' keyed hashes, never the values;
+    # `counts`, `hashes`, `prospectIds`, `callIds` and `recordings` JSON text; the worker's lease.
+    "erasures": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, status TEXT NOT NULL, '
+    "requestedAt INTEGER NOT NULL, completedAt INTEGER, reason TEXT, counts TEXT NOT NULL, "
+    "hashes TEXT NOT NULL, prospectIds TEXT NOT NULL, done TEXT NOT NULL, callIds TEXT NOT NULL, "
+    "recordings TEXT NOT NULL, attempts INTEGER NOT NULL, nextAttemptAt INTEGER, "
+    "leaseToken TEXT, leaseUntil INTEGER",
 }
 # Columns added to a table after files with that table were written: created with the table in
 # a new file, added (NULL in the existing rows) when an older file opens.
@@ -119,7 +128,20 @@ ADDED_COLUMNS = {
     # Whether the call's toNumber was on the do-not-call list when it was recorded: NULL (false)
     # in a call written before the column existed (its stored record lacks the field: ENCODED
     # in store/sqlite/callrows.py adds it).
-    "calls": {"record": "TEXT", "contentHash": "TEXT", "toNumberSuppressed": "INTEGER"},
+    # The recording retention sweep's claim of a call (store/retention.py): NULL until then.
+    # When an erasure rewrote the call (store/erasures.py): NULL for every other call.
+    "calls": {
+        "record": "TEXT",
+        "contentHash": "TEXT",
+        "toNumberSuppressed": "INTEGER",
+        "recordingRetryAt": "INTEGER",
+        "recordingClaim": "TEXT",
+        "recordingAttempts": "INTEGER",
+        "erasedAt": "INTEGER",
+    },
+    # A workspace's own settings (JSON object, store/retention.py): NULL for none. When the
+    # workspace's deletion began (store/workspace_deletion.py): NULL while it lives.
+    "workspaces": {"settings": "TEXT", "deletingAt": "INTEGER"},
     # Every call counted before the column existed was recorded before do-not-call: 0 is exact.
     "call_quarters": {"callsToSuppressedNumbers": "INTEGER NOT NULL DEFAULT 0"},
     # When an activity was stored (store/activities.py): the activities export's order.
@@ -191,6 +213,8 @@ INDEXES = {
     "calls_ws_list_newest": "calls (workspaceId, listId, createdAt DESC, _id DESC)",
     "calls_ws_disposition_newest": "calls (workspaceId, disposition, createdAt DESC, _id DESC)",
     "calls_ws_updated": "calls (workspaceId, updatedAt, _id)",
+    # The recording retention sweep's: a workspace's recorded calls, oldest end first.
+    "calls_ws_recording_due": "calls (workspaceId, hasRecording, endedAt, recordingRetryAt)",
     # Covering index of the dialer metrics: the query reads nothing but this index.
     "calls_ws_metrics_dnc": (
         "calls (workspaceId, direction, createdAt, userId, disposition, "
@@ -203,6 +227,8 @@ INDEXES = {
     "idempotency_expire": "idempotency (expiresAt)",
     "events_ws_feed": "events (workspaceId, occurredAt, _id)",
     "events_ws_type": "events (workspaceId, type, occurredAt, _id)",
+    # An erasure's: the events of the records it erases.
+    "events_ws_resource": "events (workspaceId, resourceId)",
     "webhook_endpoints_ws_created": "webhook_endpoints (workspaceId, createdAt, _id)",
     # Operator scope (the dispatchers of every workspace): fan-outs and attempts that are due.
     "webhook_endpoints_fanout": "webhook_endpoints (status, fanoutAt)",
@@ -217,10 +243,14 @@ INDEXES = {
     # The callbacks kept aside, newest first; and the expiry sweep's (across workspaces).
     "provider_calls_ws_pending": "provider_calls (workspaceId, receivedAt DESC, callSid DESC)",
     "provider_calls_expire": "provider_calls (expiresAt)",
+    "erasures_ws_newest": "erasures (workspaceId, requestedAt DESC, _id DESC)",
+    # The erasure workers' (across workspaces): open requests by when they are due.
+    "erasures_open_due": "erasures (status, nextAttemptAt) WHERE status IN ('pending', 'running')",
 }
 
 INSTANTS = {
     "createdAt",
+    "deletingAt",
     "updatedAt",
     "deletedAt",
     "revokedAt",
@@ -243,9 +273,16 @@ INSTANTS = {
     "at",
     "initiatedAt",
     "receivedAt",
+    "recordingRetryAt",
+    "requestedAt",
+    "completedAt",
+    "erasedAt",
 }
 BOOLEANS = {"hasRecording", "meetingBooked", "doNotCall", "doNotCallSelf", "toNumberSuppressed"}
-JSON_FIELDS = {"listIds", "details", "scopes", "eventTypes", "final"}
+JSON_FIELDS = {
+    *("listIds", "details", "scopes", "eventTypes", "final", "settings"),
+    *("counts", "hashes", "prospectIds", "done", "callIds", "recordings"),
+}
 # A prospect's contact fields and identifiers are absent, not null, when unknown (as on MongoDB).
 SPARSE = {
     "firstName",

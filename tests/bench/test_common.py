@@ -35,6 +35,8 @@ def test_row_ids_are_stable_and_unique_across_benchmarks():
         "P9",
         "P10a",
         "P10b",
+        "D1a",
+        "D1b",
         "M1a",
         "M1b",
         "S1",
@@ -42,7 +44,7 @@ def test_row_ids_are_stable_and_unique_across_benchmarks():
         "S3",
     )
     assert stable == run.ROW_IDS
-    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 26)}
+    assert set(scale.ROW_IDS) == {f"L{n}" for n in range(1, 28)}
     every = run.ROW_IDS + scale.ROW_IDS
     assert len(set(every)) == len(every)
 
@@ -54,6 +56,7 @@ def test_only_takes_figures_or_rows():
     assert run.figures_of("P8b,p9") == {"P8", "P9"}
     assert run.figures_of("p10b") == {"P10"}
     assert run.figures_of("m1b") == {"M1"}
+    assert run.figures_of("d1a") == {"D1"}
     with pytest.raises(ValueError, match="P11, P12"):
         run.figures_of("P12,P4,P11")
 

@@ -90,6 +90,18 @@ function readUser(u: Schemas["records.user"]): Schemas["records.user"] {
   return user;
 }
 
+function readErasure(e: Schemas["records.erasure"]): Schemas["records.erasure"] {
+  const c = e.counts;
+  const counts = { prospects: c.prospects, activities: c.activities, calls: c.calls, recordings: c.recordings, events: c.events };
+  const erasure = {
+    id: e.id, status: e.status, requestedAt: e.requestedAt, completedAt: e.completedAt, reason: e.reason, counts,
+  };
+  assert.deepEqual(erasure, e);
+  assert.ok(["pending", "running", "completed", "failed"].includes(erasure.status));
+  assert.ok(erasure.completedAt === null || erasure.completedAt >= erasure.requestedAt);
+  return erasure;
+}
+
 function readApiKey(k: Schemas["records.api-key"]): Schemas["records.api-key"] {
   const key = { id: k.id, name: k.name, scopes: [...k.scopes], createdAt: k.createdAt, expiresAt: k.expiresAt };
   assert.deepEqual(key, k);
@@ -105,6 +117,14 @@ function readList(l: Schemas["records.list"]): Schemas["records.list"] {
   return list;
 }
 
+// The data of an event about a prospect or an activity of an erased person.
+function readErased(d: Schemas["records.erased"]): Schemas["records.erased"] {
+  const erased = { id: d.id, erased: d.erased };
+  assert.deepEqual(erased, d);
+  assert.equal(erased.erased, true);
+  return erased;
+}
+
 function readCall(c: Schemas["records.call"]): Schemas["records.call"] {
   const call: Schemas["records.call"] = {
     id: c.id, direction: c.direction, disposition: c.disposition, fromNumber: c.fromNumber,
@@ -114,6 +134,7 @@ function readCall(c: Schemas["records.call"]): Schemas["records.call"] {
     durationSeconds: c.durationSeconds, hasRecording: c.hasRecording,
     recordingDurationSeconds: c.recordingDurationSeconds, meetingBooked: c.meetingBooked,
     notes: c.notes, createdAt: c.createdAt, updatedAt: c.updatedAt,
+    ...(c.erasedAt === undefined ? {} : { erasedAt: c.erasedAt }),
   };
   assert.deepEqual(call, c);
   assert.equal(call.recordingDurationSeconds !== null, call.hasRecording);
@@ -209,7 +230,13 @@ function readEvent(e: Event): Event {
       break;
     case "prospect.created":
     case "prospect.updated":
-      event = { ...common, type: e.type, data: readProspect(e.data) };
+      event = { ...common, type: e.type, data: "erased" in e.data ? readErased(e.data) : readProspect(e.data) };
+      break;
+    case "erasure.completed":
+      event = {
+        ...common, type: e.type,
+        data: { id: e.data.id, prospectIds: [...e.data.prospectIds], callIds: [...e.data.callIds] },
+      };
       break;
     case "list.created":
     case "list.updated":
@@ -229,6 +256,10 @@ function readEvent(e: Event): Event {
       event = { ...common, type: e.type, data: readEntry(e.data) };
       break;
     case "activity.created": {
+      if ("erased" in e.data) {
+        event = { ...common, type: e.type, data: readErased(e.data) };
+        break;
+      }
       const { prospectId, ...activity } = e.data;
       assert.ok(typeof prospectId === "string");
       event = { ...common, type: e.type, data: { ...readActivity(activity as Activity), prospectId } };
@@ -487,6 +518,32 @@ async function exerciseUsers(): Promise<void> {
   assert.equal(readProblem("deleteUser", missing.error, missing.response, 404).code, "not_found");
 }
 
+// Erasure requests with a key of the `admin` scope: request one (202, Location), read it and
+// list it (never showing the identifier); an unreadable phone is 400; the full key is 403.
+async function exerciseErasures(): Promise<void> {
+  const admin = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${adminKey}` } });
+  const body = { email: "nobody.at.all@typescript.generated.example" };
+  const refused = await api.POST("/v1/erasures", { body });
+  assert.equal(readProblem("createErasure", refused.error, refused.response, 403).code, "insufficient_scope");
+  const made = await admin.POST("/v1/erasures", { body });
+  const created = readErasure(expectOk("createErasure", made, 202).erasure);
+  assert.equal(created.status, "pending");
+  assert.equal(made.response.headers.get("location"), `/v1/erasures/${created.id}`);
+  const unreadable = await admin.POST("/v1/erasures", { body: { phoneNumber: "not a number" } });
+  assert.equal(readProblem("createErasure", unreadable.error, unreadable.response, 400).code, "invalid_request");
+  const id = { params: { path: { erasureId: created.id } } };
+  const fetched = readErasure(expectOk("getErasure", await admin.GET("/v1/erasures/{erasureId}", id)).erasure);
+  assert.equal(fetched.id, created.id);
+  expectHead("getErasureHead", (await admin.HEAD("/v1/erasures/{erasureId}", id)).response);
+  const page = expectOk("listErasures", await admin.GET("/v1/erasures"));
+  assert.equal(page.erasures.map(readErasure)[0].id, created.id);
+  assert.equal(page.hasMore, false);
+  assert.ok(!JSON.stringify(page).includes("typescript.generated"));
+  expectHead("listErasuresHead", (await admin.HEAD("/v1/erasures")).response);
+  const missing = await admin.GET("/v1/erasures/{erasureId}", { params: { path: { erasureId: randomUUID() } } });
+  assert.equal(readProblem("getErasure", missing.error, missing.response, 404).code, "not_found");
+}
+
 // One prospect read, corrected (a field set, one cleared), deleted (then 404, and 204 again), and
 // an unknown one's problems.
 async function exerciseProspect(prospectId: string): Promise<void> {
@@ -589,6 +646,7 @@ async function main(): Promise<Record<string, unknown>> {
 
   const hook = await newWebhookEndpoint(); // before the writes below: their events are delivered
   await exerciseUsers();
+  await exerciseErasures();
   await exerciseDoNotCall();
 
   const created = readList(expectOk("createList", await api.POST("/v1/lists", {
@@ -720,7 +778,9 @@ async function main(): Promise<Record<string, unknown>> {
   const exists = readProblem("recordCall", clash.error, clash.response, 409);
   assert.deepEqual([exists.code, exists.callId], ["call_exists", dialed.id]);
   const { prospect: _contact, providerCallSid: _sid, ...rest } = body;
-  const known = { ...rest, prospectId: dialed.prospectId };
+  const dialedProspect = dialed.prospectId; // null only on a call of an erased person
+  assert.ok(dialedProspect !== null);
+  const known = { ...rest, prospectId: dialedProspect };
   const batch = expectOk("recordCalls", await dialer.POST("/v1/calls/batch", {
     body: { calls: [known, { ...known, notes: "Second" }] },
   }));
@@ -736,14 +796,16 @@ async function main(): Promise<Record<string, unknown>> {
   assert.equal(readProblem("getCall", gone.error, gone.response, 404).code, "not_found");
   const logged = expectOk("logActivity", await dialer.POST("/v1/prospect-activities", {
     body: {
-      prospectId: dialed.prospectId, type: "note", occurredAt: at(300), userId: users[0].id,
+      prospectId: dialedProspect, type: "note", occurredAt: at(300), userId: users[0].id,
       details: { text: "Asked for pricing" },
     },
   }), 201);
   assert.equal(readActivity(logged.activity).type, "note");
   await providerCallbacks(dialer, users[0].id);
 
-  const selector = { params: { query: { prospectId: calls[0].prospectId } } };
+  const firstProspect = calls[0].prospectId;
+  assert.ok(firstProspect !== null);
+  const selector = { params: { query: { prospectId: firstProspect } } };
   const timeline = expectOk("getProspectActivities", await api.GET("/v1/prospect-activities", selector));
   readProspect(timeline.prospect);
   const types = [...new Set(timeline.activities.map(readActivity).map((a) => a.type))].sort();

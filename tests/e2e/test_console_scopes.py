@@ -76,7 +76,14 @@ def test_each_demo_key_can_try_what_its_scopes_allow_and_a_bad_key_disables_noth
         "resolvePendingCall",
     }
     admin = {op for op, needed in operations.items() if needed == "admin"}
-    assert admin == {"createUser", "updateUser", "deleteUser"}
+    assert admin == {
+        "createUser",
+        "updateUser",
+        "deleteUser",
+        "createErasure",
+        "getErasure",
+        "listErasures",
+    }
     console.enter_key(console.demo.workspaces[0]["readOnlyApiKey"])
     wait_for_scopes(console, "scopes: read.")
     assert console.op("createList").locator(".send").is_disabled()

@@ -13,7 +13,7 @@ from handlers.activities import ProspectActivitiesHandler
 from schemas import Schemas
 from store.activities import activity_document
 from store.errors import StoreUnavailable
-from tests.helpers import settled
+from tests.helpers import insert_in_parts, settled
 
 BASE = dt.datetime(2026, 1, 5, 9, 0)
 
@@ -263,8 +263,10 @@ async def test_a_client_disconnect_stops_the_cursor(
     ada = await prospect(store, ws_a)
     total = 4_000
     async with store.bulk_load(defer_indexes=False):  # history: no events to record
-        await store.activities.insert_documents(
-            ws_a.id, [note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)]
+        await insert_in_parts(
+            store.activities.insert_documents,
+            ws_a.id,
+            [note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)],
         )
     host, port = origin.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
@@ -358,8 +360,10 @@ async def test_a_stalled_reader_is_cut_and_its_cursor_closed(
     ada = await prospect(store, ws_a)
     total = 4_000
     async with store.bulk_load(defer_indexes=False):  # history: no events to record
-        await store.activities.insert_documents(
-            ws_a.id, [note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)]
+        await insert_in_parts(
+            store.activities.insert_documents,
+            ws_a.id,
+            [note(ws_a, ada["id"], i, "x" * 4000) for i in range(total)],
         )
     reader, writer = await open_stalled_timeline(origin, ws_a, ada["id"])
     deadline = time.monotonic() + 30

@@ -25,7 +25,7 @@ from schemas import Schemas
 from server.config import load_config
 from store.activities import activity_document, export_record
 from store.calls import call_document
-from tests.helpers import FakeClock, settled, test_environ
+from tests.helpers import FakeClock, insert_in_parts, settled, test_environ
 
 BASE = dt.datetime(2026, 3, 2, 9)
 RESOURCES = ("calls", "prospects", "lists", "activities")
@@ -70,7 +70,7 @@ async def load(store, ws, docs: list) -> None:
     """Many large calls, as history is loaded: without events (FerretDB would take long to
     read 16 MB of calls back for them, and the exports do not read events)."""
     async with store.bulk_load(defer_indexes=False):
-        await store.calls.insert_documents(ws.id, docs)
+        await insert_in_parts(store.calls.insert_documents, ws.id, docs)
 
 
 async def seed(store, ws, calls: int = 40) -> None:
@@ -656,7 +656,7 @@ import asyncio, datetime as dt, json, sys, uuid
 from server.app import open_services
 from server.config import load_config
 from store.calls import call_document
-from tests.helpers import make_workspace
+from tests.helpers import insert_in_parts, make_workspace
 
 async def main(environ, calls):
     store, auth = await open_services(load_config(environ=environ))
@@ -674,7 +674,7 @@ async def main(environ, calls):
             for i in range(calls)
         ]
         async with store.bulk_load(defer_indexes=False):  # no events: not what is tested
-            await store.calls.insert_documents(ws.id, docs)
+            await insert_in_parts(store.calls.insert_documents, ws.id, docs)
         print(ws.key)
     finally:
         await store.close()

@@ -252,7 +252,8 @@ async def test_served_without_auth_and_equal_to_the_assembled_document(anon, doc
 async def test_documented_response_schemas_match_real_responses(origin, auth, ws_a, document):
     """Parameterless GETs, and the list flow, validated against their documented schemas."""
     schemas = Schemas()
-    _, key = await auth.create(ws_a.id, "every scope", frozenset({"read", "write", "ingest"}))
+    every = frozenset({"read", "write", "ingest", "admin"})
+    _, key = await auth.create(ws_a.id, "every scope", every)
     api = Client(origin, key)
 
     def check(response, method, path, status):

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from server.admin import admin_parser
 from server.app import open_services
 from server.config import load_config
 from tests.helpers import TEST_SECRET, test_environ
@@ -188,3 +189,48 @@ async def test_keys_list_shows_scopes_expiry_and_last_use(env):
         "D",
     )
     assert done.returncode == 0 and json.loads(done.stdout)["user"]["email"] == "c@example.com"
+
+
+async def test_workspaces_set_recording_retention(env):
+    from store.retention import retention_days
+
+    workspace = as_json(env, "workspaces", "create", "Acme")["workspace"]
+    assert workspace["settings"] == {}
+    wid = workspace["id"]
+
+    def retention(*value: str) -> dict:
+        return as_json(env, "workspaces", "set", wid, "--recording-retention-days", *value)
+
+    assert retention("10")["workspace"] == {**workspace, "settings": {"recordingRetentionDays": 10}}
+    assert as_json(env, "workspaces", "list")["workspaces"][0]["settings"] == {
+        "recordingRetentionDays": 10
+    }
+    # What the retention sweep reads from the store: the workspace's own value, not the default.
+    config = load_config(environ=env)
+    store, auth = await open_services(config)
+    try:
+        assert retention_days(await store.workspaces.get(wid), 30) == 10
+    finally:
+        await auth.usage.stop()
+        await store.close()
+
+    assert retention("0")["workspace"]["settings"] == {"recordingRetentionDays": 0}
+    rows = as_table(env, "workspaces", "set", wid, "--recording-retention-days", "45")
+    assert rows["workspace"][0]["settings"] == '{"recordingRetentionDays":45}'
+    assert retention("default")["workspace"]["settings"] == {}
+    assert retention("default")["workspace"]["settings"] == {}  # removing nothing is fine
+    assert as_json(env, "workspaces", "list")["workspaces"][0] == workspace
+
+    done = command(env, "workspaces", "set", wid, "--recording-retention-days", "-1")
+    assert done.returncode == 2 and "--recording-retention-days" in done.stderr
+    for argv in (["-1"], ["36501"], ["ten"], ["1.5"], [""], []):  # the same parser, in-process
+        with pytest.raises(SystemExit) as refused:
+            admin_parser().parse_args(["workspaces", "set", wid, *_option(argv)])
+        assert refused.value.code == 2, argv
+    done = command(env, "workspaces", "set", "no-such-workspace", "--recording-retention-days", "5")
+    assert done.returncode == 1 and "no workspace no-such-workspace" in done.stderr
+    assert as_json(env, "workspaces", "list")["workspaces"][0]["settings"] == {}
+
+
+def _option(argv: list[str]) -> list[str]:
+    return ["--recording-retention-days", *argv] if argv else []

@@ -1,6 +1,7 @@
 """Loops beside the requests stop when asked even when a database call swallows the
 cancellation or turns it into an error of its own (as some driver versions do): the expiry
-sweep and the webhook dispatcher, each stopped while such a call is under way."""
+sweep, the webhook dispatcher and the recording retention sweep, each stopped while such a call
+is under way."""
 
 from __future__ import annotations
 
@@ -51,4 +52,19 @@ async def test_the_webhook_dispatcher_stops_when_its_database_call_swallows_the_
     running = dispatcher(store, config).start()
     await wait_for(lambda: swallowing.calls > 0, what="the database call")
     await stop_within(lambda: running.stop(1))
+    assert swallowing.swallowed == 1
+
+
+async def test_the_recording_retention_sweep_stops_when_its_database_call_swallows_the_cancel(
+    store,
+):
+    from server.recording_retention import RecordingRetention
+    from telephony.upstream import UpstreamClient
+
+    swallowing = Swallowing()
+    store.workspaces.list = swallowing
+    upstream = UpstreamClient("http://127.0.0.1:9", "AC1", "token")
+    sweeper = RecordingRetention(store, upstream, 30, interval=0.01).start()
+    await wait_for(lambda: swallowing.calls > 0, what="the database call")
+    await stop_within(sweeper.stop)
     assert swallowing.swallowed == 1

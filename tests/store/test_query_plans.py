@@ -220,6 +220,15 @@ async def test_no_endpoint_scans_a_big_table(store, auth, app, origin, statement
     ):
         assert (await api.get(path)).code == 200, path
     await store.events.delete_expired(dt.datetime(2020, 1, 1))
+    # The recording retention sweep's claim of due calls, a postponement, a removal.
+    workspace_id = workspaces[0]["id"]
+    now = store.clock.now()
+    due = await store.calls.claim_expired_recordings(
+        workspace_id, dt.datetime(2100, 1, 1), now, dt.timedelta(minutes=10), 5
+    )
+    assert len(due) == 5
+    await store.calls.postpone_recording(workspace_id, due[0], now + dt.timedelta(minutes=1))
+    assert await store.calls.forget_recording(workspace_id, due[1]) is not None
 
     checked = 0
     for statement in statements:

@@ -63,6 +63,13 @@ from workspace_api_client.api.do_not_call import (
     list_do_not_call_head,
     remove_do_not_call,
 )
+from workspace_api_client.api.erasure import (
+    create_erasure,
+    get_erasure,
+    get_erasure_head,
+    list_erasures,
+    list_erasures_head,
+)
 from workspace_api_client.api.events import list_events, list_events_head
 from workspace_api_client.api.exports import (
     export_activities,
@@ -153,6 +160,10 @@ from workspace_api_client.models import (
     DoNotCallEntryRemovedEvent,
     DoNotCallReason,
     EmailActivity,
+    ErasedRecord,
+    Erasure,
+    ErasureCompletedEvent,
+    ErasureStatus,
     ListAddedActivity,
     ListRemovedActivity,
     LogANote,
@@ -176,6 +187,7 @@ from workspace_api_client.models import (
     RecordCalls,
     RecoverWebhookDeliveries,
     RemoveContacts,
+    RequestAnErasure,
     ResolveAPendingCall,
     Sort,
     StatusChangeActivity,
@@ -303,10 +315,11 @@ def read_list(item: DialerList) -> None:
 
 def read_call(call: Call) -> None:
     assert isinstance(call.id, uuid.UUID) and isinstance(call.user_id, uuid.UUID)
-    assert isinstance(call.prospect_id, uuid.UUID)
+    erased = isinstance(call.erased_at, dt.datetime)  # a call of an erased person: nulls
+    assert erased or isinstance(call.prospect_id, uuid.UUID)
     assert call.list_id is None or isinstance(call.list_id, uuid.UUID)
     assert call.direction in CallDirection and call.disposition.value
-    assert call.from_number.startswith("+") and call.to_number.startswith("+")
+    assert (call.from_number or "+").startswith("+") and (call.to_number or "+").startswith("+")
     assert call.started_at == call.created_at <= call.ended_at <= call.updated_at
     if call.answered_at is not None:
         assert call.started_at <= call.answered_at <= call.ended_at
@@ -402,6 +415,7 @@ Event = (
     | DialerListCreatedEvent
     | DialerListUpdatedEvent
     | ActivityCreatedEvent
+    | ErasureCompletedEvent
     | UserCreatedEvent
     | UserUpdatedEvent
     | UserDeletedEvent
@@ -417,7 +431,13 @@ def read_event(event: Event) -> str:
     if isinstance(event, CallCreatedEvent | CallUpdatedEvent):
         read_call(event.data)
     elif isinstance(event, ProspectCreatedEvent | ProspectUpdatedEvent):
-        read_prospect(event.data)
+        if isinstance(event.data, ErasedRecord):
+            assert isinstance(event.data.id, uuid.UUID) and event.data.erased is True
+        else:
+            read_prospect(event.data)
+    elif isinstance(event, ErasureCompletedEvent):
+        assert isinstance(event.data.id, uuid.UUID)
+        assert all(isinstance(i, uuid.UUID) for i in event.data.prospect_ids + event.data.call_ids)
     elif isinstance(event, DialerListCreatedEvent | DialerListUpdatedEvent):
         read_list(event.data)
     elif isinstance(event, UserCreatedEvent | UserUpdatedEvent):
@@ -427,6 +447,8 @@ def read_event(event: Event) -> str:
         assert isinstance(event.data.deleted_at, dt.datetime)
     elif isinstance(event, DoNotCallEntryAddedEvent | DoNotCallEntryRemovedEvent):
         read_entry(event.data)
+    elif isinstance(event.data, ErasedRecord):
+        assert isinstance(event.data.id, uuid.UUID) and event.data.erased is True
     else:
         read_activity(event.data)
         assert isinstance(event.data.prospect_id, uuid.UUID)
@@ -701,6 +723,49 @@ def exercise_users(base_url: str, admin_key: str, api: AuthenticatedClient) -> N
     assert expect_problem("deleteUser", missing, 404).code == ProblemCode.NOT_FOUND
 
 
+# --- erasure ---------------------------------------------------------------------------------
+
+
+def read_erasure(erasure: Erasure) -> str:
+    assert isinstance(erasure.id, uuid.UUID) and isinstance(erasure.requested_at, dt.datetime)
+    assert isinstance(erasure.status, ErasureStatus)
+    done = erasure.completed_at
+    assert done is None or (isinstance(done, dt.datetime) and done >= erasure.requested_at)
+    assert erasure.reason is None or isinstance(erasure.reason, str)
+    counts = erasure.counts
+    assert min(counts.prospects, counts.activities, counts.calls) >= 0
+    assert min(counts.recordings, counts.events) >= 0
+    return erasure.status.value
+
+
+def exercise_erasures(base_url: str, admin_key: str, api: AuthenticatedClient) -> None:
+    """Erasure requests with a key of the `admin` scope: request one (202, Location), read it
+    and list it (never showing the identifier); an unreadable phone is 400; the full key (read,
+    write) is 403."""
+    admin = AuthenticatedClient(base_url=base_url, token=admin_key)
+    body = RequestAnErasure(email="nobody.at.all@python.generated.example")
+    refused = create_erasure.sync_detailed(client=api, body=body)
+    assert expect_problem("createErasure", refused, 403).code == ProblemCode.INSUFFICIENT_SCOPE
+    response = create_erasure.sync_detailed(client=admin, body=body)
+    created = expect("createErasure", response, 202).erasure
+    assert read_erasure(created) == "pending" and created.completed_at is None
+    assert response.headers["location"] == f"/v1/erasures/{created.id}"
+    assert b"python.generated" not in response.content
+    unreadable = create_erasure.sync_detailed(
+        client=admin, body=RequestAnErasure(phone_number="not a number")
+    )
+    assert expect_problem("createErasure", unreadable, 400).code == ProblemCode.INVALID_REQUEST
+    fetched = expect("getErasure", get_erasure.sync_detailed(created.id, client=admin), 200)
+    assert fetched.erasure.id == created.id and read_erasure(fetched.erasure)
+    expect_head("getErasureHead", get_erasure_head.sync_detailed(created.id, client=admin))
+    page = expect("listErasures", list_erasures.sync_detailed(client=admin), 200)
+    assert page.erasures[0].id == created.id and page.has_more is False
+    assert [read_erasure(e) for e in page.erasures] and page.next_cursor is None
+    expect_head("listErasuresHead", list_erasures_head.sync_detailed(client=admin))
+    missing = get_erasure.sync_detailed(uuid.uuid4(), client=admin)
+    assert expect_problem("getErasure", missing, 404).code == ProblemCode.NOT_FOUND
+
+
 # --- do not call ---------------------------------------------------------------------------
 
 
@@ -966,6 +1031,7 @@ def main(
 
     hook = new_webhook_endpoint(api)  # before the writes below: their events are delivered
     exercise_users(base_url, admin_key, api)
+    exercise_erasures(base_url, admin_key, api)
     exercise_do_not_call(api)
 
     body = CreateList(name="Generated Python client", owner_user_id=users[0].id)
@@ -1082,7 +1148,9 @@ def main(
 
     timeline = expect(
         "getProspectActivities",
-        get_prospect_activities.sync_detailed(client=api, prospect_id=page.calls[0].prospect_id),
+        get_prospect_activities.sync_detailed(
+            client=api, prospect_id=page.calls[0].prospect_id or UNSET
+        ),
         200,
     )
     read_prospect(timeline.prospect)
