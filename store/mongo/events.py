@@ -28,11 +28,12 @@ it landed after, the writer read the horizon after the reader raised it, so its 
 after every position the reader hands out. So an event still to be inserted is always ahead
 of every reader, even one stamped by a clock that runs behind; and of two events of one record
 the later one carries the newer state, whatever the writers' interleaving, because the
-instants are taken before the record is read. A writer that dies after its change leaves its
-marker: the sweeper (`Events.recover`, server/event_sweep.py) records the event of every marker
-older than a grace period from the record as it is then, and pulls the marker; until then the
-workspace's feed waits. Markers left empty (`_evt: []`) are harmless; records' API forms never
-show `_evt` (every projection lists its fields).
+instants are taken before the record is read. On a replica set the horizon a reader reads
+up to is always one a majority holds, so a failover cannot roll it back. A writer that dies
+after its change leaves its marker: the sweeper (`Events.recover`, server/event_sweep.py)
+records the event of every marker older than a grace period from the record as it is then,
+and pulls the marker; until then the workspace's feed waits. Markers left empty (`_evt: []`)
+are harmless; records' API forms never show `_evt` (every projection lists its fields).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
+from pymongo.read_concern import ReadConcern
+from pymongo.write_concern import WriteConcern
 
 from store.activities import FIELDS as ACTIVITY_FIELDS
 from store.activities import event_record as activity_record
@@ -295,6 +298,12 @@ class Events:
         self.col = db["events"]
         self.writer = writer
         self.leases = Leases(db)
+        # A horizon a reader hands positions out up to must survive a failover: were it rolled
+        # back, a writer on the new primary could stamp events behind those positions. So the
+        # raise waits for a majority, and a horizon read instead of raised is a majority's.
+        self.horizons = db.get_collection(
+            HORIZONS, write_concern=WriteConcern("majority"), read_concern=ReadConcern("majority")
+        )
 
     async def page(
         self,
@@ -308,9 +317,11 @@ class Events:
         process's clock first, and to just before the oldest marker of the workspace (a change
         whose events are still being written), of `types` (all when None), oldest first: one
         keyset read per type on an index, each at most `page_size` + 1 events, after the
-        markers were looked at. `settled_before` plays no part: no write in flight can land
-        before what this reads (the module's docstring)."""
-        settled = await self._settled(workspace_id, await self._raise_horizon(workspace_id))
+        markers were looked at. No write in flight can land before what this reads (the
+        module's docstring); `settled_before` is only the bound when no majority holds the
+        workspace's horizon yet (`_raise_horizon`)."""
+        horizon = await self._raise_horizon(workspace_id, settled_before)
+        settled = await self._settled(workspace_id, horizon)
         window = Window(page_size, None, "occurredAt", after, settled)
         found = await asyncio.gather(
             *(
@@ -337,22 +348,23 @@ class Events:
             async for doc in cursor
         ]
 
-    async def _raise_horizon(self, workspace_id: str) -> dt.datetime:
+    async def _raise_horizon(self, workspace_id: str, fallback: dt.datetime) -> dt.datetime:
         """The workspace's feed horizon once it is at least this process's clock: a write only
-        where it is behind (one conditional update, which inserts the first); where it is
-        ahead (another host's clock runs ahead), the horizon as stored, so that the events
-        stamped past it meanwhile are read here too."""
+        where it is behind (one conditional update, which inserts the first, acknowledged by a
+        majority); where it is ahead (another host's clock runs ahead, or another reader raised
+        it meanwhile), the horizon as a majority holds it, so that the events stamped past it
+        meanwhile are read here too. A horizon lower than this clock is safe (the page reads
+        less); where no majority holds one yet, `fallback` (the settle horizon) is."""
         now = self.writer.now()
         try:
-            await self.db[HORIZONS].update_one(
+            await self.horizons.update_one(
                 {"_id": workspace_id, "at": {"$lt": now}},
                 {"$set": {"at": now, "workspaceId": workspace_id}},
                 upsert=True,
             )
         except DuplicateKeyError:  # there, and at or past `now` already
-            doc = await self.db[HORIZONS].find_one({"_id": workspace_id}, {"at": 1})
-            if doc is not None:
-                return max(now, doc["at"])
+            doc = await self.horizons.find_one({"_id": workspace_id}, {"at": 1})
+            return doc["at"] if doc is not None else min(fallback, now)
         return now
 
     async def _newest_horizon(self) -> dt.datetime | None:

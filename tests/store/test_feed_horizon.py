@@ -71,3 +71,39 @@ async def test_behind_a_reader_whose_clock_runs_ahead_the_others_read_as_far_as_
     assert [created["id"] in e.text for e in seen_there.events] == [True]
     page = await store.events.page(WS, START, utcnow(), 100)  # this host's clock: behind it
     assert [created["id"] in e.text for e in page.events] == [True]
+
+
+async def test_the_horizon_is_raised_and_read_back_as_a_majority_holds_it(mongodb_store):
+    """On a replica set a horizon only this member holds could be rolled back by a failover,
+    and a writer on the new primary could then stamp events behind positions already handed
+    out: the raise waits for a majority, and the horizon read back is a majority's."""
+    horizons = mongodb_store.events.horizons
+    assert horizons.write_concern.document == {"w": "majority"}
+    assert horizons.read_concern.level == "majority"
+
+
+async def test_without_a_horizon_a_majority_holds_the_page_stops_at_the_settle_bound(
+    mongodb_store, monkeypatch
+):
+    """The raise finds a horizon ahead (another reader's), but a majority does not hold one
+    yet: the page reads only up to `settled_before`, as a feed with a settle period does."""
+    store = mongodb_store
+    await store.lists.create(WS, "Settled", "u1")
+    ahead = FakeClock()
+    ahead.advance(3600)
+    writer, own_now = store.events.writer, store.events.writer.now
+    writer.now = ahead.now  # another reader, its clock ahead, raised the horizon
+    try:
+        await store.events.page(WS, START, utcnow(), 100)
+    finally:
+        writer.now = own_now
+    fresh = await store.lists.create(WS, "Fresh", "u1")  # stamped past the (raised) horizon
+
+    async def not_held_by_a_majority(*args, **kwargs):
+        return None
+
+    monkeypatch.setattr(store.events.horizons, "find_one", not_held_by_a_majority)
+    bound = utcnow() - dt.timedelta(minutes=5)
+    page = await store.events.page(WS, START, bound, 100)
+    assert page.settled <= bound
+    assert all(fresh["id"] not in e.text for e in page.events)
