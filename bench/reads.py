@@ -48,7 +48,7 @@ async def bench_p4(bench: Bench, server: Process) -> list[Row]:
         f"GET /users ({bench.settings.users} users) req/s",
         "/v1/users",
         "/bare/users",
-        0.75,
+        0.8,
     )
 
 

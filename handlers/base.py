@@ -111,6 +111,7 @@ class APIHandler(RequestHandler):
     workspace_id: str  # set by authenticate(), before any method of a handler that needs a key
     query: dict = {}
     body: Any = None  # the validated JSON body
+    _allowed_methods: list[str]  # allowed_methods(), once worked out
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -153,10 +154,18 @@ class APIHandler(RequestHandler):
 
     @classmethod
     def allowed_methods(cls) -> list[str]:
-        methods = [
-            m for m in METHODS if getattr(cls, m.lower()) is not getattr(RequestHandler, m.lower())
-        ]
-        return methods if "GET" in methods else [m for m in methods if m != "HEAD"]
+        """The methods the class serves (worked out once per class: every request asks)."""
+        methods = cls.__dict__.get("_allowed_methods")
+        if methods is None:
+            methods = [
+                m
+                for m in METHODS
+                if getattr(cls, m.lower()) is not getattr(RequestHandler, m.lower())
+            ]
+            if "GET" not in methods:
+                methods = [m for m in methods if m != "HEAD"]
+            cls._allowed_methods = methods
+        return methods
 
     @property
     def store(self) -> RequestStore:

@@ -27,6 +27,7 @@ from store.sqlite.ingest import change_call, make_ahead, record_calls
 from store.sqlite.paging import page_query, quick
 from store.sqlite.retention import claim_due, forget, postpone
 from store.sqlite.schema import ms, to_doc
+from store.sqlite.units import FEWEST, UnitSize, timed
 
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
@@ -77,6 +78,7 @@ class Calls:
         self.engine = engine
         self.events = events
         self.default_region = default_region
+        self.unit_size = UnitSize()  # of the units a partial record is written in
 
     async def get(self, workspace_id: str, call_id: str) -> dict | None:
         """The call's record, or None."""
@@ -97,12 +99,16 @@ class Calls:
         partial: bool = False,
     ) -> list[Recorded]:
         """Record finished calls in one transaction (store/sqlite/ingest.py). A large batch
-        (the import's) has its rows made on a worker thread first, so that the write unit, which
-        every writer of the file waits for, holds little more than the statements."""
+        has its rows made on a worker thread first, so that the write unit, which every writer
+        of the file waits for, holds little more than the statements. A `partial` batch of
+        more than FEWEST calls (the import's) is written as units of a bounded length instead
+        (_record_in_units), each call whole or not at all."""
         contacts = [
             Contact.parse(call.contact, self.default_region) if call.contact else None
             for call in calls
         ]
+        if partial and once is None and len(calls) > FEWEST:
+            return await self._record_in_units(workspace_id, calls, contacts)
         made = None
         if len(calls) >= AHEAD_FROM:
             made = await asyncio.to_thread(make_ahead, workspace_id, calls, once)
@@ -119,6 +125,36 @@ class Calls:
             made,
             timeout=RECORD_TIMEOUT if not partial else 600,
         )
+
+    async def _record_in_units(
+        self, workspace_id: str, calls: list[NewCall], contacts: list[Contact | None]
+    ) -> list[Recorded]:
+        """`record(partial=True)` of many calls (the import's batch) as several write units of
+        a bounded length, queued back to back (store/sqlite/units.py): a writer of another
+        process waits for one of them, not for the batch."""
+        spans = self.unit_size.spans(len(calls))
+        made = await asyncio.to_thread(
+            lambda: [make_ahead(workspace_id, calls[a:b], None) for a, b in spans]
+        )
+        written = await asyncio.gather(
+            *(
+                self.engine.write(
+                    timed,
+                    record_calls,
+                    workspace_id,
+                    calls[a:b],
+                    contacts[a:b],
+                    None,
+                    True,
+                    self.events,
+                    ahead,
+                    timeout=600,
+                )
+                for (a, b), ahead in zip(spans, made, strict=True)
+            )
+        )
+        self.unit_size.learn([started for started, _ in written], spans)
+        return [one for _, recorded in written for one in recorded]
 
     async def change(self, workspace_id: str, call_id: str, changes: dict) -> dict | None:
         """Change a call (store.ingest.CHANGEABLE fields) in one transaction; its record, or
