@@ -16,7 +16,8 @@ the same run, printed as one table of ratios with targets.
 - P9 GET /v1/events?pageSize=100 a million events deep against page 1.
 - P10a, P10b webhooks (bench/webhooks.py): deliveries per second from one API process against
   a bare aiohttp loop posting the same pre-signed bodies, and the lag from a write's
-  acknowledgement to its delivery at 100 writes per second.
+  acknowledgement to its delivery at 100 writes per second; P10a-wire is P10a on the wire
+  tier's database (FerretDB 1.24, tests/wire.py), reported without a target.
 - D1a, D1b what secure_delete (deleted content zeroed in the SQLite file) costs a write: a
   contact upload of 100 contacts and a call insert with it on against off (a bench-only switch),
   interleaved in one run (bench/secure_delete.py).
@@ -66,7 +67,7 @@ FIGURES = {
     "P7": ("P7a", "P7b"),
     "P8": ("P8a", "P8b"),
     "P9": ("P9",),
-    "P10": ("P10a", "P10b"),
+    "P10": ("P10a", "P10b", "P10a-wire"),
     "D1": ("D1a", "D1b"),
     "M1": ("M1a", "M1b"),
     "S1": ("S1",),

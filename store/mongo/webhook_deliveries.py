@@ -10,9 +10,10 @@ rules in store/webhooks.py), without multi-document transactions:
 - a claim goes endpoint by endpoint, never through a backlog: it walks the endpoints that have
   pending deliveries on the (state, endpointId, nextAttemptAt) index, one seek each (which
   finds the endpoint's earliest pending delivery: due or not), round from where the previous
-  claim stopped, so every endpoint gets its turn; a due one, for as long as it has a free slot,
-  gets its earliest due delivery by a conditional update on its own keys of that index. An
-  endpoint whose slots are all taken costs its seek and the read of its document.
+  claim stopped, so every endpoint gets its turn; a due one with free slots has as many of its
+  earliest due deliveries read from its own keys of that index (one range), each then taken by
+  a conditional update on its `_id`. An endpoint whose slots are all taken costs its seek and
+  the read of its document.
 """
 
 from __future__ import annotations
@@ -153,11 +154,9 @@ class WebhookDeliveries:
                     {"$set": {"state": FAILED, "nextAttemptAt": None, "updatedAt": now}},
                 )
                 continue
-            while len(claims) < limit:
-                claim = await self._claim_one(endpoint, per_endpoint, now, token, until)
-                if claim is None:  # its slots are taken, or nothing of it is due any more
-                    break
-                claims.append(claim)
+            claims += await self._claim_endpoint(
+                endpoint, per_endpoint, now, token, until, limit - len(claims)
+            )
         return claims
 
     async def _next_pending(self, after: str) -> dict | None:
@@ -169,58 +168,76 @@ class WebhookDeliveries:
             sort=[("state", 1), ("endpointId", 1), ("nextAttemptAt", 1)],
         )
 
-    async def _claim_one(
+    async def _claim_endpoint(
         self,
         endpoint: dict,
         per_endpoint: int,
         now: dt.datetime,
         token: str,
         until: dt.datetime,
-    ) -> Claim | None:
-        """A free slot of the endpoint, then its earliest due delivery (one conditional update
-        on the endpoint's keys of the due index); None, with the slot given back, when
-        nothing of it is due any more (another process took it)."""
+        limit: int,
+    ) -> list[Claim]:
+        """Up to `limit` of the endpoint's due deliveries, earliest first, one per free slot:
+        read in one range of its keys of the due index, then each taken by a conditional
+        update on its `_id` (a delivery another process took meanwhile gives its slot back)."""
         workspace_id, endpoint_id = endpoint["workspaceId"], endpoint["_id"]
-        slot = await self._take_slot(endpoint, workspace_id, per_endpoint, now, until)
-        if slot is None:
-            return None
-        taken = await self.col.find_one_and_update(
-            {
-                "state": PENDING,
-                "endpointId": endpoint_id,
-                "nextAttemptAt": {"$lte": now},
-                "workspaceId": workspace_id,
-            },
-            {
-                "$set": {
-                    "leaseToken": token,
-                    "leaseUntil": until,
-                    "nextAttemptAt": until,
-                    "updatedAt": now,
+        slots = endpoint.get("slots") or {}
+        free = sum(1 for i in range(per_endpoint) if (slots.get(f"s{i}") or now) <= now)
+        if free <= 0:
+            return []
+        due = (
+            await self.col.find(
+                {
+                    "state": PENDING,
+                    "endpointId": endpoint_id,
+                    "nextAttemptAt": {"$lte": now},
+                    "workspaceId": workspace_id,
                 },
-                "$inc": {"attempts": 1},
-            },
-            sort=[("nextAttemptAt", 1)],
+                {"_id": 1, "nextAttemptAt": 1},
+            )
+            .sort([("state", 1), ("endpointId", 1), ("nextAttemptAt", 1)])
+            .limit(min(free, limit))
+            .to_list()
         )
-        if taken is None:
-            await self._free_slot(workspace_id, endpoint_id, slot, until)
-            endpoint["slots"].pop(slot, None)
-            return None
-        return Claim(
-            taken["_id"],
-            workspace_id,
-            endpoint_id,
-            taken["eventId"],
-            taken["eventType"],
-            taken["event"],
-            taken["attempts"] + 1,
-            endpoint["url"],
-            secrets_at(endpoint["secrets"], now),
-            endpoint.get("failingSince"),
-            token,
-            until,
-            slot,
-        )
+        claims: list[Claim] = []
+        for doc in due:
+            slot = await self._take_slot(endpoint, workspace_id, per_endpoint, now, until)
+            if slot is None:
+                break
+            taken = await self.col.find_one_and_update(
+                {"_id": doc["_id"], "state": PENDING, "nextAttemptAt": doc["nextAttemptAt"]},
+                {
+                    "$set": {
+                        "leaseToken": token,
+                        "leaseUntil": until,
+                        "nextAttemptAt": until,
+                        "updatedAt": now,
+                    },
+                    "$inc": {"attempts": 1},
+                },
+            )
+            if taken is None:  # claimed by another process meanwhile
+                await self._free_slot(workspace_id, endpoint_id, slot, until)
+                endpoint["slots"].pop(slot, None)
+                continue
+            claims.append(
+                Claim(
+                    taken["_id"],
+                    workspace_id,
+                    endpoint_id,
+                    taken["eventId"],
+                    taken["eventType"],
+                    taken["event"],
+                    taken["attempts"] + 1,
+                    endpoint["url"],
+                    secrets_at(endpoint["secrets"], now),
+                    endpoint.get("failingSince"),
+                    token,
+                    until,
+                    slot,
+                )
+            )
+        return claims
 
     async def _take_slot(
         self,
