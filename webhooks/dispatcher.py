@@ -147,10 +147,13 @@ class Dispatcher:
         while not self._stopping:
             if self.store.indexes_ready:
                 try:
+                    added = 0
                     if time.monotonic() - fanned_at >= self.poll:
                         fanned_at = time.monotonic()
-                        await self.fan_out()
-                    await self.dispatch(time.monotonic() - claimed_at >= self.poll)
+                        added = await self.fan_out()
+                    # New deliveries, or a poll period since the last claim: claim whatever
+                    # the endpoints have waiting (else only for an endpoint that runs low).
+                    await self.dispatch(added > 0 or time.monotonic() - claimed_at >= self.poll)
                     if self._claimed:
                         claimed_at = time.monotonic()
                     if time.monotonic() - swept_at >= self.retention_interval:
@@ -238,9 +241,10 @@ class Dispatcher:
         """Record the outcomes of the attempts that ended since the last time and claim due
         deliveries for the free slots (one write unit on SQLite; an outcome that disables its
         endpoint is recorded, and the endpoint disabled, before the claim), then start what
-        each endpoint's in-flight limit allows; how many were claimed. Unless `due` (a poll
-        period since the last claim), it claims only when an endpoint it sends to has fewer
-        than a round of claims waiting (`hungry`): its senders would soon run dry."""
+        each endpoint's in-flight limit allows; how many were claimed. Unless `due` (new
+        deliveries, or a poll period since the last claim), it claims only when an endpoint it
+        sends to has fewer than a round of claims waiting (`hungry`): its senders would soon
+        run dry."""
         self._claimed = False
         free = self.max_in_flight - self.held
         if free <= 0 or self._disable or self._release:
