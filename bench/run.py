@@ -16,7 +16,8 @@ the same run, printed as one table of ratios with targets.
 - P9 GET /v1/events?pageSize=100 a million events deep against page 1.
 - P10a, P10b webhooks (bench/webhooks.py): deliveries per second from one API process against
   a bare aiohttp loop posting the same pre-signed bodies, and the lag from a write's
-  acknowledgement to its delivery at 100 writes per second.
+  acknowledgement to its delivery at 100 writes per second; P10a-wire is P10a on the wire
+  tier's database (FerretDB 1.24, tests/wire.py), reported without a target.
 - W3a-W3d, E4a-E4d how soon a write reaches its consumers with the default configuration
   (bench/latency.py): write acknowledged -> webhook delivered (W3) and -> in GET /v1/events
   (E4), idle and at 100 writes per second, on SQLite and on the wire tier.
@@ -69,7 +70,7 @@ FIGURES = {
     "P7": ("P7a", "P7b"),
     "P8": ("P8a", "P8b"),
     "P9": ("P9",),
-    "P10": ("P10a", "P10b"),
+    "P10": ("P10a", "P10b", "P10a-wire"),
     "W3": ("W3a", "W3b", "W3c", "W3d"),
     "E4": ("E4a", "E4b", "E4c", "E4d"),
     "D1": ("D1a", "D1b"),

@@ -10,13 +10,15 @@ process and `per_endpoint` in flight per endpoint across every process (the stor
 leases), and sends them with up to `per_endpoint` senders per endpoint, each a task that sends
 the endpoint's claimed deliveries one after another: a slow receiver holds its own slots, never
 the loop, another endpoint or a request. Of an endpoint no other process is sending to, it
-claims up to `per_endpoint` more than it sends at once, and a sender sends the next as soon as
-its attempt ends, so that the claim's write overlaps the attempts instead of standing between
-them (store.webhooks.allowance); claims it does not start (its endpoint disabled meanwhile, its
-lease too short for an attempt, the process stopping) are given back at once. An attempt's
-outcome decides what follows: a 2xx is delivered; anything else is tried again on the retry
-schedule (webhooks/schedule.py) and, past its last step, fails; a 410 disables the endpoint, and
-so does a run of failures longer than `disable_after`.
+claims up to AHEAD_ROUNDS times `per_endpoint` more than it sends at once, and a sender sends
+the next as soon as its attempt ends, so that the claim's write overlaps the attempts instead of
+standing between them (store.webhooks.allowance); it claims again when an endpoint it sends to
+has fewer than `per_endpoint` waiting (or a poll period has passed), so each claim takes a few
+rounds; claims it does not start (its endpoint disabled meanwhile, its lease too short for an
+attempt, the process stopping) are given back at once. An attempt's outcome decides what
+follows: a 2xx is delivered; anything else is tried again on the retry schedule
+(webhooks/schedule.py) and, past its last step, fails; a 410 disables the endpoint, and so does
+a run of failures longer than `disable_after`.
 
 The store's leases make each attempt the work of one process; a process that dies mid-attempt
 leaves it due again when its lease ends, so every event is sent at least once.
@@ -47,6 +49,10 @@ from webhooks.transport import Outcome, Transport, outcome_kind
 log = logging.getLogger("workspace_api")
 
 MAX_IN_FLIGHT = 64  # claims held at once in one process, every endpoint together
+# Of an endpoint it is alone with, a process claims up to this many rounds of `per_endpoint`
+# beyond the attempts it sends at once, and claims again once fewer than a round are left
+# waiting: each claim then takes about two rounds per endpoint in one write, not one apiece.
+AHEAD_ROUNDS = 3
 FANOUT_BATCH = 20  # endpoints a process claims for fan-out at once
 PAGES_PER_FANOUT = 10  # pages of events an endpoint's fan-out reads before taking turns
 PAGE_SIZE = 100
@@ -94,7 +100,7 @@ class Dispatcher:
         self._task: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the one it runs on, once started
         self.owner = new_id()  # the first part of this dispatcher's lease tokens
-        self.ahead = per_endpoint if ahead is None else ahead
+        self.ahead = AHEAD_ROUNDS * per_endpoint if ahead is None else ahead
         # An attempt starts only with this much of its lease left (it ends within the timeout).
         self.lease_needed = dt.timedelta(seconds=transport.timeout)
         self._senders: set[asyncio.Task] = set()  # one per attempt in flight
@@ -105,6 +111,7 @@ class Dispatcher:
         self._done: list[tuple[Claim, Attempt]] = []  # outcomes to record, in one batch
         self._disable: list[tuple[Claim, str, dt.datetime]] = []
         self._wake = asyncio.Event()
+        self._claimed = False  # whether the last dispatch() claimed
 
     def start(self) -> Dispatcher:
         self._task = asyncio.ensure_future(self._run())
@@ -134,16 +141,21 @@ class Dispatcher:
         await self.transport.close()
 
     async def _run(self) -> None:
-        fanned_at = swept_at = -float("inf")
+        fanned_at = swept_at = claimed_at = -float("inf")
         # Until stop(): its flag as well as its cancellation, which a database driver that
         # swallows a CancelledError (or turns it into an error of its own) could lose.
         while not self._stopping:
             if self.store.indexes_ready:
                 try:
+                    added = 0
                     if time.monotonic() - fanned_at >= self.poll:
                         fanned_at = time.monotonic()
-                        await self.fan_out()
-                    await self.dispatch()
+                        added = await self.fan_out()
+                    # New deliveries, or a poll period since the last claim: claim whatever
+                    # the endpoints have waiting (else only for an endpoint that runs low).
+                    await self.dispatch(added > 0 or time.monotonic() - claimed_at >= self.poll)
+                    if self._claimed:
+                        claimed_at = time.monotonic()
                     if time.monotonic() - swept_at >= self.retention_interval:
                         swept_at = time.monotonic()
                         await self.store.webhook_deliveries.delete_expired(
@@ -226,16 +238,23 @@ class Dispatcher:
         return added, True
 
     # -- attempts -----------------------------------------------------------------------------
-    async def dispatch(self) -> int:
+    async def dispatch(self, due: bool = True) -> int:
         """Record the outcomes of the attempts that ended since the last time and claim due
         deliveries for the free slots (one write unit on SQLite; an outcome that disables its
         endpoint is recorded, and the endpoint disabled, before the claim), then start what
-        each endpoint's in-flight limit allows; how many were claimed."""
+        each endpoint's in-flight limit allows; how many were claimed. Unless `due` (new
+        deliveries, or a poll period since the last claim), it claims only when an endpoint it
+        sends to has fewer than a round of claims waiting (`hungry`): its senders would soon
+        run dry."""
+        self._claimed = False
         free = self.max_in_flight - self.held
         if free <= 0 or self._disable or self._release:
             await self.record()  # an endpoint to disable is disabled before the next claim
             if free <= 0:
                 return 0
+        if not due and not self.hungry:
+            return 0
+        self._claimed = True
         done, self._done = self._done, []
         claims = await self.store.webhook_deliveries.claim(
             self.clock.now(),
@@ -251,6 +270,14 @@ class Dispatcher:
         for endpoint_id in {claim.endpoint_id for claim in claims}:
             self._start(endpoint_id)
         return len(claims)
+
+    @property
+    def hungry(self) -> bool:
+        """Whether a claim is worth its write now: nothing is waiting, or some endpoint being
+        sent to has fewer claims waiting than a round of its attempts."""
+        if not self._queued:
+            return True
+        return any(len(self._queued.get(e, ())) < self.per_endpoint for e in self._running)
 
     @property
     def held(self) -> int:

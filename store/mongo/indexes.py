@@ -5,7 +5,7 @@ prefix rule are the indexes read across workspaces: the expiry indexes (`EXPIRY`
 Key records, rate-limit windows, leases, provider call states), single-field on the expiry time,
 read by the expiry sweep (store/mongo/expiry.py), and the markers' `events_pending`, read by the
 event sweep (whose retention deletes use `_id`: event ids sort as their instants), and the
-webhook dispatcher's (`fanout_due`, `attempt_due`, `finished`: the fan-outs and attempts that
+webhook dispatcher's (`fanout_due`, `endpoint_due`, `finished`: the fan-outs and attempts that
 are due, and finished deliveries past retention, in every workspace), and the tombstone sweep's
 (`deleted` on prospects and lists, `purge_pending` on prospects). Where the server has TTL
 indexes the expiry indexes are TTL indexes (`ttl`), so MongoDB removes expired records by itself
@@ -134,9 +134,10 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("status", ASC), ("fanoutAt", ASC)], name="fanout_due"),
     ],
     "webhook_deliveries": [
-        # Operator scope: the attempts that are due, across workspaces (and retention).
+        # Operator scope: the endpoints with due attempts, across workspaces (one key each),
+        # then each endpoint's due attempts, earliest first.
         IndexModel(
-            [("state", ASC), ("nextAttemptAt", ASC), ("endpointId", ASC)], name="attempt_due"
+            [("state", ASC), ("endpointId", ASC), ("nextAttemptAt", ASC)], name="endpoint_due"
         ),
         IndexModel([("state", ASC), ("updatedAt", ASC)], name="finished"),
         IndexModel(

@@ -7,8 +7,13 @@ rules in store/webhooks.py), without multi-document transactions:
   field, then the delivery by a conditional update on (state, nextAttemptAt): so no endpoint
   ever has more than `per_endpoint` attempts in flight across every process, and an attempt
   whose process died frees its slot and becomes due again when its lease ends;
-- the due deliveries are found across workspaces on the (state, nextAttemptAt, endpointId)
-  index, skipping endpoints whose slots are all taken.
+- a claim goes endpoint by endpoint, never through a backlog: it walks the endpoints that have
+  pending deliveries on the (state, endpointId, nextAttemptAt) index, one seek each (which
+  finds the endpoint's earliest pending delivery: due or not), round from where the previous
+  claim stopped, so every endpoint gets its turn; a due one with free slots has as many of its
+  earliest due deliveries read from its own keys of that index (one range), each then taken by
+  a conditional update on its `_id`. An endpoint whose slots are all taken costs its seek and
+  the read of its document.
 """
 
 from __future__ import annotations
@@ -39,7 +44,17 @@ from store.webhooks import (
 )
 
 DUPLICATE_KEY = 11000
-ENDPOINT_FIELDS = {"url": 1, "secrets": 1, "status": 1, "failingSince": 1, "slots": 1}
+# Endpoints with pending deliveries that one claim looks at, at most (the next claim goes on
+# from where it stopped).
+SCAN = 64
+ENDPOINT_FIELDS = {
+    "workspaceId": 1,
+    "url": 1,
+    "secrets": 1,
+    "status": 1,
+    "failingSince": 1,
+    "slots": 1,
+}
 
 
 def _free_slot(slots: dict, per_endpoint: int, now: dt.datetime) -> tuple[str, object] | None:
@@ -59,6 +74,7 @@ class WebhookDeliveries:
         self.col = db["webhook_deliveries"]
         self.attempts = db["webhook_attempts"]
         self.endpoints = db["webhook_endpoints"]
+        self._after = ""  # the endpoint the last claim looked at (the next one starts after it)
 
     async def add(
         self,
@@ -109,86 +125,118 @@ class WebhookDeliveries:
         owner: str | None = None,
         ahead: int = 0,
     ) -> list[Claim]:
-        """Every claim holds one of the endpoint's `per_endpoint` slots, so nothing is taken
-        `ahead` here."""
+        """Endpoint by endpoint, round the endpoints with pending deliveries from where the
+        last claim stopped (at most SCAN of them): each due one gets a claim per free slot, its
+        earliest due deliveries first. Every claim holds one of the endpoint's `per_endpoint`
+        slots, so nothing is taken `ahead` here."""
         await self.finish(finished)  # first: the slots they held are free for this claim
         token, until = lease_token(owner, new_id()), now + lease
         claims: list[Claim] = []
-        endpoints: dict[str, dict | None] = {}
-        full: list[str] = []
-        while len(claims) < limit:
-            query: dict = {"state": PENDING, "nextAttemptAt": {"$lte": now}}
-            if full:
-                query["endpointId"] = {"$nin": full}
-            due = (
-                await self.col.find(query, {"event": 0})
-                .sort([("state", 1), ("nextAttemptAt", 1)])
-                .limit(limit - len(claims))
-                .to_list()
+        first: str | None = None
+        for _ in range(SCAN):
+            if len(claims) >= limit:
+                break
+            found = await self._next_pending(self._after)
+            if found is None and self._after:  # the last endpoint: round to the first
+                self._after = ""
+                found = await self._next_pending("")
+            if found is None or found["endpointId"] == first:
+                break  # nothing pending, or every endpoint looked at once
+            endpoint_id = self._after = found["endpointId"]
+            first = first or endpoint_id
+            if found["nextAttemptAt"] > now:
+                continue  # its earliest is not due yet (in flight, or a retry later)
+            endpoint = await self.endpoints.find_one({"_id": endpoint_id}, ENDPOINT_FIELDS)
+            if endpoint is None or endpoint["status"] != ENABLED:
+                # Its endpoint is gone or disabled: nothing will be sent.
+                await self.col.update_many(
+                    {"state": PENDING, "endpointId": endpoint_id, "nextAttemptAt": {"$lte": now}},
+                    {"$set": {"state": FAILED, "nextAttemptAt": None, "updatedAt": now}},
+                )
+                continue
+            claims += await self._claim_endpoint(
+                endpoint, per_endpoint, now, token, until, limit - len(claims)
             )
-            if not due:
+        return claims
+
+    async def _next_pending(self, after: str) -> dict | None:
+        """The earliest pending delivery of the first endpoint after `after` that has one: one
+        seek on the (state, endpointId, nextAttemptAt) index, never through a backlog."""
+        return await self.col.find_one(
+            {"state": PENDING, "endpointId": {"$gt": after}},
+            {"_id": 0, "endpointId": 1, "nextAttemptAt": 1},
+            sort=[("state", 1), ("endpointId", 1), ("nextAttemptAt", 1)],
+        )
+
+    async def _claim_endpoint(
+        self,
+        endpoint: dict,
+        per_endpoint: int,
+        now: dt.datetime,
+        token: str,
+        until: dt.datetime,
+        limit: int,
+    ) -> list[Claim]:
+        """Up to `limit` of the endpoint's due deliveries, earliest first, one per free slot:
+        read in one range of its keys of the due index, then each taken by a conditional
+        update on its `_id` (a delivery another process took meanwhile gives its slot back)."""
+        workspace_id, endpoint_id = endpoint["workspaceId"], endpoint["_id"]
+        slots = endpoint.get("slots") or {}
+        free = sum(1 for i in range(per_endpoint) if (slots.get(f"s{i}") or now) <= now)
+        if free <= 0:
+            return []
+        due = (
+            await self.col.find(
+                {
+                    "state": PENDING,
+                    "endpointId": endpoint_id,
+                    "nextAttemptAt": {"$lte": now},
+                    "workspaceId": workspace_id,
+                },
+                {"_id": 1, "nextAttemptAt": 1},
+            )
+            .sort([("state", 1), ("endpointId", 1), ("nextAttemptAt", 1)])
+            .limit(min(free, limit))
+            .to_list()
+        )
+        claims: list[Claim] = []
+        for doc in due:
+            slot = await self._take_slot(endpoint, workspace_id, per_endpoint, now, until)
+            if slot is None:
                 break
-            progress = False
-            for doc in due:
-                endpoint_id = doc["endpointId"]
-                if endpoint_id in full:
-                    continue
-                if endpoint_id not in endpoints:
-                    endpoints[endpoint_id] = await self.endpoints.find_one(
-                        {"_id": endpoint_id, "workspaceId": doc["workspaceId"]}, ENDPOINT_FIELDS
-                    )
-                endpoint = endpoints[endpoint_id]
-                if endpoint is None or endpoint["status"] != ENABLED:
-                    # Its endpoint is gone or disabled: nothing will be sent.
-                    await self.col.update_one(
-                        {"_id": doc["_id"], "state": PENDING},
-                        {"$set": {"state": FAILED, "nextAttemptAt": None, "updatedAt": now}},
-                    )
-                    progress = True
-                    continue
-                slot = await self._take_slot(endpoint, doc["workspaceId"], per_endpoint, now, until)
-                if slot is None:
-                    full.append(endpoint_id)
-                    progress = True
-                    continue
-                taken = await self.col.find_one_and_update(
-                    {"_id": doc["_id"], "state": PENDING, "nextAttemptAt": doc["nextAttemptAt"]},
-                    {
-                        "$set": {
-                            "leaseToken": token,
-                            "leaseUntil": until,
-                            "nextAttemptAt": until,
-                            "updatedAt": now,
-                        },
-                        "$inc": {"attempts": 1},
+            taken = await self.col.find_one_and_update(
+                {"_id": doc["_id"], "state": PENDING, "nextAttemptAt": doc["nextAttemptAt"]},
+                {
+                    "$set": {
+                        "leaseToken": token,
+                        "leaseUntil": until,
+                        "nextAttemptAt": until,
+                        "updatedAt": now,
                     },
+                    "$inc": {"attempts": 1},
+                },
+            )
+            if taken is None:  # claimed by another process meanwhile
+                await self._free_slot(workspace_id, endpoint_id, slot, until)
+                endpoint["slots"].pop(slot, None)
+                continue
+            claims.append(
+                Claim(
+                    taken["_id"],
+                    workspace_id,
+                    endpoint_id,
+                    taken["eventId"],
+                    taken["eventType"],
+                    taken["event"],
+                    taken["attempts"] + 1,
+                    endpoint["url"],
+                    secrets_at(endpoint["secrets"], now),
+                    endpoint.get("failingSince"),
+                    token,
+                    until,
+                    slot,
                 )
-                if taken is None:  # claimed by another process meanwhile
-                    await self._free_slot(doc["workspaceId"], endpoint_id, slot, until)
-                    endpoint.setdefault("slots", {})[slot] = None
-                    continue
-                progress = True
-                claims.append(
-                    Claim(
-                        doc["_id"],
-                        doc["workspaceId"],
-                        endpoint_id,
-                        doc["eventId"],
-                        doc["eventType"],
-                        taken["event"],
-                        taken["attempts"] + 1,
-                        endpoint["url"],
-                        secrets_at(endpoint["secrets"], now),
-                        endpoint.get("failingSince"),
-                        token,
-                        until,
-                        slot,
-                    )
-                )
-                if len(claims) >= limit:
-                    break
-            if not progress:  # every one was taken by other processes: try again next round
-                break
+            )
         return claims
 
     async def _take_slot(
@@ -202,7 +250,7 @@ class WebhookDeliveries:
         """Take a free slot of `endpoint` (a compare-and-set on it; the document read is
         refreshed when another process got there first); its name, or None when all are taken."""
         for _ in range(per_endpoint + 1):
-            slots = endpoint.setdefault("slots", {}) or {}
+            slots = endpoint["slots"] = endpoint.get("slots") or {}
             free = _free_slot(slots, per_endpoint, now)
             if free is None:
                 return None

@@ -35,6 +35,7 @@ def test_row_ids_are_stable_and_unique_across_benchmarks():
         "P9",
         "P10a",
         "P10b",
+        "P10a-wire",
         "D1a",
         "D1b",
         "M1a",
@@ -55,6 +56,7 @@ def test_only_takes_figures_or_rows():
     assert run.figures_of("p7b") == {"P7"}
     assert run.figures_of("P8b,p9") == {"P8", "P9"}
     assert run.figures_of("p10b") == {"P10"}
+    assert run.figures_of("p10a-wire") == {"P10"}
     assert run.figures_of("m1b") == {"M1"}
     assert run.figures_of("d1a") == {"D1"}
     with pytest.raises(ValueError, match="P11, P12"):
