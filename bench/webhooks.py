@@ -52,8 +52,8 @@ class HookSettings:
 
 QUICK = HookSettings(events=150, endpoints=2, rounds=1, lag_seconds=2.0)
 # P10a-wire: FerretDB reads a whole collection for every query but one on _id (tests/wire.py),
-# so its deliveries are kept to a twentieth, one round a side.
-WIRE = HookSettings(events=100, rounds=1)
+# so its deliveries are kept to an eightieth (200, about two minutes), one round a side.
+WIRE = HookSettings(events=25, rounds=1)
 # And in --quick mode (which checks that every row runs): a few deliveries.
 QUICK_WIRE = HookSettings(events=10, endpoints=1, rounds=1)
 
