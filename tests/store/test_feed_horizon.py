@@ -19,15 +19,11 @@ WS = "ws-horizon"
 START = Position(EPOCH, "")
 
 
-@pytest.fixture
-def mongodb_store(store):
-    if store.backend != "mongodb":
-        pytest.skip("SQLite's writers share one host's clock and commit in the feed's order")
-    return store
+# SQLite's writers share one host's clock and commit in the feed's order: MongoDB only.
+pytestmark = pytest.mark.mongodb
 
 
-async def test_a_write_stamped_by_a_clock_an_hour_behind_is_not_passed(mongodb_store):
-    store = mongodb_store
+async def test_a_write_stamped_by_a_clock_an_hour_behind_is_not_passed(store):
     before = await store.lists.create(WS, "Before", "u1")
     page = await store.events.page(WS, START, utcnow(), 100)
     assert [e.type for e in page.events] == ["list.created"]
@@ -46,12 +42,11 @@ async def test_a_write_stamped_by_a_clock_an_hour_behind_is_not_passed(mongodb_s
 
 
 async def test_behind_a_reader_whose_clock_runs_ahead_the_others_read_as_far_as_it_did(
-    mongodb_store,
+    store,
 ):
     """A host whose clock runs an hour ahead moves the horizon an hour on, and later writes are
     stamped past it; once that host has read them, a host with a right clock reads them too
     (up to the horizon as stored), rather than an hour later."""
-    store = mongodb_store
     writer = store.events.writer
     ahead = FakeClock()
     ahead.advance(3600)
@@ -73,21 +68,20 @@ async def test_behind_a_reader_whose_clock_runs_ahead_the_others_read_as_far_as_
     assert [created["id"] in e.text for e in page.events] == [True]
 
 
-async def test_the_horizon_is_raised_and_read_back_as_a_majority_holds_it(mongodb_store):
+async def test_the_horizon_is_raised_and_read_back_as_a_majority_holds_it(store):
     """On a replica set a horizon only this member holds could be rolled back by a failover,
     and a writer on the new primary could then stamp events behind positions already handed
     out: the raise waits for a majority, and the horizon read back is a majority's."""
-    horizons = mongodb_store.events.horizons
+    horizons = store.events.horizons
     assert horizons.write_concern.document == {"w": "majority"}
     assert horizons.read_concern.level == "majority"
 
 
 async def test_without_a_horizon_a_majority_holds_the_page_stops_at_the_settle_bound(
-    mongodb_store, monkeypatch
+    store, monkeypatch
 ):
     """The raise finds a horizon ahead (another reader's), but a majority does not hold one
     yet: the page reads only up to `settled_before`, as a feed with a settle period does."""
-    store = mongodb_store
     await store.lists.create(WS, "Settled", "u1")
     ahead = FakeClock()
     ahead.advance(3600)
