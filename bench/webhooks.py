@@ -7,7 +7,7 @@ on a SQLite file to a fast local receiver (bench/webhook_receiver.py).
   (bench/webhook_bare.py); rounds interleaved (bare api api bare), each rate taken at the
   receiver from its first arrival to its last. Target: at least 0.75.
 - P10a-wire the same against the wire tier's database (FerretDB 1.24 as tests/wire.py starts
-  it), with a twentieth of the events, one round a side: reported, no target.
+  it), with an eightieth of the events, one round a side: reported, no target.
 - P10b the lag from a write's acknowledgement (POST /v1/lists at 100 per second) to its
   delivery: p99 against the settle period + 1 s (events are pushed once settled).
 """
