@@ -49,7 +49,7 @@ def test_scale_bench_prints_every_figure(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # a hang bound, not a timing claim
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(out.read_text())
