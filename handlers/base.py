@@ -141,12 +141,16 @@ class APIHandler(RequestHandler):
         return self._request_id
 
     def set_default_headers(self) -> None:
-        self.set_header("X-Request-Id", self.request_id)
-        self.set_header("Cache-Control", "no-store")
-        self.set_header("X-Content-Type-Options", "nosniff")
+        # Straight into the headers, past set_header's check for unsafe characters: every value
+        # here is made of safe ones (a client's request id only when REQUEST_ID matches it), and
+        # the checks were a tenth of the handler's own time on a small read.
+        headers = self._headers
+        headers["X-Request-Id"] = self.request_id
+        headers["Cache-Control"] = "no-store"
+        headers["X-Content-Type-Options"] = "nosniff"
         self.clear_header("Server")
-        for name, value in getattr(self, "_rate_headers", {}).items():  # kept on error replies
-            self.set_header(name, value)
+        if (rate := getattr(self, "_rate_headers", None)) is not None:  # kept on error replies
+            headers.update(rate)
 
     def compute_etag(self) -> str | None:
         """No automatic ETags: API responses are no-store; recordings set their own."""
@@ -257,8 +261,7 @@ class APIHandler(RequestHandler):
             return
         verdict = await limiter.hit(self.workspace_id)
         self._rate_headers = verdict.headers
-        for name, value in verdict.headers.items():
-            self.set_header(name, value)
+        self._headers.update(verdict.headers)  # made of safe characters by the limiter
         if not verdict.allowed:
             if (metrics := self.settings.get("metrics")) is not None:
                 metrics.rate_limited.inc()
@@ -334,7 +337,7 @@ class APIHandler(RequestHandler):
 
     def send_json(self, value: object, status: int = 200) -> None:
         self.set_status(status)
-        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self._headers["Content-Type"] = "application/json; charset=utf-8"
         self.finish(jsonio.dumps_bytes(value))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:

@@ -271,6 +271,12 @@ def test_every_line_is_one_json_object_and_exceptions_stay_inside_it():
             "a " + "3f2a" * 16 + " " + str(uuid.UUID(int=7)) + " " + "snake_case_" * 5,
             "a " + "3f2a" * 16 + " " + str(uuid.UUID(int=7)) + " " + "snake_case_" * 5,
         ),
+        # A run of exactly 40 is one; 39 is not. Beside characters outside ASCII (a lone
+        # surrogate too: the JSON fallback keeps it), the run is still found.
+        ("k " + "Ab" * 20 + " k", f"k {REDACTED} k"),
+        ("k " + "Ab" * 19 + "A k", "k " + "Ab" * 19 + "A k"),
+        ("café" + "Xy0-" * 10 + "é", f"café{REDACTED}é"),
+        ("\ud800 " + "xY_9" * 10, f"\ud800 {REDACTED}"),
     ],
 )
 def test_redaction_patterns(text, clean):

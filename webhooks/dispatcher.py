@@ -306,7 +306,16 @@ class Dispatcher:
                 self._release.append(claim)
             else:
                 await self._attempt(claim)
-            self._wake.set()  # an outcome to record, a slot to claim for
+            # The loop is woken when this attempt gives it work now: a claim to give back or
+            # an endpoint to disable, or this endpoint running low (a claim, which also records
+            # the outcomes; others wait for it, or for the poll period). Waking it after every
+            # attempt cost a turn of the loop per delivery for the few that claim.
+            if (
+                self._release
+                or self._disable
+                or len(self._queued.get(endpoint_id, ())) < self.per_endpoint
+            ):
+                self._wake.set()
 
     def _ended(self, endpoint_id: str, task: asyncio.Task) -> None:
         self._senders.discard(task)
