@@ -43,7 +43,7 @@ __all__ = [
 
 log = logging.getLogger("workspace_api")
 
-REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # fullmatch: no newline slips past a $
 BEARER = re.compile(r"^Bearer +([A-Za-z0-9._~+/-]+=*) *$", re.IGNORECASE)
 JSON_TYPE = re.compile(r"^application/json\s*(;\s*charset\s*=\s*\"?utf-8\"?\s*)?$", re.IGNORECASE)
 INTEGER = re.compile(r"-?[0-9]+")
@@ -136,7 +136,7 @@ class APIHandler(RequestHandler):
         if not hasattr(self, "_request_id"):
             given = self.request.headers.get("X-Request-Id", "")
             self._request_id = (
-                given if REQUEST_ID.match(given) else f"{_ID_PREFIX}{next(_ID_NUMBERS):016x}"
+                given if REQUEST_ID.fullmatch(given) else f"{_ID_PREFIX}{next(_ID_NUMBERS):016x}"
             )
         return self._request_id
 
