@@ -120,10 +120,19 @@ class Dispatcher:
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop claiming; let the attempts in flight end within `timeout` (then cancel them:
-        their leases run out and another process, or the next start, sends them again)."""
+        their leases run out and another process, or the next start, sends them again).
+
+        The loop is not cancelled in the middle of a step: a fan-out or a claim cut short would
+        leave what it had claimed (an endpoint's fan-out, its delivery slots) to the end of its
+        lease, and the next start would wait that long. It ends after the step under way, and
+        is cancelled only when that outlasts `timeout` (a fan-out cut short then gives its
+        claims back, `fan_out`)."""
         self._stopping = True
         if self._task is not None:
-            self._task.cancel()
+            self._wake.set()
+            done, _ = await asyncio.wait({self._task}, timeout=timeout)
+            if not done:
+                self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
@@ -151,11 +160,15 @@ class Dispatcher:
                     if time.monotonic() - fanned_at >= self.poll:
                         fanned_at = time.monotonic()
                         added = await self.fan_out()
+                    if self._stopping:
+                        break
                     # New deliveries, or a poll period since the last claim: claim whatever
                     # the endpoints have waiting (else only for an endpoint that runs low).
                     await self.dispatch(added > 0 or time.monotonic() - claimed_at >= self.poll)
                     if self._claimed:
                         claimed_at = time.monotonic()
+                    if self._stopping:
+                        break
                     if time.monotonic() - swept_at >= self.retention_interval:
                         swept_at = time.monotonic()
                         await self.store.webhook_deliveries.delete_expired(
@@ -176,9 +189,19 @@ class Dispatcher:
         claims = await self.store.webhook_endpoints.claim_fanout(
             self.clock.now(), self.lease, FANOUT_BATCH
         )
-        added = 0
-        for claim in claims:
-            added += await self._fan_out(claim)
+        added, left = 0, list(claims)
+        try:
+            while left:
+                added += await self._fan_out(left[0])
+                left.pop(0)
+        except asyncio.CancelledError:
+            # Cut short (stop outlasted its timeout): the claims not given back yet are, due
+            # now, so that the next start or another process goes on at once, not after the
+            # lease. The position each holds is where its inserts got to (_fan_out).
+            with contextlib.suppress(StoreError):
+                for claim in left:
+                    await self.store.webhook_endpoints.release_fanout(claim, self.clock.now())
+            raise
         if added:
             self._wake.set()
         return added

@@ -7,6 +7,7 @@ deliveries listing are then exactly the schedule's, and nobody waits for a retry
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import itertools
 import json
@@ -416,3 +417,43 @@ async def test_a_receiver_down_past_the_retries_gets_everything_through_recover(
     await wait_for(lambda: set(receiver.ids()) == wanted, what="every event recovered")
     for request in receiver.requests:
         verify(secret, request)
+
+
+@pytest.mark.parametrize("cut_short", [False, True])
+async def test_a_dispatcher_stopped_mid_fan_out_leaves_nothing_claimed_for_the_next(
+    api, new_list, receiver, start_dispatcher, store, clock, monkeypatch, cut_short
+):
+    """Stopped while it fans out (held inside its read of the feed): the step ends before the
+    loop does, or, when stop's timeout runs out first, the loop is cancelled and gives back
+    the fan-out it had claimed. Either way the next dispatcher fans out at once: the clock is
+    frozen short of the claim's lease, so a claim left to run out would never let it."""
+    await create_endpoint(api, receiver.url())
+    await new_list("Before")
+    entered, go_on = asyncio.Event(), asyncio.Event()
+    page = store.events.page
+
+    async def held(*args, **kwargs):
+        entered.set()
+        await go_on.wait()
+        return await page(*args, **kwargs)
+
+    monkeypatch.setattr(store.events, "page", held)
+    first = start_dispatcher()
+    await wait_for(entered.is_set, what="the first dispatcher inside its fan-out")
+    if cut_short:
+        await first.stop(0.1)  # it never gets out of the read: cancelled
+    else:
+        stopping = asyncio.ensure_future(first.stop(5))
+        await asyncio.sleep(0)  # stop begins (it must wait for the step, not cut it short)
+        go_on.set()
+        await stopping
+    monkeypatch.setattr(store.events, "page", page)
+    made = await new_list("After")
+    clock.advance(1)  # past the settle period and the next look, well short of the lease
+    clock.freeze()
+    start_dispatcher()
+
+    def sent() -> bool:
+        return any(made["id"].encode() in request.body for request in receiver.requests)
+
+    await wait_for(sent, what="the new list's event delivered by the next dispatcher")
