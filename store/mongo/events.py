@@ -15,15 +15,25 @@ How a write path records its events:
    changed nothing), inserts one event per record (`*.created` when this write created it),
    then pulls the marker.
 
-Why the feed misses nothing: a page is read only up to just before the oldest marker still in
-any of the workspace's records (`Events.page`), and an event's instant is taken after its
-change (and marker) landed and before its record is read. So an event still to be inserted is
-always ahead of every reader; and of two events of one record the later one carries the newer
-state, whatever the writers' interleaving. A writer that dies after its change leaves its
-marker: the sweeper (`Events.recover`, server/event_sweep.py) records the event of every marker
-older than a grace period from the record as it is then, and pulls the marker; until then the
-workspace's feed waits. Markers left empty (`_evt: []`) are harmless; records' API forms never
-show `_evt` (every projection lists its fields).
+Why the feed misses nothing, without a settle period and whatever the clocks of the processes
+and hosts that write: every read of the feed first raises the workspace's feed horizon (one
+document in `feed_horizons`, moved up to the reader's clock where it is behind) and reads up to it,
+then looks at the workspace's markers, and reads the events only up to just before the oldest
+(`Events.page`); every write takes its events' instants after its change (and marker) landed,
+after reading the horizon, and past both the horizon and its marker's instant. Take a writer
+and a reader. If the writer's change landed before the reader looked at the markers, the
+reader saw its marker (it is pulled only once the events are in; and if they are in, the read
+that follows sees them): it stops before the marker, and the events come after the marker. If
+it landed after, the writer read the horizon after the reader raised it, so its events come
+after every position the reader hands out. So an event still to be inserted is always ahead
+of every reader, even one stamped by a clock that runs behind; and of two events of one record
+the later one carries the newer state, whatever the writers' interleaving, because the
+instants are taken before the record is read. On a replica set the horizon a reader reads
+up to is always one a majority holds, so a failover cannot roll it back. A writer that dies
+after its change leaves its marker: the sweeper (`Events.recover`, server/event_sweep.py)
+records the event of every marker older than a grace period from the record as it is then,
+and pulls the marker; until then the workspace's feed waits. Markers left empty (`_evt: []`)
+are harmless; records' API forms never show `_evt` (every projection lists its fields).
 """
 
 from __future__ import annotations
@@ -37,6 +47,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+from pymongo.read_concern import ReadConcern
+from pymongo.write_concern import WriteConcern
 
 from store.activities import FIELDS as ACTIVITY_FIELDS
 from store.activities import event_record as activity_record
@@ -81,6 +94,9 @@ COLLECTIONS = {resource: name for name, (resource, _, _) in MARKED.items()}
 # them): one tombstone per removed record, {_id: "<resource>/<id>", workspaceId, resource,
 # recordId, deletedAt, _evt}, written before the delete (`EventWriter.bury`).
 TOMBSTONES = "tombstones"
+# The feed horizon of each workspace: {_id: workspaceId, workspaceId, at}, raised by every read
+# of the feed; events are stamped after it (the module's docstring).
+HORIZONS = "feed_horizons"
 FEED_FIELDS = {"type": 1, "occurredAt": 1, "data": 1}
 ONE_MS = dt.timedelta(milliseconds=1)
 # Ids per `$in` of a read or an update: a few round trips for a bulk batch of thousands, and
@@ -181,9 +197,14 @@ class EventWriter:
         if not pending.enabled:
             return
         wanted = {name: list(dict.fromkeys(ids)) for name, ids in (changed or {}).items() if ids}
-        # Taken before the records are read and after the write landed: see the docstring.
+        # Taken after the write landed, after reading the horizon, past it and the marker, and
+        # before the records are read: see the docstring.
         count = sum(map(len, wanted.values())) + len(inserted) + len(removed)
-        stamps = iter(self.clock.take(count))
+        floor = pending.at - ONE_MS
+        horizon = await self.db[HORIZONS].find_one({"_id": workspace_id}, {"at": 1})
+        if horizon is not None:
+            floor = max(floor, horizon["at"])
+        stamps = iter(self.clock.take(count, after=floor))
         reads = await asyncio.gather(
             *(
                 self._marked(workspace_id, name, part, pending)
@@ -277,6 +298,12 @@ class Events:
         self.col = db["events"]
         self.writer = writer
         self.leases = Leases(db)
+        # A horizon a reader hands positions out up to must survive a failover: were it rolled
+        # back, a writer on the new primary could stamp events behind those positions. So the
+        # raise waits for a majority, and a horizon read instead of raised is a majority's.
+        self.horizons = db.get_collection(
+            HORIZONS, write_concern=WriteConcern("majority"), read_concern=ReadConcern("majority")
+        )
 
     async def page(
         self,
@@ -286,11 +313,15 @@ class Events:
         page_size: int,
         types: Sequence[str] | None = None,
     ) -> EventPage:
-        """The events after `after`, up to `settled_before` and to just before the oldest
-        marker of the workspace (a change whose events are still being written), of `types`
-        (all when None), oldest first: one keyset read per type on an index, each at most
-        `page_size` + 1 events, after the markers were looked at."""
-        settled = await self._settled(workspace_id, settled_before)
+        """The events after `after`, up to the workspace's feed horizon, raised to this
+        process's clock first, and to just before the oldest marker of the workspace (a change
+        whose events are still being written), of `types` (all when None), oldest first: one
+        keyset read per type on an index, each at most `page_size` + 1 events, after the
+        markers were looked at. No write in flight can land before what this reads (the
+        module's docstring); `settled_before` is only the bound when no majority holds the
+        workspace's horizon yet (`_raise_horizon`)."""
+        horizon = await self._raise_horizon(workspace_id, settled_before)
+        settled = await self._settled(workspace_id, horizon)
         window = Window(page_size, None, "occurredAt", after, settled)
         found = await asyncio.gather(
             *(
@@ -316,6 +347,38 @@ class Events:
             )
             async for doc in cursor
         ]
+
+    async def _raise_horizon(self, workspace_id: str, fallback: dt.datetime) -> dt.datetime:
+        """The workspace's feed horizon once it is at least this process's clock: a write only
+        where it is behind (one conditional update, which inserts the first, acknowledged by a
+        majority); where it is ahead (another host's clock runs ahead, or another reader raised
+        it meanwhile), the horizon as a majority holds it, so that the events stamped past it
+        meanwhile are read here too. A horizon lower than this clock is safe (the page reads
+        less); where no majority holds one yet, `fallback` (the settle horizon) is."""
+        now = self.writer.now()
+        try:
+            await self.horizons.update_one(
+                {"_id": workspace_id, "at": {"$lt": now}},
+                {"$set": {"at": now, "workspaceId": workspace_id}},
+                upsert=True,
+            )
+        except DuplicateKeyError:  # there, and at or past `now` already
+            doc = await self.horizons.find_one({"_id": workspace_id}, {"at": 1})
+            return doc["at"] if doc is not None else min(fallback, now)
+        return now
+
+    async def _newest_horizon(self) -> dt.datetime | None:
+        """The newest feed horizon of any workspace (the sweeper's floor)."""
+        doc = await self.db[HORIZONS].find_one({}, {"at": 1}, sort=[("at", -1)])
+        return doc["at"] if doc is not None else None
+
+    async def _floor(self, older_than: dt.datetime) -> dt.datetime:
+        """Where the sweeper's instants start: past every horizon, and past every marker it
+        will recover (each older than `older_than`, which the sweep takes in the past; one
+        in the future counts as now)."""
+        floor = min(older_than, self.writer.now()) - ONE_MS
+        newest = await self._newest_horizon()
+        return max(floor, newest) if newest is not None else floor
 
     async def _settled(self, workspace_id: str, bound: dt.datetime) -> dt.datetime:
         """`bound`, or just before the oldest marker of the workspace at or before it."""
@@ -363,7 +426,7 @@ class Events:
         col = self.db[collection]
         stale = {f"{MARK}.t": {"$exists": True, "$lt": older_than}}
         # The instants first, then the records: as publish does (the module's docstring).
-        stamps = iter(self.writer.clock.take(batch))
+        stamps = iter(self.writer.clock.take(batch, after=await self._floor(older_than)))
         docs = await col.find(stale, {**fields, "workspaceId": 1, MARK: 1}).limit(batch).to_list()
         if not docs:
             return 0
@@ -383,7 +446,7 @@ class Events:
         the record is gone, none where it is still there (the delete never landed)."""
         col = self.db[TOMBSTONES]
         stale = {f"{MARK}.t": {"$exists": True, "$lt": older_than}}
-        stamps = iter(self.writer.clock.take(batch))
+        stamps = iter(self.writer.clock.take(batch, after=await self._floor(older_than)))
         docs = await col.find(stale).limit(batch).to_list()
         if not docs:
             return 0
