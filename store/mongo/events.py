@@ -31,16 +31,20 @@ the later one carries the newer state, whatever the writers' interleaving, becau
 instants are taken before the record is read. On a replica set the horizon a reader reads
 up to is always one a majority holds, so a failover cannot roll it back. A writer that dies
 after its change leaves its marker: the sweeper (`Events.recover`, server/event_sweep.py)
-records the event of every marker older than a grace period from the record as it is then,
-and pulls the marker; until then the workspace's feed waits. Markers left empty (`_evt: []`)
-are harmless; records' API forms never show `_evt` (every projection lists its fields).
+records the events of the markers older than a grace period the way a writer does: it reads
+the markers first, then takes its instants past every workspace's horizon (so past every
+position handed out before those markers landed: a reader that looked later stopped before
+them), then reads the records as they are, and pulls the markers it read. A marker that lands
+after its first read (a writer that stalled past the grace) waits for the next sweep. A record
+deleted since gets its deletion's event last (store/mongo/marks.py `recovered_events`). Until
+then the workspace's feed waits. Markers left empty (`_evt: []`) are harmless; records' API
+forms never show `_evt` (every projection lists its fields).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -51,13 +55,7 @@ from pymongo.errors import DuplicateKeyError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
-from store.activities import FIELDS as ACTIVITY_FIELDS
-from store.activities import event_record as activity_record
-from store.calls import CALL_FIELDS
-from store.calls import record as call_record
 from store.clock import SYSTEM_CLOCK, Clock, new_id
-from store.dnc import FIELDS as DNC_FIELDS
-from store.dnc import record as dnc_record
 from store.events import (
     EventClock,
     EventPage,
@@ -65,104 +63,33 @@ from store.events import (
     StoredEvent,
     encode,
     event_json,
-    event_type,
     first_id_at,
 )
 from store.mongo.errors import translate_errors
 from store.mongo.locks import Leases
+from store.mongo.marks import (
+    COLLECTIONS,
+    MARK,
+    MARKED,
+    TOMBSTONES,
+    Pending,
+    chunks,
+    event_doc,
+    older_marks,
+    recovered_events,
+    removed_event,
+    tombstone_id,
+)
 from store.mongo.paging import window_query
 from store.paging import Position, Window
-from store.prospects import RECORD_FIELDS as PROSPECT_FIELDS
-from store.prospects import record as prospect_record
-from store.records import LIST_FIELDS, USER_FIELDS, admin_user_record, list_record
 
 log = logging.getLogger("workspace_api")
 
-MARK = "_evt"
-# The collections whose documents carry markers: collection -> (resource, fields, record).
-MARKED: dict[str, tuple[str, dict, Callable[[dict], dict]]] = {
-    "calls": ("call", CALL_FIELDS, call_record),
-    "prospects": ("prospect", PROSPECT_FIELDS, prospect_record),
-    "lists": ("list", LIST_FIELDS, list_record),
-    "activities": ("activity", {**ACTIVITY_FIELDS, "prospectId": 1}, activity_record),
-    "users": ("user", USER_FIELDS, admin_user_record),
-    "do_not_call": ("do_not_call", DNC_FIELDS, dnc_record),
-}
-RECORDS = {resource: record for resource, _, record in MARKED.values()}
-COLLECTIONS = {resource: name for name, (resource, _, _) in MARKED.items()}
-# Where a write that removes records keeps their markers (the records go, and theirs with
-# them): one tombstone per removed record, {_id: "<resource>/<id>", workspaceId, resource,
-# recordId, deletedAt, _evt}, written before the delete (`EventWriter.bury`).
-TOMBSTONES = "tombstones"
 # The feed horizon of each workspace: {_id: workspaceId, workspaceId, at}, raised by every read
 # of the feed; events are stamped after it (the module's docstring).
 HORIZONS = "feed_horizons"
 FEED_FIELDS = {"type": 1, "occurredAt": 1, "data": 1}
 ONE_MS = dt.timedelta(milliseconds=1)
-# Ids per `$in` of a read or an update: a few round trips for a bulk batch of thousands, and
-# no query that a server scanning for each id (FerretDB) takes seconds over.
-CHUNK = 100
-
-
-def chunks(ids: list[str]) -> list[list[str]]:
-    return [ids[start : start + CHUNK] for start in range(0, len(ids), CHUNK)]
-
-
-@dataclasses.dataclass(frozen=True)
-class Pending:
-    """One write's marker (the module's docstring). With `enabled` false (a bulk load, the
-    benchmark's comparison) it marks nothing and publishes nothing."""
-
-    token: str
-    at: dt.datetime
-    enabled: bool = True
-
-    def entry(self, created: bool) -> dict:
-        return {"t": self.at, "k": self.token, "c": created}
-
-    @property
-    def entries(self) -> list[dict]:
-        return [self.entry(True), self.entry(False)]
-
-    def new(self, doc: dict) -> dict:
-        """A document this write inserts (or upserts), marked."""
-        return {**doc, MARK: [self.entry(True)]} if self.enabled else doc
-
-    def update(self, update: dict) -> dict:
-        """An update of an existing document, marked in the same single-document write."""
-        if not self.enabled:
-            return update
-        return {**update, "$push": {**update.get("$push", {}), MARK: self.entry(False)}}
-
-
-def _event_doc(
-    workspace_id: str, resource: str, created: bool, doc: dict, stamp: tuple[str, dt.datetime]
-) -> dict:
-    event_id, at = stamp
-    return {
-        "_id": event_id,
-        "workspaceId": workspace_id,
-        "type": event_type(resource, created),
-        "resourceId": doc["_id"],
-        "occurredAt": at,
-        "data": encode(RECORDS[resource](doc)),
-    }
-
-
-def _tombstone_id(gone: Removed) -> str:
-    return f"{gone.resource}/{gone.id}"
-
-
-def _removed_event(workspace_id: str, gone: Removed, stamp: tuple[str, dt.datetime]) -> dict:
-    event_id, at = stamp
-    return {
-        "_id": event_id,
-        "workspaceId": workspace_id,
-        "type": gone.type,
-        "resourceId": gone.id,
-        "occurredAt": at,
-        "data": encode(gone.data),
-    }
 
 
 @translate_errors
@@ -214,14 +141,12 @@ class EventWriter:
         )
         names = [name for name, ids in wanted.items() for _ in chunks(ids)]
         events = [
-            _event_doc(workspace_id, MARKED[name][0], created, doc, next(stamps))
+            event_doc(workspace_id, MARKED[name][0], created, doc, next(stamps))
             for name, found in zip(names, reads, strict=True)
             for doc, created in found
         ]
-        events += [
-            _event_doc(workspace_id, "activity", True, doc, next(stamps)) for doc in inserted
-        ]
-        events += [_removed_event(workspace_id, gone, next(stamps)) for gone in removed]
+        events += [event_doc(workspace_id, "activity", True, doc, next(stamps)) for doc in inserted]
+        events += [removed_event(workspace_id, gone, next(stamps)) for gone in removed]
         if events:
             await self.col.insert_many(events, ordered=False)
             if self.observe is not None:
@@ -234,7 +159,7 @@ class EventWriter:
                 *(doc["_id"] for doc in inserted),
             ]
         if removed:
-            touched[TOMBSTONES] = [_tombstone_id(gone) for gone in removed]
+            touched[TOMBSTONES] = [tombstone_id(gone) for gone in removed]
         for name, ids in touched.items():  # one at a time: every update is a write of each
             for part in chunks(ids):  # document it matches, and they queue at the server
                 await self.db[name].update_many(
@@ -251,7 +176,7 @@ class EventWriter:
         await self.db[TOMBSTONES].bulk_write(
             [
                 UpdateOne(
-                    {"_id": _tombstone_id(gone), "workspaceId": workspace_id},
+                    {"_id": tombstone_id(gone), "workspaceId": workspace_id},
                     {
                         "$set": {
                             "resource": gone.resource,
@@ -425,17 +350,29 @@ class Events:
         resource, fields, _ = MARKED[collection]
         col = self.db[collection]
         stale = {f"{MARK}.t": {"$exists": True, "$lt": older_than}}
-        # The instants first, then the records: as publish does (the module's docstring).
-        stamps = iter(self.writer.clock.take(batch, after=await self._floor(older_than)))
-        docs = await col.find(stale, {**fields, "workspaceId": 1, MARK: 1}).limit(batch).to_list()
-        if not docs:
+        # The markers first, then the instants, then the records: see the docstring.
+        found = await col.find(stale, {MARK: 1}).limit(batch).to_list()
+        if not found:
             return 0
+        old = {doc["_id"]: older_marks(doc, older_than) for doc in found}
+        # Two per record: a record deleted since also gets its deletion's event, last.
+        stamps = iter(await self._stamps(2 * len(found), older_than))
+        docs = await col.find(
+            {"_id": {"$in": list(old)}, **stale},
+            {**fields, "workspaceId": 1, "deletedAt": 1, MARK: 1},
+        ).to_list()
         events, pulls = [], []
         for doc in docs:
-            old = [entry for entry in doc[MARK] if entry["t"] < older_than]
-            created = resource == "activity" or any(entry.get("c") for entry in old)
-            events.append(_event_doc(doc["workspaceId"], resource, created, doc, next(stamps)))
-            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: old}}))
+            # Only the markers the first read found: one that landed since waits for the next
+            # sweep, whose instants come after it.
+            entries = [entry for entry in old[doc["_id"]] if entry in doc[MARK]]
+            if not entries:  # its writer recorded its events meanwhile
+                continue
+            created = resource == "activity" or any(entry.get("c") for entry in entries)
+            events += recovered_events(doc["workspaceId"], resource, created, doc, stamps)
+            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: entries}}))
+        if not pulls:
+            return 0
         await self.col.insert_many(events, ordered=False)
         await col.bulk_write(pulls, ordered=False)
         log.info("recorded %d events of changes whose writer stopped (%s)", len(events), collection)
@@ -446,10 +383,10 @@ class Events:
         the record is gone, none where it is still there (the delete never landed)."""
         col = self.db[TOMBSTONES]
         stale = {f"{MARK}.t": {"$exists": True, "$lt": older_than}}
-        stamps = iter(self.writer.clock.take(batch, after=await self._floor(older_than)))
-        docs = await col.find(stale).limit(batch).to_list()
+        docs = await col.find(stale).limit(batch).to_list()  # the markers first (docstring)
         if not docs:
             return 0
+        stamps = iter(await self._stamps(len(docs), older_than))
         events, pulls = [], []
         for doc in docs:
             gone = Removed(
@@ -465,14 +402,20 @@ class Events:
                 {"_id": 1},
             )
             if still is None:
-                events.append(_removed_event(doc["workspaceId"], gone, next(stamps)))
-            old = [entry for entry in doc[MARK] if entry["t"] < older_than]
-            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: old}}))
+                events.append(removed_event(doc["workspaceId"], gone, next(stamps)))
+            pulls.append(
+                UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: older_marks(doc, older_than)}})
+            )
         if events:
             await self.col.insert_many(events, ordered=False)
         await col.bulk_write(pulls, ordered=False)
         log.info("recorded %d events of removals whose writer stopped", len(events))
         return len(events)
+
+    async def _stamps(self, count: int, older_than: dt.datetime) -> list[tuple[str, dt.datetime]]:
+        """The sweep's instants, taken once it has read the markers it recovers: past every
+        horizon, so past every position a reader was handed before those markers landed."""
+        return self.writer.clock.take(count, after=await self._floor(older_than))
 
     async def rewrite(self, workspace_id: str, event_id: str, data: dict) -> bool:
         """Replace a stored event's data; whether the workspace had it."""
