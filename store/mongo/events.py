@@ -36,7 +36,7 @@ the markers first, then takes its instants past every workspace's horizon (so pa
 position handed out before those markers landed: a reader that looked later stopped before
 them), then reads the records as they are, and pulls the markers it read. A marker that lands
 after its first read (a writer that stalled past the grace) waits for the next sweep. A record
-deleted since gets its deletion's event last (store/mongo/marks.py `recovered_events`). Until
+deleted since keeps its deletion's event last (store/mongo/marks.py `recovered_events`). Until
 then the workspace's feed waits. Markers left empty (`_evt: []`) are harmless; records' API
 forms never show `_evt` (every projection lists its fields).
 """
@@ -373,7 +373,8 @@ class Events:
             pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: entries}}))
         if not pulls:
             return 0
-        await self.col.insert_many(events, ordered=False)
+        if events:
+            await self.col.insert_many(events, ordered=False)
         await col.bulk_write(pulls, ordered=False)
         log.info("recorded %d events of changes whose writer stopped (%s)", len(events), collection)
         return len(events)

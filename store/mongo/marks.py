@@ -114,13 +114,18 @@ def recovered_events(
     stamps: Iterator[tuple[str, dt.datetime]],
 ) -> list[dict]:
     """The events the sweep records for a record whose writer stopped, from the record as it
-    is now: its event; or, where it has been deleted since (its `deletedAt` set), its deletion's
-    `<resource>.deleted`, after its `*.created` when the stopped write created it. So the
-    record's last event carries what it is now, as every deletion's does: an event of the
-    earlier change recorded now, after the deletion's own, would bring it back to life."""
+    is now: its event, unless it has been deleted since (its `deletedAt` set). Then its
+    deletion's `<resource>.deleted` (recorded by the deletion, or by the sweep from its
+    tombstone) already carries what it is now: an event of the cut-short change recorded now,
+    after it, would show the record alive again; so there is none, and where the cut-short
+    write created the record, its `*.created` is followed by the deletion's event again."""
     deleted_at = doc.get("deletedAt")
     if deleted_at is None:
         return [event_doc(workspace_id, resource, created, doc, next(stamps))]
-    first = [event_doc(workspace_id, resource, True, doc, next(stamps))] if created else []
+    if not created:
+        return []
     gone = Removed(resource, doc["_id"], deleted_at)
-    return [*first, removed_event(workspace_id, gone, next(stamps))]
+    return [
+        event_doc(workspace_id, resource, True, doc, next(stamps)),
+        removed_event(workspace_id, gone, next(stamps)),
+    ]
