@@ -18,6 +18,9 @@ the same run, printed as one table of ratios with targets.
   a bare aiohttp loop posting the same pre-signed bodies, and the lag from a write's
   acknowledgement to its delivery at 100 writes per second; P10a-wire is P10a on the wire
   tier's database (FerretDB 1.24, tests/wire.py), reported without a target.
+- W3a-W3d, E4a-E4d how soon a write reaches its consumers with the default configuration
+  (bench/latency.py): write acknowledged -> webhook delivered (W3) and -> in GET /v1/events
+  (E4), idle and at 100 writes per second, on SQLite and on the wire tier.
 - D1a, D1b what secure_delete (deleted content zeroed in the SQLite file) costs a write: a
   contact upload of 100 contacts and a call insert with it on against off (a bench-only switch),
   interleaved in one run (bench/secure_delete.py).
@@ -68,6 +71,8 @@ FIGURES = {
     "P8": ("P8a", "P8b"),
     "P9": ("P9",),
     "P10": ("P10a", "P10b", "P10a-wire"),
+    "W3": ("W3a", "W3b", "W3c", "W3d"),
+    "E4": ("E4a", "E4b", "E4c", "E4d"),
     "D1": ("D1a", "D1b"),
     "M1": ("M1a", "M1b"),
     "S1": ("S1",),
@@ -189,6 +194,10 @@ async def run_all(
             from bench import webhooks
 
             rows += await webhooks.run_rows(bench, only, settings == QUICK)
+        if only & {"W3", "E4"}:  # default settings: serve, a receiver, a feed follower
+            from bench import latency
+
+            rows += await latency.run_rows(bench, only, settings == QUICK)
         if "M1" in only:  # metrics on vs off (bench/metrics_cost.py)
             from bench import metrics_cost
 

@@ -2,10 +2,11 @@
 
 A position in the feed is (occurredAt, id). The feed starts at the cursor's position, or at
 `since` (inclusive: the position (since, "") stands before every event of that instant), or at
-the retention horizon. A page holds the settled events after that position (store.events); its
-`nextCursor` carries the page's last position, or, once caught up, the instant up to which the
-page was final, so that a client polling at least once per retention period never meets
-`events_expired` however quiet the workspace is. The cursor carries `type` and `since`.
+the retention horizon. A page holds the events after that position that no later write can
+sort before (no settle period: store.contract.Events.page); its `nextCursor` carries the page's
+last position, or, once caught up, the instant up to which the page was final, so that a client
+polling at least once per retention period never meets `events_expired` however quiet the
+workspace is. The cursor carries `type` and `since`.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ IMPORT_KINDS = {
 }
 # Seconds: an API request is milliseconds; an export or a recording can stream for minutes.
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
-# Seconds from an event's recording to its delivery: the settle period, then retries for hours.
+# Seconds from an event's recording to its delivery: a poll, then retries for hours.
 LAG_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600)
 GROUP = re.compile(r"\((?:[^()\\]|\\.)*\)")
 

@@ -121,7 +121,7 @@ async def tail_store(
     types: list[str] | None,
     poll: float,
 ) -> int:
-    """Follow the feed in the store, as GET /v1/events does (settled, from `since`)."""
+    """Follow the feed in the store, as GET /v1/events does (from `since`)."""
     store, _ = await open_services(config)
     try:
         if await store.workspaces.get(workspace_id) is None:

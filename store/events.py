@@ -116,12 +116,17 @@ class EventClock:
             ticks = max(self._time_ns() * FRACTION // 1_000_000, self._last)
         return EPOCH + dt.timedelta(milliseconds=ticks // FRACTION)
 
-    def take(self, count: int, floor: str | None = None) -> list[tuple[str, dt.datetime]]:
-        """`count` ids with their instants, each after the previous and after `floor`."""
+    def take(
+        self, count: int, floor: str | None = None, after: dt.datetime | None = None
+    ) -> list[tuple[str, dt.datetime]]:
+        """`count` ids with their instants, each after the previous and after `floor` (an
+        id), and in a millisecond after `after` (an instant)."""
         with self._lock:
             ticks = self._time_ns() * FRACTION // 1_000_000
             if floor:
                 ticks = max(ticks, _ticks(floor) + 1)
+            if after is not None:
+                ticks = max(ticks, ((after - EPOCH) // dt.timedelta(milliseconds=1) + 1) * FRACTION)
             ticks = max(ticks, self._last + 1)
             self._last = ticks + count - 1
         randoms = f"{_random.getrandbits(64 * count):0{16 * count}x}"

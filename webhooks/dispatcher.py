@@ -2,23 +2,23 @@
 the event sweep), which pushes the change events to the workspaces' webhook endpoints.
 
 Every `poll` seconds it claims the endpoints whose fan-out is due (a lease per endpoint) and,
-for each, reads the settled events feed after the endpoint's position, inserts one delivery per
-event (idempotently) and then moves the position; a `recover` is worked off the same way, in
-its own generation, up to that position. Whenever attempt slots are free (and whenever an
-attempt ends) it claims due deliveries, at most `max_in_flight` held at once in this process and
-`per_endpoint` in flight per endpoint across every process (the store counts the leases), and
-sends them with up to `per_endpoint` senders per endpoint, each a task that sends the
-endpoint's claimed deliveries one after another: a slow receiver holds its own slots, never the
-loop, another endpoint or a request. Of an endpoint no other process is sending to, it claims up
-to AHEAD_ROUNDS times `per_endpoint` more than it sends at once, and a sender sends the next as
-soon as its attempt ends, so that the claim's write overlaps the attempts instead of standing
-between them (store.webhooks.allowance); it claims again when an endpoint it sends to has fewer
-than `per_endpoint` waiting (or a poll period has passed), so each claim takes a few rounds;
-claims it does not start (its endpoint disabled meanwhile, its lease too short for an attempt,
-the process stopping) are given back at once. An attempt's outcome decides what follows: a 2xx
-is delivered; anything else is tried again on the retry schedule (webhooks/schedule.py) and,
-past its last step, fails; a 410 disables the endpoint, and so does a run of failures longer
-than `disable_after`.
+for each, reads the events feed after the endpoint's position (it has no settle period), inserts
+one delivery per event (idempotently) and then moves the position; a `recover` is worked off the
+same way, in its own generation, up to that position. Whenever attempt slots are free (and
+whenever an attempt ends) it claims due deliveries, at most `max_in_flight` held at once in this
+process and `per_endpoint` in flight per endpoint across every process (the store counts the
+leases), and sends them with up to `per_endpoint` senders per endpoint, each a task that sends
+the endpoint's claimed deliveries one after another: a slow receiver holds its own slots, never
+the loop, another endpoint or a request. Of an endpoint no other process is sending to, it
+claims up to AHEAD_ROUNDS times `per_endpoint` more than it sends at once, and a sender sends
+the next as soon as its attempt ends, so that the claim's write overlaps the attempts instead of
+standing between them (store.webhooks.allowance); it claims again when an endpoint it sends to
+has fewer than `per_endpoint` waiting (or a poll period has passed), so each claim takes a few
+rounds; claims it does not start (its endpoint disabled meanwhile, its lease too short for an
+attempt, the process stopping) are given back at once. An attempt's outcome decides what
+follows: a 2xx is delivered; anything else is tried again on the retry schedule
+(webhooks/schedule.py) and, past its last step, fails; a 410 disables the endpoint, and so does
+a run of failures longer than `disable_after`.
 
 The store's leases make each attempt the work of one process; a process that dies mid-attempt
 leaves it due again when its lease ends, so every event is sent at least once.
@@ -209,8 +209,9 @@ class Dispatcher:
     async def _fan_out(self, claim: FanoutClaim) -> int:
         store, added, more = self.store, 0, False
         position = claim.position
-        # The instant it looks from: its settle horizon, and the next look a poll after it (a
-        # clock that moves meanwhile cannot push the next look past the moment it moved to).
+        # The instant it looks from: the settle horizon (on SQLite how far a caught-up position
+        # moves while nothing happens), and the next look a poll after it (a clock that moves
+        # meanwhile cannot push the next look past the moment it moved to).
         looked = self.clock.now()
         settled = looked - self.settle
         for _ in range(PAGES_PER_FANOUT):

@@ -25,6 +25,9 @@ class Events(Protocol):
     ) -> EventPage:
         """The events after `after` (a position in the feed; id "" stands before every event
         of its instant) of `types` (every type when None), at most `page_size`, of those that
-        occurred at or before `settled_before` and before any event still being recorded;
-        `settled` says up to which instant the page is final. The same cost at any depth."""
+        are final: no event recorded later can sort before them. On SQLite, whose feed order
+        is its commit order, that is every committed event; on MongoDB, those that occurred
+        at or before `settled_before` and before any event still being recorded. `settled`
+        says up to which instant the page is final (how far a caught-up reader may move
+        without an event). The same cost at any depth."""
         ...

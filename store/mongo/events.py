@@ -15,36 +15,47 @@ How a write path records its events:
    changed nothing), inserts one event per record (`*.created` when this write created it),
    then pulls the marker.
 
-Why the feed misses nothing: a page is read only up to just before the oldest marker still in
-any of the workspace's records (`Events.page`), and an event's instant is taken after its
-change (and marker) landed and before its record is read. So an event still to be inserted is
-always ahead of every reader; and of two events of one record the later one carries the newer
-state, whatever the writers' interleaving. A writer that dies after its change leaves its
-marker: the sweeper (`Events.recover`, server/event_sweep.py) records the event of every marker
-older than a grace period from the record as it is then, and pulls the marker; until then the
-workspace's feed waits. Markers left empty (`_evt: []`) are harmless; records' API forms never
-show `_evt` (every projection lists its fields).
+Why the feed misses nothing, without a settle period and whatever the clocks of the processes
+and hosts that write: every read of the feed first raises the workspace's feed horizon (one
+document in `feed_horizons`, moved up to the reader's clock where it is behind) and reads up to it,
+then looks at the workspace's markers, and reads the events only up to just before the oldest
+(`Events.page`); every write takes its events' instants after its change (and marker) landed,
+after reading the horizon, and past both the horizon and its marker's instant. Take a writer
+and a reader. If the writer's change landed before the reader looked at the markers, the
+reader saw its marker (it is pulled only once the events are in; and if they are in, the read
+that follows sees them): it stops before the marker, and the events come after the marker. If
+it landed after, the writer read the horizon after the reader raised it, so its events come
+after every position the reader hands out. So an event still to be inserted is always ahead
+of every reader, even one stamped by a clock that runs behind; and of two events of one record
+the later one carries the newer state, whatever the writers' interleaving, because the
+instants are taken before the record is read. On a replica set the horizon a reader reads
+up to is always one a majority holds, so a failover cannot roll it back. A writer that dies
+after its change leaves its marker: the sweeper (`Events.recover`, server/event_sweep.py)
+records the events of the markers older than a grace period the way a writer does: it reads
+the markers first, then takes its instants past every workspace's horizon (so past every
+position handed out before those markers landed: a reader that looked later stopped before
+them), then reads the records as they are, and pulls the markers it read. A marker that lands
+after its first read (a writer that stalled past the grace) waits for the next sweep. A record
+deleted since keeps its deletion's event last (store/mongo/marks.py `recovered_events`). Until
+then the workspace's feed waits. Markers left empty (`_evt: []`) are harmless; records' API
+forms never show `_evt` (every projection lists its fields).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+from pymongo.read_concern import ReadConcern
+from pymongo.write_concern import WriteConcern
 
-from store.activities import FIELDS as ACTIVITY_FIELDS
-from store.activities import event_record as activity_record
-from store.calls import CALL_FIELDS
-from store.calls import record as call_record
 from store.clock import SYSTEM_CLOCK, Clock, new_id
-from store.dnc import FIELDS as DNC_FIELDS
-from store.dnc import record as dnc_record
 from store.events import (
     EventClock,
     EventPage,
@@ -52,101 +63,33 @@ from store.events import (
     StoredEvent,
     encode,
     event_json,
-    event_type,
     first_id_at,
 )
 from store.mongo.errors import translate_errors
 from store.mongo.locks import Leases
+from store.mongo.marks import (
+    COLLECTIONS,
+    MARK,
+    MARKED,
+    TOMBSTONES,
+    Pending,
+    chunks,
+    event_doc,
+    older_marks,
+    recovered_events,
+    removed_event,
+    tombstone_id,
+)
 from store.mongo.paging import window_query
 from store.paging import Position, Window
-from store.prospects import RECORD_FIELDS as PROSPECT_FIELDS
-from store.prospects import record as prospect_record
-from store.records import LIST_FIELDS, USER_FIELDS, admin_user_record, list_record
 
 log = logging.getLogger("workspace_api")
 
-MARK = "_evt"
-# The collections whose documents carry markers: collection -> (resource, fields, record).
-MARKED: dict[str, tuple[str, dict, Callable[[dict], dict]]] = {
-    "calls": ("call", CALL_FIELDS, call_record),
-    "prospects": ("prospect", PROSPECT_FIELDS, prospect_record),
-    "lists": ("list", LIST_FIELDS, list_record),
-    "activities": ("activity", {**ACTIVITY_FIELDS, "prospectId": 1}, activity_record),
-    "users": ("user", USER_FIELDS, admin_user_record),
-    "do_not_call": ("do_not_call", DNC_FIELDS, dnc_record),
-}
-RECORDS = {resource: record for resource, _, record in MARKED.values()}
-COLLECTIONS = {resource: name for name, (resource, _, _) in MARKED.items()}
-# Where a write that removes records keeps their markers (the records go, and theirs with
-# them): one tombstone per removed record, {_id: "<resource>/<id>", workspaceId, resource,
-# recordId, deletedAt, _evt}, written before the delete (`EventWriter.bury`).
-TOMBSTONES = "tombstones"
+# The feed horizon of each workspace: {_id: workspaceId, workspaceId, at}, raised by every read
+# of the feed; events are stamped after it (the module's docstring).
+HORIZONS = "feed_horizons"
 FEED_FIELDS = {"type": 1, "occurredAt": 1, "data": 1}
 ONE_MS = dt.timedelta(milliseconds=1)
-# Ids per `$in` of a read or an update: a few round trips for a bulk batch of thousands, and
-# no query that a server scanning for each id (FerretDB) takes seconds over.
-CHUNK = 100
-
-
-def chunks(ids: list[str]) -> list[list[str]]:
-    return [ids[start : start + CHUNK] for start in range(0, len(ids), CHUNK)]
-
-
-@dataclasses.dataclass(frozen=True)
-class Pending:
-    """One write's marker (the module's docstring). With `enabled` false (a bulk load, the
-    benchmark's comparison) it marks nothing and publishes nothing."""
-
-    token: str
-    at: dt.datetime
-    enabled: bool = True
-
-    def entry(self, created: bool) -> dict:
-        return {"t": self.at, "k": self.token, "c": created}
-
-    @property
-    def entries(self) -> list[dict]:
-        return [self.entry(True), self.entry(False)]
-
-    def new(self, doc: dict) -> dict:
-        """A document this write inserts (or upserts), marked."""
-        return {**doc, MARK: [self.entry(True)]} if self.enabled else doc
-
-    def update(self, update: dict) -> dict:
-        """An update of an existing document, marked in the same single-document write."""
-        if not self.enabled:
-            return update
-        return {**update, "$push": {**update.get("$push", {}), MARK: self.entry(False)}}
-
-
-def _event_doc(
-    workspace_id: str, resource: str, created: bool, doc: dict, stamp: tuple[str, dt.datetime]
-) -> dict:
-    event_id, at = stamp
-    return {
-        "_id": event_id,
-        "workspaceId": workspace_id,
-        "type": event_type(resource, created),
-        "resourceId": doc["_id"],
-        "occurredAt": at,
-        "data": encode(RECORDS[resource](doc)),
-    }
-
-
-def _tombstone_id(gone: Removed) -> str:
-    return f"{gone.resource}/{gone.id}"
-
-
-def _removed_event(workspace_id: str, gone: Removed, stamp: tuple[str, dt.datetime]) -> dict:
-    event_id, at = stamp
-    return {
-        "_id": event_id,
-        "workspaceId": workspace_id,
-        "type": gone.type,
-        "resourceId": gone.id,
-        "occurredAt": at,
-        "data": encode(gone.data),
-    }
 
 
 @translate_errors
@@ -181,9 +124,14 @@ class EventWriter:
         if not pending.enabled:
             return
         wanted = {name: list(dict.fromkeys(ids)) for name, ids in (changed or {}).items() if ids}
-        # Taken before the records are read and after the write landed: see the docstring.
+        # Taken after the write landed, after reading the horizon, past it and the marker, and
+        # before the records are read: see the docstring.
         count = sum(map(len, wanted.values())) + len(inserted) + len(removed)
-        stamps = iter(self.clock.take(count))
+        floor = pending.at - ONE_MS
+        horizon = await self.db[HORIZONS].find_one({"_id": workspace_id}, {"at": 1})
+        if horizon is not None:
+            floor = max(floor, horizon["at"])
+        stamps = iter(self.clock.take(count, after=floor))
         reads = await asyncio.gather(
             *(
                 self._marked(workspace_id, name, part, pending)
@@ -193,14 +141,12 @@ class EventWriter:
         )
         names = [name for name, ids in wanted.items() for _ in chunks(ids)]
         events = [
-            _event_doc(workspace_id, MARKED[name][0], created, doc, next(stamps))
+            event_doc(workspace_id, MARKED[name][0], created, doc, next(stamps))
             for name, found in zip(names, reads, strict=True)
             for doc, created in found
         ]
-        events += [
-            _event_doc(workspace_id, "activity", True, doc, next(stamps)) for doc in inserted
-        ]
-        events += [_removed_event(workspace_id, gone, next(stamps)) for gone in removed]
+        events += [event_doc(workspace_id, "activity", True, doc, next(stamps)) for doc in inserted]
+        events += [removed_event(workspace_id, gone, next(stamps)) for gone in removed]
         if events:
             await self.col.insert_many(events, ordered=False)
             if self.observe is not None:
@@ -213,7 +159,7 @@ class EventWriter:
                 *(doc["_id"] for doc in inserted),
             ]
         if removed:
-            touched[TOMBSTONES] = [_tombstone_id(gone) for gone in removed]
+            touched[TOMBSTONES] = [tombstone_id(gone) for gone in removed]
         for name, ids in touched.items():  # one at a time: every update is a write of each
             for part in chunks(ids):  # document it matches, and they queue at the server
                 await self.db[name].update_many(
@@ -230,7 +176,7 @@ class EventWriter:
         await self.db[TOMBSTONES].bulk_write(
             [
                 UpdateOne(
-                    {"_id": _tombstone_id(gone), "workspaceId": workspace_id},
+                    {"_id": tombstone_id(gone), "workspaceId": workspace_id},
                     {
                         "$set": {
                             "resource": gone.resource,
@@ -277,6 +223,12 @@ class Events:
         self.col = db["events"]
         self.writer = writer
         self.leases = Leases(db)
+        # A horizon a reader hands positions out up to must survive a failover: were it rolled
+        # back, a writer on the new primary could stamp events behind those positions. So the
+        # raise waits for a majority, and a horizon read instead of raised is a majority's.
+        self.horizons = db.get_collection(
+            HORIZONS, write_concern=WriteConcern("majority"), read_concern=ReadConcern("majority")
+        )
 
     async def page(
         self,
@@ -286,11 +238,15 @@ class Events:
         page_size: int,
         types: Sequence[str] | None = None,
     ) -> EventPage:
-        """The events after `after`, up to `settled_before` and to just before the oldest
-        marker of the workspace (a change whose events are still being written), of `types`
-        (all when None), oldest first: one keyset read per type on an index, each at most
-        `page_size` + 1 events, after the markers were looked at."""
-        settled = await self._settled(workspace_id, settled_before)
+        """The events after `after`, up to the workspace's feed horizon, raised to this
+        process's clock first, and to just before the oldest marker of the workspace (a change
+        whose events are still being written), of `types` (all when None), oldest first: one
+        keyset read per type on an index, each at most `page_size` + 1 events, after the
+        markers were looked at. No write in flight can land before what this reads (the
+        module's docstring); `settled_before` is only the bound when no majority holds the
+        workspace's horizon yet (`_raise_horizon`)."""
+        horizon = await self._raise_horizon(workspace_id, settled_before)
+        settled = await self._settled(workspace_id, horizon)
         window = Window(page_size, None, "occurredAt", after, settled)
         found = await asyncio.gather(
             *(
@@ -316,6 +272,38 @@ class Events:
             )
             async for doc in cursor
         ]
+
+    async def _raise_horizon(self, workspace_id: str, fallback: dt.datetime) -> dt.datetime:
+        """The workspace's feed horizon once it is at least this process's clock: a write only
+        where it is behind (one conditional update, which inserts the first, acknowledged by a
+        majority); where it is ahead (another host's clock runs ahead, or another reader raised
+        it meanwhile), the horizon as a majority holds it, so that the events stamped past it
+        meanwhile are read here too. A horizon lower than this clock is safe (the page reads
+        less); where no majority holds one yet, `fallback` (the settle horizon) is."""
+        now = self.writer.now()
+        try:
+            await self.horizons.update_one(
+                {"_id": workspace_id, "at": {"$lt": now}},
+                {"$set": {"at": now, "workspaceId": workspace_id}},
+                upsert=True,
+            )
+        except DuplicateKeyError:  # there, and at or past `now` already
+            doc = await self.horizons.find_one({"_id": workspace_id}, {"at": 1})
+            return doc["at"] if doc is not None else min(fallback, now)
+        return now
+
+    async def _newest_horizon(self) -> dt.datetime | None:
+        """The newest feed horizon of any workspace (the sweeper's floor)."""
+        doc = await self.db[HORIZONS].find_one({}, {"at": 1}, sort=[("at", -1)])
+        return doc["at"] if doc is not None else None
+
+    async def _floor(self, older_than: dt.datetime) -> dt.datetime:
+        """Where the sweeper's instants start: past every horizon, and past every marker it
+        will recover (each older than `older_than`, which the sweep takes in the past; one
+        in the future counts as now)."""
+        floor = min(older_than, self.writer.now()) - ONE_MS
+        newest = await self._newest_horizon()
+        return max(floor, newest) if newest is not None else floor
 
     async def _settled(self, workspace_id: str, bound: dt.datetime) -> dt.datetime:
         """`bound`, or just before the oldest marker of the workspace at or before it."""
@@ -362,18 +350,31 @@ class Events:
         resource, fields, _ = MARKED[collection]
         col = self.db[collection]
         stale = {f"{MARK}.t": {"$exists": True, "$lt": older_than}}
-        # The instants first, then the records: as publish does (the module's docstring).
-        stamps = iter(self.writer.clock.take(batch))
-        docs = await col.find(stale, {**fields, "workspaceId": 1, MARK: 1}).limit(batch).to_list()
-        if not docs:
+        # The markers first, then the instants, then the records: see the docstring.
+        found = await col.find(stale, {MARK: 1}).limit(batch).to_list()
+        if not found:
             return 0
+        old = {doc["_id"]: older_marks(doc, older_than) for doc in found}
+        # Two per record: a record deleted since also gets its deletion's event, last.
+        stamps = iter(await self._stamps(2 * len(found), older_than))
+        docs = await col.find(
+            {"_id": {"$in": list(old)}, **stale},
+            {**fields, "workspaceId": 1, "deletedAt": 1, MARK: 1},
+        ).to_list()
         events, pulls = [], []
         for doc in docs:
-            old = [entry for entry in doc[MARK] if entry["t"] < older_than]
-            created = resource == "activity" or any(entry.get("c") for entry in old)
-            events.append(_event_doc(doc["workspaceId"], resource, created, doc, next(stamps)))
-            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: old}}))
-        await self.col.insert_many(events, ordered=False)
+            # Only the markers the first read found: one that landed since waits for the next
+            # sweep, whose instants come after it.
+            entries = [entry for entry in old[doc["_id"]] if entry in doc[MARK]]
+            if not entries:  # its writer recorded its events meanwhile
+                continue
+            created = resource == "activity" or any(entry.get("c") for entry in entries)
+            events += recovered_events(doc["workspaceId"], resource, created, doc, stamps)
+            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: entries}}))
+        if not pulls:
+            return 0
+        if events:
+            await self.col.insert_many(events, ordered=False)
         await col.bulk_write(pulls, ordered=False)
         log.info("recorded %d events of changes whose writer stopped (%s)", len(events), collection)
         return len(events)
@@ -383,10 +384,10 @@ class Events:
         the record is gone, none where it is still there (the delete never landed)."""
         col = self.db[TOMBSTONES]
         stale = {f"{MARK}.t": {"$exists": True, "$lt": older_than}}
-        stamps = iter(self.writer.clock.take(batch))
-        docs = await col.find(stale).limit(batch).to_list()
+        docs = await col.find(stale).limit(batch).to_list()  # the markers first (docstring)
         if not docs:
             return 0
+        stamps = iter(await self._stamps(len(docs), older_than))
         events, pulls = [], []
         for doc in docs:
             gone = Removed(
@@ -402,14 +403,20 @@ class Events:
                 {"_id": 1},
             )
             if still is None:
-                events.append(_removed_event(doc["workspaceId"], gone, next(stamps)))
-            old = [entry for entry in doc[MARK] if entry["t"] < older_than]
-            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: old}}))
+                events.append(removed_event(doc["workspaceId"], gone, next(stamps)))
+            pulls.append(
+                UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: older_marks(doc, older_than)}})
+            )
         if events:
             await self.col.insert_many(events, ordered=False)
         await col.bulk_write(pulls, ordered=False)
         log.info("recorded %d events of removals whose writer stopped", len(events))
         return len(events)
+
+    async def _stamps(self, count: int, older_than: dt.datetime) -> list[tuple[str, dt.datetime]]:
+        """The sweep's instants, taken once it has read the markers it recovers: past every
+        horizon, so past every position a reader was handed before those markers landed."""
+        return self.writer.clock.take(count, after=await self._floor(older_than))
 
     async def rewrite(self, workspace_id: str, event_id: str, data: dict) -> bool:
         """Replace a stored event's data; whether the workspace had it."""

@@ -126,6 +126,8 @@ INDEXES: dict[str, list[IndexModel]] = {
         # An erasure's: the events of the records it erases.
         IndexModel([("workspaceId", ASC), ("resourceId", ASC)], name="ws_resource"),
     ],
+    # Operator scope: the newest feed horizon, the event sweep's floor (store/mongo/events.py).
+    "feed_horizons": [IndexModel([("at", DESC)], name="newest")],
     "webhook_endpoints": [
         IndexModel([("workspaceId", ASC), ("createdAt", ASC), ("_id", ASC)], name="ws_created"),
         # Operator scope: the fan-outs that are due, across workspaces.

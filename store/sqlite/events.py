@@ -9,6 +9,17 @@ Their `data` is built by SQL from the rows as the unit leaves them (a call's sto
 its latest state; a record created in the unit gets its `*.created` event only. Their instants
 and ids are taken there too, after BEGIN IMMEDIATE and past the workspace's last event id, so
 they never go backwards, whichever process of the host writes.
+
+Why the feed needs no settle period here: its order is the order in which writes commit. Every
+write unit holds the database's one write lock (BEGIN IMMEDIATE) from before it reads the
+workspace's last event until its COMMIT, and its ids come after that last event; so a unit
+that commits later has ids above every event committed before it, in whichever process it
+ran. A read sees a prefix of the commits (WAL), so every event it does not see yet will sort
+after every event of the workspace it sees: a page holds every committed event after its
+position, and a reader that moves to its last event can never be passed by a write in flight.
+The settle horizon (`settled_before`) only says how far a caught-up reader may move without an
+event, so that a quiet workspace's cursor keeps up with time (store.events.EventPage.resume):
+there, a write in flight stamped before the horizon would be passed, as on MongoDB.
 """
 
 from __future__ import annotations
@@ -50,7 +61,7 @@ SERVED = (
 )
 FEED = (
     f'SELECT {SERVED}, occurredAt, "_id", type FROM events WHERE workspaceId = ? '
-    'AND occurredAt <= ? AND (occurredAt, "_id") > (?, ?) TYPED'
+    'AND (occurredAt, "_id") > (?, ?) TYPED'
     'ORDER BY occurredAt, "_id" LIMIT ?'
 )
 
@@ -122,7 +133,6 @@ def _page(
     conn: sqlite3.Connection,
     workspace_id: str,
     after: Position,
-    settled: int,
     limit: int,
     types: Sequence[str] | None,
 ) -> list[StoredEvent]:
@@ -131,7 +141,7 @@ def _page(
     for kind in types or (None,):
         query = FEED.replace("TYPED", "" if kind is None else "AND type = ?")
         typed = () if kind is None else (kind,)
-        params = (workspace_id, settled, *position, *typed, limit)
+        params = (workspace_id, *position, *typed, limit)
         found += [
             StoredEvent(event_id, kind_of, instant(at), text)
             for text, at, event_id, kind_of in conn.execute(query, params)
@@ -155,16 +165,17 @@ class Events:
         page_size: int,
         types: Sequence[str] | None = None,
     ) -> EventPage:
-        """The events after `after`, at or before `settled_before`, of `types` (all when None),
-        oldest first: at most `page_size`, and whether more follow. One keyset read per type on
-        an index, each at most `page_size` + 1 rows, so a page costs the same at any depth."""
+        """The committed events after `after`, of `types` (all when None), oldest first: at
+        most `page_size`, and whether more follow; every one is final, whether or not it
+        occurred after `settled_before`, which only bounds how far a caught-up page moves
+        (the module's docstring). One keyset read per type on an index, each at most
+        `page_size` + 1 rows, in one snapshot, so a page costs the same at any depth."""
         settled = ms(settled_before)
         ordered = sorted(set(types)) if types else None
         found = await self.engine.read(
             _page,
             workspace_id,
             after,
-            settled,
             page_size + 1,
             ordered,
             quick=True,

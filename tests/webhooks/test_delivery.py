@@ -457,3 +457,18 @@ async def test_a_dispatcher_stopped_mid_fan_out_leaves_nothing_claimed_for_the_n
         return any(made["id"].encode() in request.body for request in receiver.requests)
 
     await wait_for(sent, what="the new list's event delivered by the next dispatcher")
+
+
+async def test_a_write_is_sent_without_waiting_for_the_settle_period(
+    api, new_list, receiver, start_dispatcher
+):
+    """The feed needs no settle period (docs/api.md, "Events"), so the fan-out sends a write
+    at its next poll, however long the settle period (here an hour)."""
+    _, secret = await create_endpoint(api, receiver.url())
+    start_dispatcher(sync_settle_seconds=3600)
+    first = await new_list("Sent at once")
+    await wait_for(lambda: len(receiver.requests) >= 1, what="the first delivery")
+    second = await new_list("And the next")
+    await wait_for(lambda: len(receiver.requests) >= 2, what="the second delivery")
+    sent = [verify(secret, request)["data"]["id"] for request in receiver.requests]
+    assert sent == [first["id"], second["id"]]
