@@ -103,12 +103,9 @@ class Calls:
         of the file waits for, holds little more than the statements. A `partial` batch of
         more than FEWEST calls (the import's) is written as units of a bounded length instead
         (_record_in_units), each call whole or not at all."""
-        contacts = [
-            Contact.parse(call.contact, self.default_region) if call.contact else None
-            for call in calls
-        ]
         if partial and once is None and len(calls) > FEWEST:
-            return await self._record_in_units(workspace_id, calls, contacts)
+            return await self._record_in_units(workspace_id, calls)
+        contacts = self._contacts(calls)
         made = None
         if len(calls) >= AHEAD_FROM:
             made = await asyncio.to_thread(make_ahead, workspace_id, calls, once)
@@ -126,33 +123,40 @@ class Calls:
             timeout=RECORD_TIMEOUT if not partial else 600,
         )
 
-    async def _record_in_units(
-        self, workspace_id: str, calls: list[NewCall], contacts: list[Contact | None]
-    ) -> list[Recorded]:
+    def _contacts(self, calls: list[NewCall]) -> list[Contact | None]:
+        return [
+            Contact.parse(call.contact, self.default_region) if call.contact else None
+            for call in calls
+        ]
+
+    async def _record_in_units(self, workspace_id: str, calls: list[NewCall]) -> list[Recorded]:
         """`record(partial=True)` of many calls (the import's batch) as several write units of
         a bounded length, queued back to back (store/sqlite/units.py): a writer of another
-        process waits for one of them, not for the batch."""
+        process waits for one of them, not for the batch. Each unit's rows are made just
+        before it is queued, while no unit runs its statements (Engine.statements_done): made
+        beside a unit, they took the GIL from the writer for most of that unit's length,
+        which every writer of the file then waited for (docs/performance.md)."""
         spans = self.unit_size.spans(len(calls))
-        made = await asyncio.to_thread(
-            lambda: [make_ahead(workspace_id, calls[a:b], None) for a, b in spans]
-        )
-        written = await asyncio.gather(
-            *(
-                self.engine.write(
-                    timed,
-                    record_calls,
-                    workspace_id,
-                    calls[a:b],
-                    contacts[a:b],
-                    None,
-                    True,
-                    self.events,
-                    ahead,
-                    timeout=600,
-                )
-                for (a, b), ahead in zip(spans, made, strict=True)
+        writes: list[asyncio.Future[tuple[float, list[Recorded]]]] = []
+        for a, b in spans:
+            await self.engine.statements_done()
+            part = calls[a:b]
+            contacts, ahead = self._contacts(part), make_ahead(workspace_id, part, None)
+            unit = self.engine.write(
+                timed,
+                record_calls,
+                workspace_id,
+                part,
+                contacts,
+                None,
+                True,
+                self.events,
+                ahead,
+                timeout=600,
             )
-        )
+            writes.append(asyncio.ensure_future(unit))
+            await asyncio.sleep(0)  # queued: the writer takes it once the unit before commits
+        written = await asyncio.gather(*writes)
         self.unit_size.learn([started for started, _ in written], spans)
         return [one for _, recorded in written for one in recorded]
 

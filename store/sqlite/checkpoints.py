@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -32,16 +33,24 @@ SCRUB_PAUSE = 0.05
 class Checkpointer:
     """A thread that copies the write-ahead log into the database file (a PASSIVE checkpoint:
     it never blocks a reader or a writer) when asked, on a connection of its own: so that the
-    writer can run its next unit meanwhile (Engine.checkpoint_beside)."""
+    writer can run its next unit meanwhile (Engine.checkpoint_beside), and so that no write
+    copies the log itself before its answer (Engine's checkpoints between writes). After each
+    checkpoint it rests `pause` seconds: the requests meanwhile make one checkpoint after it."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        pause: float = 0.0,
+        name: str = "sqlite-checkpoint",
+    ) -> None:
         self._wanted = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
         self._stopping = False
-        self._thread = threading.Thread(
-            target=self._work, args=(connect,), name="sqlite-checkpoint", daemon=True
-        )
+        self._stop = threading.Event()
+        self._pause = pause
+        self.pid = os.getpid()  # a forked child has no such thread: it makes its own
+        self._thread = threading.Thread(target=self._work, args=(connect,), name=name, daemon=True)
         self._thread.start()
 
     def _work(self, connect: Callable[[], sqlite3.Connection]) -> None:
@@ -59,6 +68,8 @@ class Checkpointer:
             finally:
                 if not self._wanted.is_set():
                     self._idle.set()
+            if self._pause:
+                self._stop.wait(self._pause)
         if conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
@@ -73,6 +84,7 @@ class Checkpointer:
 
     def stop(self) -> None:
         self._stopping = True
+        self._stop.set()
         self._wanted.set()
         self._thread.join()
 

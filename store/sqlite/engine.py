@@ -49,6 +49,9 @@ WRITER_CACHE_KB = 32 * 1024
 # (PRAGMA journal_size_limit): a log an import grew to hundreds of MB gives the disk back.
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 PROGRESS_STEPS = 20_000  # virtual-machine steps between two deadline checks
+# The writer copies no log itself (its connection's automatic checkpoint is off): a thread
+# beside it does, after the writes, at most once per this many seconds (_checkpoints).
+CHECKPOINT_PAUSE = 1.0
 # Every connection to the file zeroes what it deletes (PRAGMA secure_delete): a deleted row's
 # cell, a page put on the free list, an index entry. An erased value then survives in no free
 # page of the file; the write-ahead log's old frames are the scrub's (Engine.scrub).
@@ -174,6 +177,8 @@ class Engine:
         self._checkpointer: Checkpointer | None = None
         self._checkpoint_every = 0
         self._units = 0
+        # The thread that copies the log after ordinary writes (_checkpoints), once one wrote.
+        self._between_writes: Checkpointer | None = None
         # Fault injection for the tests of what a failure mid-write leaves behind: when set,
         # it is asked every `progress_steps` virtual-machine steps whether to fail the unit.
         self.fault: Callable[[], bool] | None = None
@@ -196,12 +201,13 @@ class Engine:
             conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
             # Page cache: the writer's is larger (index pages of bulk inserts stay hot); readers
             # mostly touch a few pages per query and share the OS page cache beneath.
-            size = (
-                WRITER_CACHE_KB
-                if threading.current_thread().name.startswith("sqlite-writer")
-                else READER_CACHE_KB
-            )
-            conn.execute(f"PRAGMA cache_size=-{size}")
+            writer = threading.current_thread().name.startswith("sqlite-writer")
+            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KB if writer else READER_CACHE_KB}")
+            if writer:
+                # A commit never copies the log into the file before its write is answered
+                # (with an import beside it, the log holds the import's units: copying them
+                # took a write up to seconds); the thread of _checkpoints does.
+                conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
             # A log that grew large (an import) is cut back to this when it next restarts.
             conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
@@ -265,6 +271,8 @@ class Engine:
                 checkpointer = self._checkpointer
                 if write and checkpointer is not None:
                     self._checkpoint_after_unit(conn, checkpointer)
+                elif write:
+                    self._checkpoints().request()
             except BaseException:
                 # Whatever failed (the unit, or its COMMIT), nothing of it stays; an interrupted
                 # statement may have rolled the transaction back already.
@@ -319,6 +327,17 @@ class Engine:
                 checkpointer.stop()
 
         return end
+
+    def _checkpoints(self) -> Checkpointer:
+        """On the writer thread: the thread that copies the log after ordinary writes, at most
+        once per CHECKPOINT_PAUSE (made at the first write of this process)."""
+        checkpoints = self._between_writes
+        if checkpoints is None or checkpoints.pid != os.getpid():
+            checkpoints = Checkpointer(
+                self._checkpoint_connection, CHECKPOINT_PAUSE, "sqlite-checkpoint-after-writes"
+            )
+            self._between_writes = checkpoints
+        return checkpoints
 
     def _checkpoint_connection(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
@@ -463,6 +482,9 @@ class Engine:
         self._writer.shutdown()
         self._quick.shutdown()
         self._readers.shutdown()
+        checkpoints, self._between_writes = self._between_writes, None
+        if checkpoints is not None and checkpoints.pid == os.getpid():
+            checkpoints.stop()
         with self._lock:
             for conn in self._connections:
                 with contextlib.suppress(sqlite3.Error):

@@ -25,7 +25,8 @@ T = TypeVar("T")
 UNIT_SECONDS = 0.08  # the length a unit is sized for (a write of another process waits for it)
 FEWEST = 100  # calls a unit holds at least (a unit's own statements and commit are its floor)
 MOST = 5000  # and at most (the import's batch)
-FIRST = 1000  # the size of the first units, before any was timed
+FIRST = 200  # the size of the first units, before any was timed (short: a guess too large
+# makes a writer of another process wait for a whole batch of long units)
 
 
 def timed(conn: Any, fn: Callable[..., T], *args: Any) -> tuple[float, T]:
@@ -56,5 +57,7 @@ class UnitSize:
         if not per_call:
             return
         fits = UNIT_SECONDS / statistics.median(per_call)
-        # Half way there each time: one slow unit (a checkpoint, another writer) moves it little.
-        self.size = int(min(MOST, max(FEWEST, (self.size + fits) / 2)))
+        # From three units on, the median is what one slow unit (a checkpoint, another writer)
+        # does not move: the size goes there at once; from fewer, half way there.
+        goal = fits if len(per_call) >= 3 else (self.size + fits) / 2
+        self.size = int(min(MOST, max(FEWEST, goal)))

@@ -52,11 +52,11 @@ def test_the_unit_size_follows_the_time_a_call_took():
     size = UnitSize(first=1000)
     spans = size.spans(5000)
     assert spans == [(0, 1000), (1000, 2000), (2000, 3000), (3000, 4000), (4000, 5000)]
-    # 0.2 ms a call: UNIT_SECONDS hold 400 calls; the size moves half way there.
+    # 0.2 ms a call: UNIT_SECONDS hold 400 calls; four units timed move the size there.
     per_call = 0.0002
     starts = [n * 1000 * per_call for n in range(5)]
     size.learn(starts, spans)
-    assert size.size == int((1000 + UNIT_SECONDS / per_call) / 2)
+    assert size.size == int(UNIT_SECONDS / per_call)
     # Fast units grow it, up to MOST; slow ones shrink it, down to FEWEST.
     for _ in range(20):
         size.learn([0.0, 1e-7], [(0, 1000), (1000, 2000)])

@@ -163,3 +163,29 @@ async def test_the_write_ahead_log_is_truncated_after_the_import(store, ws_a, mo
     assert peak > 4 * 1024 * 1024  # the import's batches were in the log
     assert _log_size(store.engine.path) == 0
     assert len(await store.documents("calls")) == 2000  # copied into the file, nothing lost
+
+
+@pytest.mark.sqlite
+async def test_a_write_copies_no_log_and_a_thread_beside_the_writer_does(store):
+    """No commit copies the write-ahead log into the file before its write is answered (beside
+    an import the log holds the import's units, and copying them took a write up to seconds):
+    the writer's automatic checkpoint is off, and a thread beside it copies the log after the
+    writes, at most once a second."""
+
+    def automatic(conn: sqlite3.Connection) -> int:
+        return conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+
+    assert await store.engine.write(automatic) == 0
+    value = "x" * 400_000  # about 100 pages of the log per unit
+
+    def unit(conn: sqlite3.Connection, n: int) -> None:
+        conn.execute("INSERT INTO settings (name, value) VALUES (?, ?)", (f"copied{n}", value))
+
+    path = str(store.engine.path)
+    before = await asyncio.to_thread(os.path.getsize, path)
+    for n in range(12):
+        await store.engine.write(unit, n)
+    # In WAL mode the file itself is written by checkpoints alone: it grows as the log is
+    # copied into it.
+    await wait_for(lambda: os.path.getsize(path) >= before + 12 * len(value), what="the log copied")
+    assert any(t.name == "sqlite-checkpoint-after-writes" for t in threading.enumerate())
