@@ -324,6 +324,23 @@ async def test_processes_are_summed_and_their_directory_is_managed(tmp_path):
             workers = psutil.Process(server.process.pid).children()
             assert len(workers) == 2
 
+            def ready() -> set[int]:
+                """The workers that have answered /readyz with 200."""
+                lines = [json.loads(line) for line in server.log.read_text().splitlines()]
+                return {
+                    line["pid"]
+                    for line in lines
+                    if line.get("path") == "/readyz" and line.get("status") == 200
+                }
+
+            # One worker said ready; the other may still be opening its store (and answers 503
+            # meanwhile): ask on new connections until both have said so.
+            deadline = time.monotonic() + 60
+            while len(ready()) < 2:
+                assert time.monotonic() < deadline, server.log.read_text()
+                await asyncio.to_thread(fetch, server.origin + "/readyz")
+                await asyncio.sleep(0.05)
+
             def served_by() -> set[int]:
                 lines = [json.loads(line) for line in server.log.read_text().splitlines()]
                 return {
