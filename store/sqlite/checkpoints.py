@@ -46,7 +46,6 @@ class Checkpointer:
         self._wanted = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
-        self._stopping = False
         self._stop = threading.Event()
         self._pause = pause
         self.pid = os.getpid()  # a forked child has no such thread: it makes its own
@@ -58,13 +57,13 @@ class Checkpointer:
         while True:
             self._wanted.wait()
             self._wanted.clear()
-            if self._stopping:
+            if self._stop.is_set():
                 break
             try:
                 conn = conn or connect()
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             except sqlite3.Error:
-                log.warning("a checkpoint beside the writer failed; the writer's own will copy")
+                log.warning("a checkpoint beside the writer failed; the next copies the rest")
             finally:
                 if not self._wanted.is_set():
                     self._idle.set()
@@ -83,7 +82,6 @@ class Checkpointer:
         self._idle.wait(timeout)
 
     def stop(self) -> None:
-        self._stopping = True
         self._stop.set()
         self._wanted.set()
         self._thread.join()

@@ -23,7 +23,7 @@ import pytest
 from server.app import open_services
 from server.config import load_config
 from tests.handlers.test_events import dialer_call
-from tests.helpers import TEST_SECRET, Client, make_workspace, test_environ
+from tests.helpers import TEST_SECRET, Client, make_workspace, test_environ, until
 from tests.server.metrics_helpers import (
     MetricsServe,
     fetch,
@@ -324,33 +324,25 @@ async def test_processes_are_summed_and_their_directory_is_managed(tmp_path):
             workers = psutil.Process(server.process.pid).children()
             assert len(workers) == 2
 
-            def ready() -> set[int]:
-                """The workers that have answered /readyz with 200."""
+            def answered(path: str) -> set[int]:
+                """The workers that have answered `path` with 200 (their access lines)."""
                 lines = [json.loads(line) for line in server.log.read_text().splitlines()]
                 return {
                     line["pid"]
                     for line in lines
-                    if line.get("path") == "/readyz" and line.get("status") == 200
+                    if line.get("path") == path and line.get("status") == 200
                 }
+
+            async def both_ready() -> bool:
+                await asyncio.to_thread(fetch, server.origin + "/readyz")  # a new connection
+                return len(answered("/readyz")) == 2
 
             # One worker said ready; the other may still be opening its store (and answers 503
             # meanwhile): ask on new connections until both have said so.
-            deadline = time.monotonic() + 60
-            while len(ready()) < 2:
-                assert time.monotonic() < deadline, server.log.read_text()
-                await asyncio.to_thread(fetch, server.origin + "/readyz")
-                await asyncio.sleep(0.05)
-
-            def served_by() -> set[int]:
-                lines = [json.loads(line) for line in server.log.read_text().splitlines()]
-                return {
-                    line["pid"]
-                    for line in lines
-                    if line.get("path") == "/v1/users" and line.get("status") == 200
-                }
+            await until(both_ready, timeout=60, what="both workers ready")
 
             sent = 0  # new connections until both workers have answered some
-            while sent < 20 or len(served_by()) < 2:
+            while sent < 20 or len(answered("/v1/users")) < 2:
                 assert sent < 400, "one worker answered every connection"
                 status = (await asyncio.to_thread(fetch, server.origin + "/v1/users", ws.key))[0]
                 assert status == 200
