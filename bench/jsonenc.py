@@ -73,7 +73,7 @@ def candidates() -> dict:
 
 
 async def pages() -> dict:
-    from server.app import open_services
+    from server.services import open_services
 
     class Args:
         rate_limit, provider_url, provider_account, provider_token = 10**9, "", "", ""

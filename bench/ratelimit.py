@@ -77,7 +77,7 @@ async def timed(limiter: RateLimiter, requests: int) -> float:
 
 
 async def main(requests: int) -> None:
-    from server.app import open_services
+    from server.services import open_services
 
     class Args:
         rate_limit, provider_url, provider_account, provider_token = 10**9, "", "", ""

@@ -84,8 +84,8 @@ def working_copy(path: Path, name: str) -> Path:
 async def _seed(path: Path, calls: int, prospects: int) -> dict:
     from demo.data import Scale
     from demo.seeding import Progress, estimate, seed
-    from server.app import open_services
     from server.config import load_config
+    from server.services import open_services
 
     config = load_config(None, {}).replace(mongodb_uri="", sqlite_path=str(path))
     store, auth = await open_services(config)

@@ -29,8 +29,8 @@ async def seed(path: Path, marker: dict) -> tuple[str, str]:
     """The person on the copy (before its API opens it): a prospect, its 500 recorded calls
     (with their timeline entries and events) and 4,500 notes; an admin key. The prospect's id
     and the key."""
-    from server.app import open_services
     from server.config import load_config
+    from server.services import open_services
     from store.activities import activity_document
     from store.calls import call_document
     from store.prospects import seeded_document

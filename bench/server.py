@@ -22,9 +22,10 @@ import signal
 from tornado.netutil import bind_sockets
 
 from bench import bare, counting, seeding
-from server.app import collect_handlers, http_server, make_app, open_services
+from server.app import collect_handlers, http_server, make_app
 from server.config import load_config
 from server.logs import setup_logging
+from server.services import open_services
 
 # High enough that the limiter runs on every request but never refuses one.
 BENCH_RATE_LIMIT = 1_000_000_000

@@ -68,8 +68,9 @@ async def serve(args) -> None:
     from tornado.netutil import bind_sockets
 
     from bench.server import bench_config, serve_until_stopped
-    from server.app import http_server, make_app, open_services
+    from server.app import http_server, make_app
     from server.logs import setup_logging
+    from server.services import open_services
 
     config = bench_config(args).replace(
         stream_stall_seconds=args.stall, max_streams_per_workspace=args.max_streams

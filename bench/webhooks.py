@@ -29,8 +29,8 @@ from pathlib import Path
 import aiohttp
 
 from bench.common import HOST, Row, not_run, percentile, verdict
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from store.calls import call_document
 from store.clock import utcnow
 from store.paging import Position

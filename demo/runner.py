@@ -28,12 +28,13 @@ from demo.data import LONG_TIMELINE_CONTACT, MISSING_RECORDING_REF, Scale
 from demo.live import LiveWriter, live_writer
 from demo.provider_dialer import ProviderRecorder
 from demo.seeding import Progress, anchor, demo_keys, estimate, seed
-from server.app import freeze_heap, http_server, make_app, open_services
+from server.app import freeze_heap, http_server, make_app
 from server.config import Config, env_name, validate_webhooks
 from server.event_sweep import EventSweeper
 from server.expiry import ExpirySweeper
 from server.logs import secrets_of, setup_logging
 from server.recording_retention import RecordingRetention
+from server.services import open_services
 from server.webhook_dispatch import dispatcher
 from telephony.simulated_calls import CallPlacer
 from telephony.simulated_provider import ProviderLibrary, start_provider

@@ -10,10 +10,10 @@ import argparse
 import datetime as dt
 import sys
 
-from server.app import open_services
 from server.auth import KeyService, parse_scopes
 from server.config import Config
 from server.output import emit
+from server.services import open_services
 from server.workspace_delete import DeleteRefused, delete_workspace
 from store.contract import Store
 from store.keys import DEFAULT_SCOPES, SCOPES, ordered

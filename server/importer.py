@@ -35,8 +35,8 @@ from handlers import jsonio
 from handlers.ingest import activity_input, call_input
 from schemas import Schemas
 from schemas.fastcall import certainly_valid
-from server.app import open_services
 from server.config import Config
+from server.services import open_services
 from store.activities import derived_id
 from store.clock import utcnow
 from store.contract import Store

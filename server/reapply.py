@@ -40,8 +40,8 @@ async def run_reapply(config: Config, args: argparse.Namespace) -> int:
         print(f"workspace-api erasures reapply: {THROWAWAY}", file=sys.stderr)
         return 2
     # Here, not at the top: the command line's parser is built without the application.
-    from server.app import open_services
     from server.erasure_work import ErasureWork
+    from server.services import open_services
     from telephony.upstream import UpstreamClient
 
     store, auth = await open_services(config)

@@ -29,7 +29,7 @@ from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 
 from server import metrics_files
-from server.app import freeze_heap, http_server, make_app, make_metrics_app, open_services
+from server.app import freeze_heap, http_server, make_app, make_metrics_app
 from server.auth import resolve_secret
 from server.config import Config, ConfigError, validate, validate_webhooks
 from server.event_sweep import EventSweeper
@@ -37,6 +37,7 @@ from server.expiry import ExpirySweeper
 from server.gate import Gate
 from server.logs import secrets_of, setup_logging
 from server.recording_retention import RecordingRetention
+from server.services import open_services
 from server.tracing import start as start_tracing
 from server.webhook_dispatch import dispatcher
 from store.contract import Store

@@ -15,8 +15,8 @@ from urllib.parse import urlencode
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from server.app import open_services
 from server.config import Config, ConfigError
+from server.services import open_services
 from store.clock import utcnow
 from store.events import TYPES
 from store.paging import Position

@@ -24,8 +24,9 @@ import signal
 import pytest
 
 from server.app import http_server as make_http_server
-from server.app import make_app, open_services
+from server.app import make_app
 from server.config import load_config
+from server.services import open_services
 from tests import wire
 from tests.helpers import Client, FakeClock, make_workspace, test_environ
 

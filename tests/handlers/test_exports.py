@@ -653,7 +653,7 @@ async def test_compressed_lines_decode_as_they_arrive(origin, store, ws_a, monke
 # prints the workspace's key.
 SEED = """
 import asyncio, datetime as dt, json, sys, uuid
-from server.app import open_services
+from server.services import open_services
 from server.config import load_config
 from store.calls import call_document
 from tests.helpers import insert_in_parts, make_workspace

@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from server.admin import admin_parser
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from tests.helpers import TEST_SECRET, test_environ
 
 

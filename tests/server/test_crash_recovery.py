@@ -13,8 +13,8 @@ import time
 
 from tornado.httpclient import HTTPClientError
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from store.ingest import sid_call_id
 from telephony.simulated_calls import CallPlacer, Outcome
 from telephony.simulated_provider import start_provider

@@ -13,8 +13,8 @@ import asyncio
 import datetime as dt
 import time
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from store.prospects import seeded_document
 from telephony.simulated_provider import make_ref, start_provider
 from tests.helpers import TEST_SECRET, Client, follow_events, make_workspace, test_environ

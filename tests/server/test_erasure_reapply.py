@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
-from server.app import open_services
 from server.config import load_config
 from server.erasure_work import ErasureWork
+from server.services import open_services
 from store.erasures import identifier_hashes
 from store.prospects import seeded_document
 from telephony.simulated_provider import make_ref, start_provider

@@ -27,8 +27,8 @@ import urllib.request
 
 from tornado.httpclient import HTTPClientError
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from store.calls import call_document
 from store.clock import utcnow
 from tests.handlers.test_events_proof import Reader, check, truth

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from store.clock import utcnow
 from tests.helpers import TEST_SECRET, Client, make_workspace, running_demo, test_environ
 

@@ -10,8 +10,8 @@ import datetime as dt
 import time
 
 from handlers.idempotency import LOCK, TTL
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from store.clock import utcnow
 from tests.helpers import serving, test_environ
 

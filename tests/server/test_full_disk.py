@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from tests.helpers import Client, make_workspace, test_environ
 from tests.server.test_database_files import mounted_tmpfs
 from tests.server.test_serve import SECRET, Server

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from store.prospects import seeded_document
 from tests.helpers import TEST_SECRET, Client, follow_events, make_workspace, test_environ
 from tests.server.test_events_crash import Serve

@@ -20,8 +20,8 @@ import jwt
 import psutil
 import pytest
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from tests.handlers.test_events import dialer_call
 from tests.helpers import TEST_SECRET, Client, make_workspace, test_environ, until
 from tests.server.metrics_helpers import (

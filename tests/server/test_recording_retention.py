@@ -12,9 +12,9 @@ import uuid
 
 import pytest
 
-from server.app import open_services
 from server.config import load_config
 from server.recording_retention import LEASE, RecordingRetention
+from server.services import open_services
 from store.retention import RETENTION_SETTING
 from telephony.simulated_provider import make_ref, start_provider
 from telephony.upstream import UpstreamClient

@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from telephony.simulated_provider import make_ref, start_provider
 from tests.helpers import make_workspace, serving, test_environ
 from tests.server.test_recording_retention import recorded_call

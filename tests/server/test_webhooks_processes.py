@@ -17,8 +17,8 @@ import collections
 import contextlib
 import signal
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from tests.helpers import TEST_SECRET, Client, follow_events, make_workspace, test_environ
 from tests.server.test_events_crash import Serve
 from tests.webhooks.receiver import MARKER, Answer, Receiver, until, wait_for

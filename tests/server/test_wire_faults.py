@@ -19,9 +19,9 @@ import urllib.request
 
 import pytest
 
-from server.app import open_services
 from server.config import load_config
 from server.ratelimit import RateLimiter
+from server.services import open_services
 from tests.helpers import Client, make_workspace, serving, test_environ, wait_for
 from tests.wire import WireServer
 
