@@ -15,13 +15,16 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from server.config import load_config
 from store.paging import Position
 from store.sqlite.schema import EPOCH
+from store.sqlite.turns import Turns
 from telephony.simulated_provider import ProviderServer, make_ref, start_provider
 from tests.erased_bytes import assert_absent, assert_present, stored_forms
 from tests.helpers import Client, Workspace, test_environ, until, wait_for
@@ -377,13 +380,25 @@ async def test_a_run_killed_while_it_deletes_records_is_completed_by_the_next(
     lock = sqlite3.connect(
         config.sqlite_path, isolation_level=None, timeout=30, check_same_thread=False
     )
+
+    turns = Turns(Path(config.sqlite_path))
+
+    def hold_mid_events(deadline: float) -> bool:
+        """The write lock taken (the next batch waits) and kept once the command is part way
+        through the events. Looked at under the lock, so that no batch deletes the rest between
+        the look and the hold; taken in turns with the command's writer (store/sqlite/turns.py:
+        it lets a waiting writer in between two of its batches), every 2 ms."""
+        while time.monotonic() < deadline:
+            assert turns.begin(lock, deadline, 30_000), "the write lock stayed taken"
+            if 0 < events_left(lock) < total:
+                return True
+            lock.execute("ROLLBACK")
+            time.sleep(0.002)
+        return False
+
     try:
-        await until(
-            lambda: store.engine.read(lambda conn: 0 < events_left(conn) < total),
-            timeout=60,
-            what="the command deleting the events",
-        )
-        await asyncio.to_thread(lock.execute, "BEGIN IMMEDIATE")  # the next batch waits
+        held = await asyncio.to_thread(hold_mid_events, time.monotonic() + 60)
+        assert held, "the command did not start deleting the events within 60 s"
         assert await store.engine.read(events_left) > 0
         process.send_signal(signal.SIGKILL)
         assert await asyncio.wait_for(process.wait(), 30) == -signal.SIGKILL
@@ -391,6 +406,7 @@ async def test_a_run_killed_while_it_deletes_records_is_completed_by_the_next(
         if lock.in_transaction:
             lock.execute("ROLLBACK")
         lock.close()
+        turns.close()
 
     code, _, err = await command(env, *delete_argv(ws_a))
 
