@@ -31,8 +31,8 @@ import aiohttp
 
 from bench.common import HOST, Row, not_run, percentile, verdict
 from bench.webhooks import Serve, receiver_stats
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 
 SECRET = "bench-secret-" + "l" * 40
 W3_LIMIT, E4_LIMIT = 1.5, 1.0
@@ -51,7 +51,7 @@ class LagSettings:
     wire_busy_rate: float = 20.0
 
 
-QUICK = LagSettings(idle_writes=5, busy_seconds=2.0)
+QUICK = LagSettings(idle_every=0.5, idle_writes=3, busy_seconds=1.0)
 
 
 @contextlib.contextmanager
