@@ -27,7 +27,7 @@ demo: $(STAMP)
 # miss the 5 s database timeout now and then. 0 means one process.
 TEST_WORKERS ?= 4
 WIRE_TEST_WORKERS ?= 0
-xdist = $(if $(filter 0 1,$(1)),-p no:xdist,-n $(1) --dist loadfile)
+xdist = $(if $(filter 0 1,$(1)),-p no:xdist,-n $(1) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP)
 	@status=0; \
 	echo "== test tier: embedded =="; \

@@ -91,6 +91,11 @@ def pytest_configure(config):
         "image: builds the container image and serves it from its root filesystem; runs on "
         "the embedded tier only (the image serves its own store, never the one under test)",
     )
+    config.addinivalue_line(
+        "markers",
+        "long: runs for tens of seconds (a benchmark's smoke run, a published tool, a proof "
+        "with processes); its file is handed to a test worker first",
+    )
 
 
 # The container image test serves the image's own embedded store, whatever the tier: run once
@@ -127,6 +132,15 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if wanted(item)]
+    long_first(items)
+
+
+def long_first(items: list) -> None:
+    """The files that hold a `long` test first, each file's tests kept together and in order:
+    test workers (pytest-xdist's loadfile, run with --no-loadscope-reorder) take files in this
+    order, so the longest start at once instead of running on alone at the end."""
+    long_files = {item.path for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: item.path not in long_files)  # a stable sort
 
 
 _image_warmup: contextlib.ExitStack | None = None

@@ -25,7 +25,7 @@ import pytest
 
 from tests import container
 
-pytestmark = pytest.mark.image
+pytestmark = [pytest.mark.image, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")

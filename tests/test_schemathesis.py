@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.long
+
 HERE = Path(__file__).resolve().parent
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 MAX_EXAMPLES = 15

@@ -22,6 +22,8 @@ from server.app import collect_handlers
 from server.ratelimit import RateLimiter
 from tests.helpers import Client, FakeClock, add_call
 
+pytestmark = pytest.mark.long
+
 TODAY = dt.date(2026, 11, 21)
 METRICS = f"from={TODAY - dt.timedelta(days=7)}&to={TODAY}"
 

@@ -13,6 +13,8 @@ from server.app import collect_handlers
 from server.config import load_config
 from tests.helpers import Client, test_environ, wait_for
 
+pytestmark = pytest.mark.long
+
 TIMEOUT = 1.0  # idle (= header) and body timeouts of this module's server
 MIB = 1024 * 1024
 

@@ -14,10 +14,13 @@ import urllib.request
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 
 from tests.helpers import running_demo
 from tests.integrations.airbyte_env import source_declarative_manifest
+
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "integrations" / "airbyte" / "manifest.yaml"

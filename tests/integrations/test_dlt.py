@@ -17,9 +17,12 @@ import urllib.request
 from pathlib import Path
 
 import duckdb
+import pytest
 from dlt.common.normalizers.naming.snake_case import NamingConvention
 
 from tests.helpers import running_demo
+
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADER = ROOT / "integrations" / "dlt" / "load.py"

@@ -18,6 +18,8 @@ from server.config import load_config
 from server.services import open_services
 from tests.helpers import TEST_SECRET, test_environ
 
+pytestmark = pytest.mark.long
+
 
 @pytest.fixture
 def env(tmp_path) -> dict:

@@ -15,6 +15,8 @@ import pytest
 
 from tests.server.test_serve import Server, get
 
+pytestmark = pytest.mark.long
+
 
 def file_env(path) -> dict:
     return {**os.environ, "MONGODB_URI": "", "WSAPI_SECRET": "", "WSAPI_SQLITE_PATH": str(path)}

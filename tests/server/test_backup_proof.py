@@ -21,7 +21,7 @@ import pytest
 
 from tests.server.test_serve import Server
 
-pytestmark = pytest.mark.sqlite
+pytestmark = [pytest.mark.sqlite, pytest.mark.long]
 
 IMPORTED = 200_000
 SETTLE = "1"  # sync_settle_seconds: events show once this old

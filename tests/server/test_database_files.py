@@ -16,11 +16,11 @@ import sys
 
 import pytest
 
-from server.app import open_services
 from server.config import load_config
+from server.services import open_services
 from tests.helpers import Client, make_workspace, test_environ
 
-pytestmark = pytest.mark.sqlite
+pytestmark = [pytest.mark.sqlite, pytest.mark.long]
 
 SECRET = test_environ()["WSAPI_SECRET"]
 

@@ -21,6 +21,8 @@ from demo.live import ApiRecorder, LiveWriter
 from demo.seeding import seed
 from tests.helpers import Client, running_demo, walk_pages
 
+pytestmark = pytest.mark.long
+
 
 class Clock:
     """The recorder's clock, moved by the test: recordings are due when it says so."""

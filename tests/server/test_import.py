@@ -19,6 +19,8 @@ import pytest
 from server import importer
 from server.importer import Summary, import_file
 
+pytestmark = pytest.mark.long
+
 T0 = "2026-01-05T10:00:00Z"
 
 

@@ -29,6 +29,8 @@ from telephony.simulated_provider import ProviderServer, make_ref, start_provide
 from tests.erased_bytes import assert_absent, assert_present, stored_forms
 from tests.helpers import Client, Workspace, test_environ, until, wait_for
 
+pytestmark = pytest.mark.long
+
 ACCOUNT_ID = "AC" + "7d" * 16
 AUTH_TOKEN = "provider-token-c0ffee42"
 # Short enough that the command's grace (key cache + database timeout) stays short here.
