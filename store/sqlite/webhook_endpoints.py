@@ -214,6 +214,8 @@ class WebhookEndpoints:
         self, now: dt.datetime, lease: dt.timedelta, limit: int
     ) -> builtins.list[FanoutClaim]:
         token, until = new_id(), now + lease
+        if not await self.engine.read(_fanout_due, ms(now), snapshot=False, quick=True):
+            return []  # an idle dispatcher waits for no write lock (another process's import)
 
         def claim(conn: sqlite3.Connection) -> builtins.list[FanoutClaim]:
             rows = conn.execute(
@@ -283,6 +285,17 @@ class WebhookEndpoints:
             )
 
         await self.engine.write(release, durable=False)
+
+
+def _fanout_due(conn: sqlite3.Connection, at: int) -> bool:
+    """Whether an enabled endpoint's fan-out is due at `at` (what claim_fanout would take)."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM webhook_endpoints WHERE status = ? AND fanoutAt <= ? LIMIT 1",
+            (ENABLED, at),
+        ).fetchone()
+        is not None
+    )
 
 
 def _held(claim: FanoutClaim) -> tuple[str, str, str]:
