@@ -96,6 +96,11 @@ def pytest_configure(config):
         "long: runs for tens of seconds (a benchmark's smoke run, a published tool, a proof "
         "with processes); its file is handed to a test worker first",
     )
+    config.addinivalue_line(
+        "markers",
+        "own_store: runs processes on a store of their own (a demo's throwaway one, a "
+        "benchmark's), never the store under test; runs on the embedded tier only",
+    )
 
 
 # The container image test serves the image's own embedded store, whatever the tier: run once
@@ -103,6 +108,15 @@ def pytest_configure(config):
 IMAGE_ON_EMBEDDED_TIER = (
     "the container image test does not use the store under test (the image serves its own "
     "embedded store): it runs on the embedded tier only"
+)
+
+
+# The tests marked `own_store` (a demo on its throwaway store driven by a published tool, a
+# browser or the documents' examples; a benchmark's smoke run) do the same on every tier: run
+# once per `make test`, on the embedded tier.
+OWN_STORE_ON_EMBEDDED_TIER = (
+    "does not use the store under test (its processes run on a store of their own): it runs on "
+    "the embedded tier only"
 )
 
 
@@ -127,6 +141,8 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=reason))
         if item.get_closest_marker("image") and TIER != "embedded":
             item.add_marker(pytest.mark.skip(reason=IMAGE_ON_EMBEDDED_TIER))
+        elif item.get_closest_marker("own_store") and TIER != "embedded":
+            item.add_marker(pytest.mark.skip(reason=OWN_STORE_ON_EMBEDDED_TIER))
 
     deselected = [item for item in items if not wanted(item)]
     if deselected:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.long
+pytestmark = [pytest.mark.long, pytest.mark.own_store]
 
 HERE = Path(__file__).resolve().parent
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"

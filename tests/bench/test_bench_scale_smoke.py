@@ -14,7 +14,7 @@ import pytest
 
 from bench.scale import ROW_IDS
 
-pytestmark = pytest.mark.long
+pytestmark = [pytest.mark.long, pytest.mark.own_store]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 
 from bench.run import ROW_IDS
 
-pytestmark = pytest.mark.long
+pytestmark = [pytest.mark.long, pytest.mark.own_store]
 
 ROOT = Path(__file__).resolve().parents[2]
 

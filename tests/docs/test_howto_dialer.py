@@ -7,8 +7,12 @@ import json
 import subprocess
 import urllib.request
 
+import pytest
+
 from tests.docs.markdown import code_blocks, read, section
 from tests.helpers import running_demo
+
+pytestmark = pytest.mark.own_store
 
 
 def get(url: str, key: str) -> dict:

@@ -10,8 +10,12 @@ import json
 import urllib.request
 from typing import Any
 
+import pytest
+
 from tests.docs.markdown import code_blocks, read, section
 from tests.helpers import running_demo
+
+pytestmark = pytest.mark.own_store
 
 SETTLE = 1  # --sync-settle-seconds of the demo below
 

@@ -14,8 +14,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.docs.markdown import code_blocks, read, section
 from tests.helpers import running_demo
+
+pytestmark = pytest.mark.own_store
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "webhook_receiver.py"
 

@@ -16,8 +16,12 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.docs.markdown import ROOT, code_blocks, read
 from tests.helpers import running_demo
+
+pytestmark = pytest.mark.own_store
 
 MARK = "@@step "
 

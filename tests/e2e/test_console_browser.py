@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.long]
+pytestmark = [pytest.mark.browser, pytest.mark.long, pytest.mark.own_store]
 
 
 def test_console_loads_with_the_live_notice_and_a_clean_csp(console):

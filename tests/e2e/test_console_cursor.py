@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.own_store]
 
 
 def api(console, path):

@@ -13,7 +13,7 @@ import pytest
 from store.events import TYPES
 from tests.e2e.conftest import Console
 
-pytestmark = [pytest.mark.browser, pytest.mark.long]
+pytestmark = [pytest.mark.browser, pytest.mark.long, pytest.mark.own_store]
 
 PHONE = {"width": 390, "height": 844}
 

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.long]
+pytestmark = [pytest.mark.browser, pytest.mark.long, pytest.mark.own_store]
 
 
 def scoped_operations(console) -> dict[str, str]:

@@ -24,7 +24,7 @@ import pytest
 from schemas.openapi import operations
 from tests.helpers import running_demo
 
-pytestmark = [pytest.mark.clients, pytest.mark.long]
+pytestmark = [pytest.mark.clients, pytest.mark.long, pytest.mark.own_store]
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "tests" / "clients"

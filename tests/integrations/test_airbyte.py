@@ -20,7 +20,7 @@ import yaml
 from tests.helpers import running_demo
 from tests.integrations.airbyte_env import source_declarative_manifest
 
-pytestmark = pytest.mark.long
+pytestmark = [pytest.mark.long, pytest.mark.own_store]
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "integrations" / "airbyte" / "manifest.yaml"

@@ -22,7 +22,7 @@ from dlt.common.normalizers.naming.snake_case import NamingConvention
 
 from tests.helpers import running_demo
 
-pytestmark = pytest.mark.long
+pytestmark = [pytest.mark.long, pytest.mark.own_store]
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADER = ROOT / "integrations" / "dlt" / "load.py"
