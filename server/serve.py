@@ -37,11 +37,10 @@ from server.expiry import ExpirySweeper
 from server.gate import Gate
 from server.logs import secrets_of, setup_logging
 from server.recording_retention import RecordingRetention
-from server.services import open_services
+from server.services import configured_store, open_services
 from server.tracing import start as start_tracing
 from server.webhook_dispatch import dispatcher
 from store.contract import Store
-from store.database import open_store
 from store.errors import StoreError, StoreUnavailable, StoreUnusable
 
 log = logging.getLogger("workspace_api")
@@ -115,14 +114,7 @@ def listen_at(host: str, port: int, patience: float = BIND_PATIENCE) -> list[soc
 
 async def check_store(config: Config) -> None:
     """Open the store once and close it (raises StoreUnusable for a file that cannot serve)."""
-    store = open_store(
-        config.mongodb_uri,
-        config.database,
-        config.db_timeout_seconds,
-        config.default_region,
-        config.sqlite_path,
-        config.sqlite_synchronous,
-    )
+    store = configured_store(config)
     await store.close()
 
 

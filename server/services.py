@@ -10,6 +10,19 @@ from store.contract import Store
 from store.database import open_store
 
 
+def configured_store(config: Config, clock: Clock = SYSTEM_CLOCK) -> Store:
+    """The store `config` names, on `clock`, not yet used (no index ensured)."""
+    return open_store(
+        config.mongodb_uri,
+        config.database,
+        config.db_timeout_seconds,
+        config.default_region,
+        config.sqlite_path,
+        config.sqlite_synchronous,
+        clock,
+    )
+
+
 async def open_services(
     config: Config,
     clock: Clock = SYSTEM_CLOCK,
@@ -20,15 +33,7 @@ async def open_services(
     indexes itself (serve retries them in the background). On shutdown, stop the key service's
     last-use writer (`auth.usage.stop()`) before closing the store."""
     secret = resolve_secret(config)
-    store = open_store(
-        config.mongodb_uri,
-        config.database,
-        config.db_timeout_seconds,
-        config.default_region,
-        config.sqlite_path,
-        config.sqlite_synchronous,
-        clock,
-    )
+    store = configured_store(config, clock)
     try:
         if wait_for_indexes or store.embedded:
             await store.ensure_indexes()
