@@ -34,6 +34,9 @@ from store.sqlite.paging import page_query
 from store.sqlite.schema import insert, ms, to_doc
 
 FIELDS = '"_id", status, requestedAt, completedAt, reason, counts'
+# The open requests due at an instant: what claim takes from, and what its look before the write
+# lock asks for, in one place so the two never differ.
+OPEN_DUE = "FROM erasures WHERE status IN (?, ?) AND nextAttemptAt <= ?"
 
 
 def _get(conn: sqlite3.Connection, workspace_id: str, erasure_id: str) -> dict | None:
@@ -109,7 +112,7 @@ class Erasures:
         def due(conn: sqlite3.Connection) -> bool:
             return (
                 conn.execute(
-                    "SELECT 1 FROM erasures WHERE status IN (?, ?) AND nextAttemptAt <= ? LIMIT 1",
+                    f"SELECT 1 {OPEN_DUE} LIMIT 1",
                     (*OPEN, ms(now)),
                 ).fetchone()
                 is not None
@@ -120,8 +123,7 @@ class Erasures:
 
         def take(conn: sqlite3.Connection) -> ErasureClaim | None:
             rows = conn.execute(
-                "SELECT * FROM erasures WHERE status IN (?, ?) AND nextAttemptAt <= ? "
-                "ORDER BY nextAttemptAt LIMIT ?",
+                f"SELECT * {OPEN_DUE} ORDER BY nextAttemptAt LIMIT ?",
                 (*OPEN, ms(now), CANDIDATES),
             ).fetchall()
             doc = next((d for d in map(to_doc, rows) if takeable(d, now)), None)

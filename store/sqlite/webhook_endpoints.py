@@ -29,6 +29,9 @@ from store.webhooks import (
     rotated,
 )
 
+# The enabled endpoints whose fan-out is due at an instant: what claim_fanout takes, and what
+# its look before the write lock asks for (_fanout_due), in one place so the two never differ.
+FANOUT_DUE = "FROM webhook_endpoints WHERE status = ? AND fanoutAt <= ?"
 COLUMNS = (
     '"_id", workspaceId, url, eventTypes, description, status, disabledReason, disabledAt, '
     "createdAt, updatedAt"
@@ -220,8 +223,7 @@ class WebhookEndpoints:
         def claim(conn: sqlite3.Connection) -> builtins.list[FanoutClaim]:
             rows = conn.execute(
                 'SELECT "_id", workspaceId, eventTypes, positionAt, positionId, recoverAt, '
-                "recoverId, generation FROM webhook_endpoints WHERE status = ? AND fanoutAt <= ? "
-                "ORDER BY fanoutAt LIMIT ?",
+                f"recoverId, generation {FANOUT_DUE} ORDER BY fanoutAt LIMIT ?",
                 (ENABLED, ms(now), limit),
             ).fetchall()
             claims = []
@@ -291,7 +293,7 @@ def _fanout_due(conn: sqlite3.Connection, at: int) -> bool:
     """Whether an enabled endpoint's fan-out is due at `at` (what claim_fanout would take)."""
     return (
         conn.execute(
-            "SELECT 1 FROM webhook_endpoints WHERE status = ? AND fanoutAt <= ? LIMIT 1",
+            f"SELECT 1 {FANOUT_DUE} LIMIT 1",
             (ENABLED, at),
         ).fetchone()
         is not None
