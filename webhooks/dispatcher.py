@@ -1,24 +1,26 @@
 """The webhook dispatcher: the asyncio loop every API process runs (started with the app, like
 the event sweep), which pushes the change events to the workspaces' webhook endpoints.
 
-Every `poll` seconds it claims the endpoints whose fan-out is due (a lease per endpoint) and,
-for each, reads the events feed after the endpoint's position (it has no settle period), inserts
-one delivery per event (idempotently) and then moves the position; a `recover` is worked off the
-same way, in its own generation, up to that position. Whenever attempt slots are free (and
-whenever an attempt ends) it claims due deliveries, at most `max_in_flight` held at once in this
-process and `per_endpoint` in flight per endpoint across every process (the store counts the
-leases), and sends them with up to `per_endpoint` senders per endpoint, each a task that sends
-the endpoint's claimed deliveries one after another: a slow receiver holds its own slots, never
-the loop, another endpoint or a request. Of an endpoint no other process is sending to, it
-claims up to AHEAD_ROUNDS times `per_endpoint` more than it sends at once, and a sender sends
-the next as soon as its attempt ends, so that the claim's write overlaps the attempts instead of
-standing between them (store.webhooks.allowance); it claims again when an endpoint it sends to
-has fewer than `per_endpoint` waiting (or a poll period has passed), so each claim takes a few
-rounds; claims it does not start (its endpoint disabled meanwhile, its lease too short for an
-attempt, the process stopping) are given back at once. An attempt's outcome decides what
-follows: a 2xx is delivered; anything else is tried again on the retry schedule
-(webhooks/schedule.py) and, past its last step, fails; a 410 disables the endpoint, and so does
-a run of failures longer than `disable_after`.
+Every `poll` seconds a task of its own claims the endpoints whose fan-out is due (a lease per
+endpoint) and, for each, reads the events feed after the endpoint's position (it has no settle
+period), inserts one delivery per event (idempotently) and then moves the position; a `recover`
+is worked off the same way, in its own generation, up to that position. Beside it (so that a
+backlog being fanned out, a recover or a burst of events, never holds up the deliveries already
+waiting), whenever attempt slots are free (and whenever an attempt ends) it claims due
+deliveries, at most `max_in_flight` held at once in this process and `per_endpoint` in flight
+per endpoint across every process (the store counts the leases), and sends them with up to
+`per_endpoint` senders per endpoint, each a task that sends the endpoint's claimed deliveries
+one after another: a slow receiver holds its own slots, never the loop, another endpoint or a
+request. Of an endpoint no other process is sending to, it claims up to AHEAD_ROUNDS times
+`per_endpoint` more than it sends at once, and a sender sends the next as soon as its attempt
+ends, so that the claim's write overlaps the attempts instead of standing between them
+(store.webhooks.allowance); it claims again when an endpoint it sends to has fewer than
+CLAIM_BELOW_ROUNDS times `per_endpoint` waiting (or a poll period has passed), so each claim
+takes about a round per endpoint and lands before its senders run dry; claims it does not start
+(its endpoint disabled meanwhile, its lease too short for an attempt, the process stopping) are
+given back at once. An attempt's outcome decides what follows: a 2xx is delivered; anything
+else is tried again on the retry schedule (webhooks/schedule.py) and, past its last step,
+fails; a 410 disables the endpoint, and so does a run of failures longer than `disable_after`.
 
 The store's leases make each attempt the work of one process; a process that dies mid-attempt
 leaves it due again when its lease ends, so every event is sent at least once.
@@ -50,9 +52,12 @@ log = logging.getLogger("workspace_api")
 
 MAX_IN_FLIGHT = 64  # claims held at once in one process, every endpoint together
 # Of an endpoint it is alone with, a process claims up to this many rounds of `per_endpoint`
-# beyond the attempts it sends at once, and claims again once fewer than a round are left
-# waiting: each claim then takes about two rounds per endpoint in one write, not one apiece.
+# beyond the attempts it sends at once, and claims again once fewer than CLAIM_BELOW_ROUNDS
+# rounds are left waiting: a claim's write (a few ms while the loop and the writer share the
+# GIL) then ends while its senders still have a round to send, so they never wait for it
+# (docs/performance.md, P10a); each claim takes about a round per endpoint in one write.
 AHEAD_ROUNDS = 3
+CLAIM_BELOW_ROUNDS = 2
 FANOUT_BATCH = 20  # endpoints a process claims for fan-out at once
 PAGES_PER_FANOUT = 10  # pages of events an endpoint's fan-out reads before taking turns
 PAGE_SIZE = 100
@@ -112,6 +117,8 @@ class Dispatcher:
         self._disable: list[tuple[Claim, str, dt.datetime]] = []
         self._wake = asyncio.Event()
         self._claimed = False  # whether the last dispatch() claimed
+        self._added = False  # whether a fan-out added deliveries since the last claim
+        self._halt = asyncio.Event()  # set by stop()
 
     def start(self) -> Dispatcher:
         self._task = asyncio.ensure_future(self._run())
@@ -128,6 +135,7 @@ class Dispatcher:
         is cancelled only when that outlasts `timeout` (a fan-out cut short then gives its
         claims back, `fan_out`)."""
         self._stopping = True
+        self._halt.set()
         if self._task is not None:
             self._wake.set()
             done, _ = await asyncio.wait({self._task}, timeout=timeout)
@@ -150,21 +158,22 @@ class Dispatcher:
         await self.transport.close()
 
     async def _run(self) -> None:
-        fanned_at = swept_at = claimed_at = -float("inf")
+        # The fan-out runs beside the claims and attempts: a backlog being turned into
+        # deliveries (a recover, a burst of events) never holds up the claims of the
+        # deliveries already waiting; their writes take turns in the store.
+        await asyncio.gather(self._claim_loop(), self._fan_out_loop())
+
+    async def _claim_loop(self) -> None:
+        swept_at = claimed_at = -float("inf")
         # Until stop(): its flag as well as its cancellation, which a database driver that
         # swallows a CancelledError (or turns it into an error of its own) could lose.
         while not self._stopping:
             if self.store.indexes_ready:
                 try:
-                    added = 0
-                    if time.monotonic() - fanned_at >= self.poll:
-                        fanned_at = time.monotonic()
-                        added = await self.fan_out()
-                    if self._stopping:
-                        break
                     # New deliveries, or a poll period since the last claim: claim whatever
                     # the endpoints have waiting (else only for an endpoint that runs low).
-                    await self.dispatch(added > 0 or time.monotonic() - claimed_at >= self.poll)
+                    added, self._added = self._added, False
+                    await self.dispatch(added or time.monotonic() - claimed_at >= self.poll)
                     if self._claimed:
                         claimed_at = time.monotonic()
                     if self._stopping:
@@ -182,6 +191,21 @@ class Dispatcher:
                 async with asyncio.timeout(self.poll):
                     await self._wake.wait()
             self._wake.clear()
+
+    async def _fan_out_loop(self) -> None:
+        """A fan-out every `poll` seconds (at once after one that took longer)."""
+        while not self._stopping:
+            started = time.monotonic()
+            if self.store.indexes_ready:
+                try:
+                    await self.fan_out()
+                except StoreError as exc:
+                    log.warning("webhook fan-out failed (%s); next in %g s", exc, self.poll)
+                except Exception:
+                    log.exception("webhook fan-out failed; next in %g s", self.poll)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, self.poll - (time.monotonic() - started))):
+                    await self._halt.wait()
 
     # -- fan-out: events to deliveries ---------------------------------------------------------
     async def fan_out(self) -> int:
@@ -203,6 +227,7 @@ class Dispatcher:
                     await self.store.webhook_endpoints.release_fanout(claim, self.clock.now())
             raise
         if added:
+            self._added = True  # the claim loop claims at once, not only for a hungry endpoint
             self._wake.set()
         return added
 
@@ -267,8 +292,8 @@ class Dispatcher:
         endpoint is recorded, and the endpoint disabled, before the claim), then start what
         each endpoint's in-flight limit allows; how many were claimed. Unless `due` (new
         deliveries, or a poll period since the last claim), it claims only when an endpoint it
-        sends to has fewer than a round of claims waiting (`hungry`): its senders would soon
-        run dry."""
+        sends to has fewer than CLAIM_BELOW_ROUNDS rounds of claims waiting (`hungry`): its
+        senders would run dry before a later claim ended."""
         self._claimed = False
         free = self.max_in_flight - self.held
         if free <= 0 or self._disable or self._release:
@@ -297,10 +322,11 @@ class Dispatcher:
     @property
     def hungry(self) -> bool:
         """Whether a claim is worth its write now: nothing is waiting, or some endpoint being
-        sent to has fewer claims waiting than a round of its attempts."""
+        sent to has fewer claims waiting than CLAIM_BELOW_ROUNDS rounds of its attempts."""
         if not self._queued:
             return True
-        return any(len(self._queued.get(e, ())) < self.per_endpoint for e in self._running)
+        low = CLAIM_BELOW_ROUNDS * self.per_endpoint
+        return any(len(self._queued.get(e, ())) < low for e in self._running)
 
     @property
     def held(self) -> int:
@@ -337,7 +363,7 @@ class Dispatcher:
             if (
                 self._release
                 or self._disable
-                or len(self._queued.get(endpoint_id, ())) < self.per_endpoint
+                or len(self._queued.get(endpoint_id, ())) < CLAIM_BELOW_ROUNDS * self.per_endpoint
             ):
                 self._wake.set()
 
