@@ -251,9 +251,6 @@ def database_server(tmp_path_factory):
             os.environ["MONGODB_URI"] = previous
 
 
-# On the MongoDB tiers, each test process's one database (its indexes are built once, its
-# collections emptied after every test): building the indexes anew was most of a test's set-up.
-SHARED_DATABASE = "wsapi_test_" + os.environ.get("PYTEST_XDIST_WORKER", "main")
 # Its collection that says the indexes are built: a test that drops the database (or its
 # indexes' collections) takes it with it, and the next test builds them again.
 PREPARED = "test_database_prepared"
@@ -264,7 +261,7 @@ _shared_dropped = False
 def config():
     if TIER == "embedded":
         return load_config(environ=test_environ())  # a file of its own
-    return load_config(environ=test_environ(WSAPI_DATABASE=SHARED_DATABASE))
+    return load_config(environ=test_environ(shared=True))
 
 
 @pytest.fixture

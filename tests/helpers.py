@@ -83,13 +83,21 @@ class FakeClock:
             self._offset_ns += step
 
 
-def test_environ(**overrides) -> dict:
+# The database of the run (of each test worker) on a database server: the tests that use the
+# store fixtures share it (its collections emptied after every test, its indexes kept): building
+# the indexes anew was most of a test's set-up there.
+SHARED_DATABASE = "wsapi_test_" + os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+def test_environ(*, shared: bool = False, **overrides) -> dict:
     """Configuration for an app under test: this tier's database (MONGODB_URI, set by the suite
     on the wire tier; on the embedded tier a throwaway SQLite file per store) and a fresh
-    database name, so each test has its own data."""
+    database name, so each test has its own data; or, with `shared`, SHARED_DATABASE, for a
+    configuration that reaches the database through the store fixtures alone (which empty it
+    after the test)."""
     environ = {
         "WSAPI_SECRET": TEST_SECRET,
-        "WSAPI_DATABASE": "wsapi_test_" + uuid.uuid4().hex[:12],
+        "WSAPI_DATABASE": SHARED_DATABASE if shared else "wsapi_test_" + uuid.uuid4().hex[:12],
         "MONGODB_URI": os.environ.get("MONGODB_URI", "memory"),
     }
     environ.update(overrides)

@@ -9,6 +9,7 @@ with recordings, activities). CASES must name every authenticated route the appl
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import json
@@ -24,8 +25,10 @@ from demo.seeding import anchor, seed
 from handlers.base import APIHandler
 from server.app import collect_handlers
 from server.config import load_config
+from server.services import configured_store, open_services
 from store.clock import utcnow
 from store.paging import Window
+from tests.conftest import TIER
 from tests.helpers import Client, test_environ
 from webhooks.signing import new_secret
 
@@ -249,19 +252,25 @@ CASES: dict[str, list[tuple[str, str, object]]] = {
 }
 
 
-@pytest.fixture
-def config():
+def isolation_config(**place):
     """The exports cover every seeded record at once, and events show at once (no settle
     period), so that they show everything there is to leak and each workspace's feed holds its
-    own."""
+    own. `place`: where the data lives (by default the store fixtures' own)."""
     return load_config(
         environ=test_environ(
+            shared=True,
             WSAPI_SYNC_SETTLE_SECONDS="0",
             WSAPI_PROVIDER_ACCOUNT_ID=ACCOUNT,
             WSAPI_PROVIDER_AUTH_TOKEN=TOKEN,
             WSAPI_PUBLIC_BASE_URL=PUBLIC,
+            **place,
         )
     )
+
+
+@pytest.fixture
+def config():
+    return isolation_config()
 
 
 class Demo:
@@ -311,48 +320,53 @@ async def snapshot(store, workspaces) -> dict:
     return docs
 
 
+async def seed_two(store, auth) -> list[dict]:
+    """Two workspaces seeded by the demo seeder, then written to as the API would (events in
+    both feeds)."""
+    workspaces = await seed(store, auth, seed=11, scale=Scale(calls=120, prospects=60, timeline=0))
+    for workspace in workspaces:  # writes after the seeding: events in both feeds
+        wid = workspace["id"]
+        owner = (await store.users.list_active(wid))[0]["id"]
+        listing = await store.lists.create(wid, f"Live {workspace['name']}", owner)
+        await store.prospects.add_to_list(
+            wid, listing, [{"email": f"live@{workspace['name'].lower()}.example"}]
+        )
+        await store.lists.set_count(wid, listing["id"], 1)
+        await store.do_not_call.add(wid, [{"phoneNumber": dnc_phone(workspace)}], "Opt-out")
+        call = (await store.calls.page(wid, Window(1, None))).items[0]
+        await store.calls.change(wid, call["id"], {"notes": f"Live notes {workspace['name']}"})
+        final = {
+            "status": "completed",
+            "direction": "outbound",
+            "from": f"+1646555{int(wid[:4], 16) % 10000:04d}",
+            "to": f"+1718555{int(wid[4:8], 16) % 10000:04d}",
+            "endedAt": 1_780_000_000_000,
+            "duration": 60,
+            "answeredBy": None,
+            "userId": None,
+            "prospectId": None,
+            "listId": None,
+        }
+        now = utcnow()
+        await store.provider_calls.keep_pending(
+            wid, pending_sid(workspace), final, "missing_user", now, now + dt.timedelta(days=7)
+        )
+        await store.erasures.create(wid, {}, [], utcnow())
+        await store.webhook_endpoints.create(
+            wid,
+            f"https://93.184.215.14/hooks/{wid}",
+            None,
+            f"Hook of {workspace['name']}",
+            new_secret(),
+            utcnow(),
+        )
+    return workspaces
+
+
 @pytest.fixture
 def demo(io_loop, store, auth) -> Demo:
     async def build():
-        workspaces = await seed(
-            store, auth, seed=11, scale=Scale(calls=120, prospects=60, timeline=0)
-        )
-        for workspace in workspaces:  # writes after the seeding: events in both feeds
-            wid = workspace["id"]
-            owner = (await store.users.list_active(wid))[0]["id"]
-            listing = await store.lists.create(wid, f"Live {workspace['name']}", owner)
-            await store.prospects.add_to_list(
-                wid, listing, [{"email": f"live@{workspace['name'].lower()}.example"}]
-            )
-            await store.lists.set_count(wid, listing["id"], 1)
-            await store.do_not_call.add(wid, [{"phoneNumber": dnc_phone(workspace)}], "Opt-out")
-            call = (await store.calls.page(wid, Window(1, None))).items[0]
-            await store.calls.change(wid, call["id"], {"notes": f"Live notes {workspace['name']}"})
-            final = {
-                "status": "completed",
-                "direction": "outbound",
-                "from": f"+1646555{int(wid[:4], 16) % 10000:04d}",
-                "to": f"+1718555{int(wid[4:8], 16) % 10000:04d}",
-                "endedAt": 1_780_000_000_000,
-                "duration": 60,
-                "answeredBy": None,
-                "userId": None,
-                "prospectId": None,
-                "listId": None,
-            }
-            now = utcnow()
-            await store.provider_calls.keep_pending(
-                wid, pending_sid(workspace), final, "missing_user", now, now + dt.timedelta(days=7)
-            )
-            await store.erasures.create(wid, {}, [], utcnow())
-            await store.webhook_endpoints.create(
-                wid,
-                f"https://93.184.215.14/hooks/{wid}",
-                None,
-                f"Hook of {workspace['name']}",
-                new_secret(),
-                utcnow(),
-            )
+        workspaces = await seed_two(store, auth)
         return Demo(workspaces, await snapshot(store, workspaces))
 
     return io_loop.run_sync(build)
@@ -455,23 +469,24 @@ def placeholders(*templates) -> set[str]:
     return {name for t in templates for name in re.findall(r"\{(\w+)\}", json.dumps(t))}
 
 
-CASE_LIST = [
-    pytest.param(
-        pattern,
-        *case,
-        id=f"{case[0]} {case[1]}",
-    )
-    for pattern, cases in CASES.items()
-    for case in cases
-]
+def case_params(reads: bool) -> list:
+    """The cases that only read (GET, HEAD), or the others."""
+    return [
+        pytest.param(pattern, *case, id=f"{case[0]} {case[1]}")
+        for pattern, cases in CASES.items()
+        for case in cases
+        if (case[0] in READS) == reads
+    ]
 
 
-@pytest.mark.parametrize("pattern,method,path,body", CASE_LIST)
-async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
-    demo, store, auth, origin, pattern, method, path, body
-):
-    every = frozenset({"read", "write", "ingest", "admin"})
-    _, key = await auth.create(demo.a["id"], "every scope", every)
+READS = ("GET", "HEAD")
+EVERY = frozenset({"read", "write", "ingest", "admin"})
+
+
+async def check_case(demo: Demo, key: str, store, origin, method, path, body) -> dict:
+    """Asks A's `key` for the case once with B's values and once with fresh values of the same
+    shapes: the answers are the same, show none of B's data, and B's data is unchanged; the
+    store's documents afterwards (snapshot)."""
     client = Client(origin, key)
     names = placeholders(path, body) - OWN
     values_b = b_values(demo)
@@ -503,6 +518,79 @@ async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
         assert answers[0] == answers[1], f"{method} {path}: B's ids are told apart from random ids"
     after = await snapshot(store, [demo.a, demo.b])
     assert after[demo.b["id"]] == demo.docs[demo.b["id"]], "B's data changed"
+    return after
+
+
+@pytest.mark.parametrize("pattern,method,path,body", case_params(reads=False))
+async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
+    demo, store, auth, origin, pattern, method, path, body
+):
+    _, key = await auth.create(demo.a["id"], "every scope", EVERY)
+    await check_case(demo, key, store, origin, method, path, body)
+
+
+@pytest.fixture(scope="module")
+def shared_place(tmp_path_factory):
+    """Where the read cases' seeding lives, for all of them: a file on the embedded tier, a
+    database of its own on the others (dropped at the end)."""
+    if TIER == "embedded":
+        path = tmp_path_factory.mktemp("isolation") / "isolation.sqlite3"
+        yield {"MONGODB_URI": "", "WSAPI_SQLITE_PATH": str(path)}
+        return
+    place = {"WSAPI_DATABASE": "wsapi_isolation_" + uuid.uuid4().hex[:12]}
+    yield place
+
+    async def drop() -> None:
+        store = configured_store(isolation_config(**place))
+        try:
+            await store.drop()
+        finally:
+            await store.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture(scope="module")
+def shared_seeding() -> dict:
+    """The read cases' Demo and A's key, made by the first of them."""
+    return {}
+
+
+class TestReadsOnOneSeeding:
+    """The read cases share one seeding (seeding two workspaces was most of each case's time):
+    a read changes neither workspace, which each of them checks."""
+
+    @pytest.fixture
+    def config(self, shared_place):
+        return isolation_config(**shared_place)
+
+    @pytest.fixture
+    def services(self, io_loop, config, clock):
+        store, auth = io_loop.run_sync(lambda: open_services(config, clock))
+        yield store, auth
+        io_loop.run_sync(auth.usage.stop)
+        io_loop.run_sync(store.close)
+
+    @pytest.fixture
+    def seeded(self, io_loop, store, auth, shared_seeding) -> tuple[Demo, str]:
+        async def build() -> None:
+            workspaces = await seed_two(store, auth)
+            _, key = await auth.create(workspaces[0]["id"], "every scope", EVERY)
+            # After the key: A's documents hold it (its last use is left out of snapshots).
+            shared_seeding.update(demo=Demo(workspaces, await snapshot(store, workspaces)))
+            shared_seeding.update(key=key)
+
+        if not shared_seeding:
+            io_loop.run_sync(build)
+        return shared_seeding["demo"], shared_seeding["key"]
+
+    @pytest.mark.parametrize("pattern,method,path,body", case_params(reads=True))
+    async def test_b_ids_behave_like_random_ids_and_b_data_never_leaks(
+        self, seeded, store, origin, pattern, method, path, body
+    ):
+        demo, key = seeded
+        after = await check_case(demo, key, store, origin, method, path, body)
+        assert after[demo.a["id"]] == demo.docs[demo.a["id"]], "a read changed A's data"
 
 
 def test_every_route_is_covered():

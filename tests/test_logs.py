@@ -40,6 +40,7 @@ def provider(io_loop):
 def config(provider):
     return load_config(
         environ=test_environ(
+            shared=True,
             WSAPI_PROVIDER_URL=provider.base_url,
             WSAPI_PROVIDER_ACCOUNT_ID=ACCOUNT_ID,
             WSAPI_PROVIDER_AUTH_TOKEN=AUTH_TOKEN,

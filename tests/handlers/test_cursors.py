@@ -22,7 +22,9 @@ SETTLE = 2.0
 def config():
     return load_config(
         environ=test_environ(
-            WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE), WSAPI_RATE_LIMIT_PER_MINUTE="1000000"
+            shared=True,
+            WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE),
+            WSAPI_RATE_LIMIT_PER_MINUTE="1000000",
         )
     )
 

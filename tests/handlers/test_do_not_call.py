@@ -20,7 +20,7 @@ DNC = "/v1/do-not-call"
 @pytest.fixture
 def config():
     """A short settle period: the feed shows events 0.3 s after they are recorded."""
-    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS="0.3"))
+    return load_config(environ=test_environ(shared=True, WSAPI_SYNC_SETTLE_SECONDS="0.3"))
 
 
 async def add(client: Client, *entries: dict, reason: str | None = None) -> list[dict]:

@@ -23,7 +23,9 @@ MIB = 1024 * 1024
 def config():
     return load_config(
         environ=test_environ(
-            WSAPI_IDLE_TIMEOUT_SECONDS=str(TIMEOUT), WSAPI_BODY_TIMEOUT_SECONDS=str(TIMEOUT)
+            shared=True,
+            WSAPI_IDLE_TIMEOUT_SECONDS=str(TIMEOUT),
+            WSAPI_BODY_TIMEOUT_SECONDS=str(TIMEOUT),
         )
     )
 

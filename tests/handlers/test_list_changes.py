@@ -17,7 +17,7 @@ from tests.webhooks.receiver import until
 @pytest.fixture
 def config():
     """A short settle period: the feed shows events 0.3 s after they are recorded."""
-    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS="0.3"))
+    return load_config(environ=test_environ(shared=True, WSAPI_SYNC_SETTLE_SECONDS="0.3"))
 
 
 async def events_of(client: Client, types: str, count: int) -> list[dict]:

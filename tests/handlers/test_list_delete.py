@@ -21,7 +21,7 @@ BATCH = 3  # members per unit of the purge: a list of 7 takes three
 @pytest.fixture
 def config():
     """A short settle period: the feed shows events 0.3 s after they are recorded."""
-    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS="0.3"))
+    return load_config(environ=test_environ(shared=True, WSAPI_SYNC_SETTLE_SECONDS="0.3"))
 
 
 @pytest.fixture

@@ -46,6 +46,7 @@ def iso(value: dt.datetime) -> str:
 def config():
     return load_config(
         environ=test_environ(
+            shared=True,
             WSAPI_PROVIDER_ACCOUNT_ID=ACCOUNT,
             WSAPI_PROVIDER_AUTH_TOKEN=TOKEN,
             WSAPI_PUBLIC_BASE_URL=PUBLIC,

@@ -33,6 +33,7 @@ def config():
     receiver on loopback allowed, polled often."""
     return load_config(
         environ=test_environ(
+            shared=True,
             WSAPI_SYNC_SETTLE_SECONDS="0.3",
             WSAPI_WEBHOOK_ALLOWED_NETWORKS="127.0.0.0/8",
             WSAPI_WEBHOOK_POLL_SECONDS="0.1",

@@ -36,6 +36,7 @@ METRICS = "/v1/reporting/dialer-metrics?from=2026-11-01&to=2026-11-05"
 def config():
     return load_config(
         environ=test_environ(
+            shared=True,
             WSAPI_SYNC_SETTLE_SECONDS="0.2",
             WSAPI_WEBHOOK_ALLOWED_NETWORKS="127.0.0.0/8",
             WSAPI_WEBHOOK_POLL_SECONDS="0.1",

@@ -30,7 +30,7 @@ DAY = dt.timedelta(days=1)
 def config(tmp_path):
     """This tier's store; on the embedded tier a file of the test's own, so that a second
     store (another process's) can open the same database."""
-    environ = test_environ(WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE))
+    environ = test_environ(shared=True, WSAPI_SYNC_SETTLE_SECONDS=str(SETTLE))
     if environ["MONGODB_URI"] == "memory":
         environ.update(MONGODB_URI="", WSAPI_SQLITE_PATH=str(tmp_path / "db.sqlite3"))
     return load_config(environ=environ)

@@ -188,6 +188,7 @@ def test_outcomes_are_plausible_and_the_same_for_a_sid():
 def config(http_server_port):
     return load_config(
         environ=test_environ(
+            shared=True,
             WSAPI_PROVIDER_ACCOUNT_ID=ACCOUNT,
             WSAPI_PROVIDER_AUTH_TOKEN=TOKEN,
             WSAPI_PUBLIC_BASE_URL=f"http://127.0.0.1:{http_server_port[1]}",

@@ -24,7 +24,7 @@ WEBHOOK_ENV = {
 
 @pytest.fixture
 def config():
-    return load_config(environ=test_environ(**WEBHOOK_ENV))
+    return load_config(environ=test_environ(shared=True, **WEBHOOK_ENV))
 
 
 @pytest.fixture
