@@ -79,15 +79,15 @@ async def stored(api: Client, call_id: str) -> bool:
 async def test_a_call_to_a_listed_number_is_recorded_and_marked_as_of_then(
     api, dialer, ws_a, prospect
 ):
-    today = NOW.date().isoformat()
     started = NOW - dt.timedelta(minutes=30)
+    today = f"from={started.date()}&to={NOW.date()}"  # the calls' day (and today, past midnight)
     entry = await suppress(api, "(415) 555-0111")
     listed = await record(dialer, call_body(ws_a, prospect, "415-555-0111", started))
     other = await record(dialer, call_body(ws_a, prospect, OTHER, started))
     assert listed["toNumber"] == LISTED and listed["toNumberSuppressed"] is True
     assert other["toNumberSuppressed"] is False
     assert await stored(api, listed["id"]) is True and await stored(api, other["id"]) is False
-    body = await metrics(api, f"from={today}&to={today}")
+    body = await metrics(api, today)
     assert body["totals"]["dials"] == 2 and body["totals"]["callsToSuppressedNumbers"] == 1
     assert [u["callsToSuppressedNumbers"] for u in body["byUser"]] == [1]
     assert sum(d["callsToSuppressedNumbers"] for d in body["byDay"]) == 1
@@ -97,7 +97,7 @@ async def test_a_call_to_a_listed_number_is_recorded_and_marked_as_of_then(
     changed = await dialer.patch(f"/v1/calls/{listed['id']}", patch)
     assert changed.code == 200, changed
     assert changed.json()["call"]["toNumberSuppressed"] is True
-    body = await metrics(api, f"from={today}&to={today}")
+    body = await metrics(api, today)
     assert body["totals"]["voicemails"] == 1 and body["totals"]["callsToSuppressedNumbers"] == 1
 
     # Once the entry is removed, a new call to the number is not marked; the old one stays.
@@ -107,7 +107,7 @@ async def test_a_call_to_a_listed_number_is_recorded_and_marked_as_of_then(
     )
     assert later["toNumberSuppressed"] is False
     assert await stored(api, listed["id"]) is True and await stored(api, later["id"]) is False
-    body = await metrics(api, f"from={today}&to={today}")
+    body = await metrics(api, today)
     assert body["totals"]["dials"] == 3 and body["totals"]["callsToSuppressedNumbers"] == 1
 
 
@@ -163,8 +163,8 @@ async def test_calls_stored_without_the_field_read_false(api, store, ws_a, prosp
         doc.pop(name)
     await store.calls.insert_documents(ws_a.id, [doc])  # a document without the field
     assert await stored(api, doc["_id"]) is False
-    day = NOW.date().isoformat()
-    totals = (await metrics(api, f"from={day}&to={day}"))["totals"]
+    days = f"from={(NOW - dt.timedelta(hours=1)).date()}&to={NOW.date()}"  # past midnight too
+    totals = (await metrics(api, days))["totals"]
     assert (totals["dials"], totals["callsToSuppressedNumbers"]) == (2, 0)
 
 
