@@ -22,11 +22,11 @@ demo: $(STAMP)
 # fails when either fails. PYTEST_ARGS passes options to both, e.g. PYTEST_ARGS='-m "not browser"'.
 # The embedded tier runs its test files in TEST_WORKERS processes (pytest-xdist, a file per
 # worker at a time): most tests wait on sockets and subprocesses, so more workers than cores pay
-# off. The wire tier runs in WIRE_TEST_WORKERS (default: one process); its workers share one
-# FerretDB that the main process starts (tests/conftest.py); on 2 busy cores two of them still
-# miss the 5 s database timeout now and then. 0 means one process.
+# off. The wire tier runs in WIRE_TEST_WORKERS processes, each with a FerretDB of its own
+# (tests/conftest.py): FerretDB, not the tests, takes most of the CPU there, so two suit 2
+# cores. 0 means one process.
 TEST_WORKERS ?= 4
-WIRE_TEST_WORKERS ?= 0
+WIRE_TEST_WORKERS ?= 2
 xdist = $(if $(filter 0 1,$(1)),-p no:xdist,-n $(1) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP)
 	@status=0; \

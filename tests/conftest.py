@@ -160,33 +160,15 @@ def long_first(items: list) -> None:
 
 
 _image_warmup: contextlib.ExitStack | None = None
-_shared_server: wire.WireServer | None = None
-# Set (to the server's URI) for the test workers of a run whose database server the main
-# process started: they share it, each worker in a database of its own.
-SHARED_SERVER = "WSAPI_TEST_SHARED_WIRE_SERVER"
-
-
-def _xdist_workers(config) -> int:
-    return int(getattr(config.option, "numprocesses", 0) or 0)
 
 
 def pytest_sessionstart(session):
     """On the wire tier the database server is built (when its sources changed) once, here,
-    before any test worker starts: workers then find it built instead of each building it.
-    With xdist workers, one server is started here too, before they are: they inherit its
-    URI and share it (a database per test), instead of each starting its own."""
-    global _shared_server
+    before any test worker starts: workers then find it built instead of each building it."""
     if TIER != "wire" or os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    try:
+    with contextlib.suppress(RuntimeError):  # the fixture says why, in every worker
         wire.binary()
-    except RuntimeError:
-        return  # the fixture says why, in every worker
-    if _xdist_workers(session.config) > 1 and not os.environ.get(SHARED_SERVER):
-        directory = session.config._tmp_path_factory.mktemp("wire-server")  # type: ignore[attr-defined]
-        with contextlib.suppress(RuntimeError):  # the workers then start their own, and say why
-            _shared_server = wire.WireServer(directory / "server.log", directory / "data").start()
-            os.environ[SHARED_SERVER] = os.environ["MONGODB_URI"] = _shared_server.uri
 
 
 def pytest_collection_finish(session):
@@ -210,21 +192,19 @@ def pytest_collection_finish(session):
 def pytest_sessionfinish(session):
     if _image_warmup is not None:
         _image_warmup.close()
-    if _shared_server is not None:
-        _shared_server.stop()
 
 
 @pytest.fixture(scope="session", autouse=True)
 def database_server(tmp_path_factory):
     """On the wire tier: one FerretDB (SQLite files in a temporary directory) for the whole
-    run, on a free loopback port, stopped at the end; MONGODB_URI points at it for the tests
-    and for the processes they start. Under xdist the main process starts it and its workers
-    share it (pytest_sessionstart). None on the other tiers."""
+    run of this test process (each xdist worker has its own), on a free loopback port, stopped
+    at the end; MONGODB_URI points at it for the tests and for the processes they start. None
+    on the other tiers.
+
+    A server per worker, not one for all: FerretDB uses most of a core for one worker's queries
+    (it reads whole collections), and its relay runs write commands one at a time; two workers
+    on one server miss the 5 s database timeout now and then (docs/contributing.md)."""
     if TIER != "wire":
-        yield None
-        return
-    if os.environ.get(SHARED_SERVER):  # the main process's, shared by its workers
-        os.environ["MONGODB_URI"] = os.environ[SHARED_SERVER]
         yield None
         return
     for attempt in range(3):  # a free port taken by another process before the server bound it
