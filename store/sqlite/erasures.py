@@ -109,16 +109,7 @@ class Erasures:
         return await self.engine.read(page_of, quick=True)
 
     async def claim(self, now: dt.datetime, token: str) -> ErasureClaim | None:
-        def due(conn: sqlite3.Connection) -> bool:
-            return (
-                conn.execute(
-                    f"SELECT 1 {OPEN_DUE} LIMIT 1",
-                    (*OPEN, ms(now)),
-                ).fetchone()
-                is not None
-            )
-
-        if not await self.engine.read(due, snapshot=False, quick=True):
+        if not await self.engine.found(f"SELECT 1 {OPEN_DUE} LIMIT 1", (*OPEN, ms(now))):
             return None  # an idle worker waits for no write lock (another process's import)
 
         def take(conn: sqlite3.Connection) -> ErasureClaim | None:

@@ -15,7 +15,7 @@ from store.records import list_document, list_record
 from store.sqlite.engine import Engine
 from store.sqlite.exports import export_batches
 from store.sqlite.idempotency import write_once
-from store.sqlite.memberships import delete_unit, purge_batch, purges_waiting, remove_unit
+from store.sqlite.memberships import delete_unit, purge_batch, remove_unit
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.prospects import UPLOAD_TIMEOUT
 from store.sqlite.schema import insert, json_record, ms, to_doc
@@ -187,7 +187,7 @@ class Lists:
     async def purge(self, batch: int) -> int:
         """One unit of a deleted list's purge (store/sqlite/memberships.py); with no purge
         waiting, no write lock is taken (an idle worker waits for no other process's import)."""
-        if not await self.engine.read(purges_waiting, snapshot=False, quick=True):
+        if not await self.engine.found("SELECT 1 FROM list_purges LIMIT 1"):
             return 0
         return await self.engine.write(purge_batch, batch, self.events, timeout=UPLOAD_TIMEOUT)
 

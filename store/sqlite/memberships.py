@@ -126,10 +126,6 @@ def delete_unit(
     return True
 
 
-def purges_waiting(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM list_purges LIMIT 1").fetchone() is not None
-
-
 def purge_batch(conn: sqlite3.Connection, batch: int, events: EventWriter) -> int:
     """One unit of a deleted list's purge (any workspace's): up to `batch` members lose the
     list, with their events; the purge's row goes once no member is left. How many members

@@ -119,7 +119,8 @@ class WebhookDeliveries:
         at, end = ms(now), ms(until)
         record = _finished(finished) if finished else None
         mine = (len(owner) + 1, f"{owner}.") if owner else (0, "-")  # '-': no token matches
-        if record is None and not await self.engine.read(_due, at, snapshot=False, quick=True):
+        # An endpoint with a delivery due (what the claim would take or fail), else no claim.
+        if record is None and not await self.engine.found(ENDPOINTS_DUE, (PENDING, at)):
             return []  # an idle dispatcher waits for no write lock (another process's import)
 
         def claim(conn: sqlite3.Connection) -> list[Claim]:
@@ -267,11 +268,6 @@ class WebhookDeliveries:
             if found < batch:
                 break
         return deleted
-
-
-def _due(conn: sqlite3.Connection, at: int) -> bool:
-    """Whether an endpoint has a delivery due at `at` (what claim would take or fail)."""
-    return conn.execute(ENDPOINTS_DUE, (PENDING, at)).fetchone() is not None
 
 
 def _finished(results: Sequence[tuple[Claim, Attempt]]) -> Callable[[sqlite3.Connection], None]:

@@ -30,7 +30,7 @@ from store.webhooks import (
 )
 
 # The enabled endpoints whose fan-out is due at an instant: what claim_fanout takes, and what
-# its look before the write lock asks for (_fanout_due), in one place so the two never differ.
+# its look before the write lock asks for, in one place so the two never differ.
 FANOUT_DUE = "FROM webhook_endpoints WHERE status = ? AND fanoutAt <= ?"
 COLUMNS = (
     '"_id", workspaceId, url, eventTypes, description, status, disabledReason, disabledAt, '
@@ -217,7 +217,7 @@ class WebhookEndpoints:
         self, now: dt.datetime, lease: dt.timedelta, limit: int
     ) -> builtins.list[FanoutClaim]:
         token, until = new_id(), now + lease
-        if not await self.engine.read(_fanout_due, ms(now), snapshot=False, quick=True):
+        if not await self.engine.found(f"SELECT 1 {FANOUT_DUE} LIMIT 1", (ENABLED, ms(now))):
             return []  # an idle dispatcher waits for no write lock (another process's import)
 
         def claim(conn: sqlite3.Connection) -> builtins.list[FanoutClaim]:
@@ -287,17 +287,6 @@ class WebhookEndpoints:
             )
 
         await self.engine.write(release, durable=False)
-
-
-def _fanout_due(conn: sqlite3.Connection, at: int) -> bool:
-    """Whether an enabled endpoint's fan-out is due at `at` (what claim_fanout would take)."""
-    return (
-        conn.execute(
-            f"SELECT 1 {FANOUT_DUE} LIMIT 1",
-            (ENABLED, at),
-        ).fetchone()
-        is not None
-    )
 
 
 def _held(claim: FanoutClaim) -> tuple[str, str, str]:
