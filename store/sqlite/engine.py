@@ -123,10 +123,6 @@ class _Workers:
             thread.join()
 
 
-def _found(conn: sqlite3.Connection, sql: str, params: tuple) -> bool:
-    return conn.execute(sql, params).fetchone() is not None
-
-
 def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
     if not future.done():  # a cancelled waiter no longer wants it
         if error is not None:
@@ -436,12 +432,6 @@ class Engine:
         return await self._submit(
             self._quick if quick else self._readers, fn, args, False, timeout, snapshot
         )
-
-    async def found(self, sql: str, params: tuple = ()) -> bool:
-        """Whether the one statement `sql` finds a row, on the quick reader (no transaction, no
-        write lock): a background worker's look before it claims, so that an idle one waits for
-        no write lock (another process's import)."""
-        return await self.read(_found, sql, params, snapshot=False, quick=True)
 
     async def write(
         self, fn: Callable[..., T], *args: Any, timeout: float | None = None, durable: bool = True

@@ -31,7 +31,7 @@ from store.sqlite.events import EventWriter
 from store.sqlite.idempotency import write_once
 from store.sqlite.matching import marks
 from store.sqlite.paging import page_query
-from store.sqlite.schema import insert, ms, to_doc
+from store.sqlite.schema import has_row, insert, ms, to_doc
 
 FIELDS = '"_id", status, requestedAt, completedAt, reason, counts'
 # The open requests due at an instant: what claim takes from, and what its look before the write
@@ -109,7 +109,9 @@ class Erasures:
         return await self.engine.read(page_of, quick=True)
 
     async def claim(self, now: dt.datetime, token: str) -> ErasureClaim | None:
-        if not await self.engine.found(f"SELECT 1 {OPEN_DUE} LIMIT 1", (*OPEN, ms(now))):
+        if not await self.engine.read(
+            has_row, f"SELECT 1 {OPEN_DUE} LIMIT 1", (*OPEN, ms(now)), snapshot=False, quick=True
+        ):
             return None  # an idle worker waits for no write lock (another process's import)
 
         def take(conn: sqlite3.Connection) -> ErasureClaim | None:

@@ -18,7 +18,7 @@ from store.sqlite.idempotency import write_once
 from store.sqlite.memberships import delete_unit, purge_batch, remove_unit
 from store.sqlite.paging import bump, page_query, quick
 from store.sqlite.prospects import UPLOAD_TIMEOUT
-from store.sqlite.schema import insert, json_record, ms, to_doc
+from store.sqlite.schema import has_row, insert, json_record, ms, to_doc
 from store.sqlite.tombstones import either_json
 from store.tombstones import either_record
 
@@ -187,7 +187,9 @@ class Lists:
     async def purge(self, batch: int) -> int:
         """One unit of a deleted list's purge (store/sqlite/memberships.py); with no purge
         waiting, no write lock is taken (an idle worker waits for no other process's import)."""
-        if not await self.engine.found("SELECT 1 FROM list_purges LIMIT 1"):
+        if not await self.engine.read(
+            has_row, "SELECT 1 FROM list_purges LIMIT 1", snapshot=False, quick=True
+        ):
             return 0
         return await self.engine.write(purge_batch, batch, self.events, timeout=UPLOAD_TIMEOUT)
 

@@ -448,3 +448,9 @@ def insert_rows(
         values = ", ".join((*number.values(), *extra.values()))
         conn.executemany(f"{verb} INTO {table} ({columns}) VALUES ({values})", rows)
     return conn.total_changes - before
+
+
+def has_row(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> bool:
+    """Whether the one statement `sql` finds a row: with `Engine.read(..., snapshot=False,
+    quick=True)`, an idle background worker's look before it takes the write lock."""
+    return conn.execute(sql, params).fetchone() is not None

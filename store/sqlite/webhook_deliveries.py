@@ -15,7 +15,7 @@ from store.clock import new_id
 from store.events import StoredEvent, first_id_at, id_at
 from store.paging import Position
 from store.sqlite.engine import Engine
-from store.sqlite.schema import instant, ms, to_doc
+from store.sqlite.schema import has_row, instant, ms, to_doc
 from store.sqlite.webhook_endpoints import load_secrets
 from store.webhooks import (
     DELIVERED,
@@ -120,7 +120,9 @@ class WebhookDeliveries:
         record = _finished(finished) if finished else None
         mine = (len(owner) + 1, f"{owner}.") if owner else (0, "-")  # '-': no token matches
         # An endpoint with a delivery due (what the claim would take or fail), else no claim.
-        if record is None and not await self.engine.found(ENDPOINTS_DUE, (PENDING, at)):
+        if record is None and not await self.engine.read(
+            has_row, ENDPOINTS_DUE, (PENDING, at), snapshot=False, quick=True
+        ):
             return []  # an idle dispatcher waits for no write lock (another process's import)
 
         def claim(conn: sqlite3.Connection) -> list[Claim]:

@@ -15,7 +15,7 @@ from store.idempotency import IdempotentWrite
 from store.paging import Position
 from store.sqlite.engine import Engine
 from store.sqlite.idempotency import write_once
-from store.sqlite.schema import insert, instant, ms, to_doc
+from store.sqlite.schema import has_row, insert, instant, ms, to_doc
 from store.webhooks import (
     BY_REQUEST,
     DISABLED,
@@ -217,7 +217,13 @@ class WebhookEndpoints:
         self, now: dt.datetime, lease: dt.timedelta, limit: int
     ) -> builtins.list[FanoutClaim]:
         token, until = new_id(), now + lease
-        if not await self.engine.found(f"SELECT 1 {FANOUT_DUE} LIMIT 1", (ENABLED, ms(now))):
+        if not await self.engine.read(
+            has_row,
+            f"SELECT 1 {FANOUT_DUE} LIMIT 1",
+            (ENABLED, ms(now)),
+            snapshot=False,
+            quick=True,
+        ):
             return []  # an idle dispatcher waits for no write lock (another process's import)
 
         def claim(conn: sqlite3.Connection) -> builtins.list[FanoutClaim]:
