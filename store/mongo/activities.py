@@ -108,6 +108,21 @@ async def record_list_added(
     return [doc for doc in docs if doc["_id"] in inserted]
 
 
+async def off_deleted_prospects(
+    db: AsyncDatabase, workspace_id: str, entries: list[tuple[str, str]]
+) -> set[str]:
+    """After writing activities ((activity id, prospect id) pairs): those whose prospect was
+    deleted meanwhile are deleted again, and their ids returned. A prospect's delete marks it
+    deleted before it deletes its timeline, so an activity written before that mark goes with
+    the timeline, and one written after it is found here: no timeline outlives its prospect."""
+    prospects = {prospect_id for _, prospect_id in entries}
+    live = await ids_in(db["prospects"], workspace_id, prospects, deletedAt=None)
+    orphans = sorted({activity_id for activity_id, p in entries if p not in live})
+    if orphans:
+        await db["activities"].delete_many({"_id": {"$in": orphans}, "workspaceId": workspace_id})
+    return set(orphans)
+
+
 async def log_activities(
     db: AsyncDatabase,
     workspace_id: str,
@@ -141,10 +156,13 @@ async def log_activities(
         )
         results.append(Logged(_record(doc), EXISTING))
     upserted = await bulk(db["activities"], writes)
+    orphans = await off_deleted_prospects(
+        db, workspace_id, [(doc["_id"], doc["prospectId"]) for doc in docs]
+    )
     for logged in results:
         if logged.activity is not None and logged.activity["id"] in upserted:
             logged.outcome = CREATED
-    return results, [doc for doc in docs if doc["_id"] in upserted]
+    return results, [doc for doc in docs if doc["_id"] in upserted and doc["_id"] not in orphans]
 
 
 @translate_errors

@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pymongo import UpdateOne
-from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
@@ -44,6 +43,7 @@ from store.ingest import (
     follows_activity,
     wanted,
 )
+from store.mongo.activities import off_deleted_prospects
 from store.mongo.bulk import bulk, ids_in
 from store.mongo.dnc import listed as dnc_listed
 from store.mongo.events import MARK
@@ -59,13 +59,14 @@ CHANGE_ATTEMPTS = 10  # a change lost to a concurrent change of the same call is
 
 
 async def upsert_entries(
-    col: AsyncCollection, workspace_id: str, docs: Iterable[dict], pending: Pending
+    db: AsyncDatabase, workspace_id: str, docs: Iterable[dict], pending: Pending
 ) -> list[dict]:
     """The `call` timeline entries of calls, marked with `pending` (idempotent: an entry
-    written before stays); the entries this call inserted."""
+    written before stays), but on a prospect deleted meanwhile (`off_deleted_prospects`);
+    the entries this call inserted."""
     entries = [call_activity(doc) for doc in docs]
     upserted = await bulk(
-        col,
+        db["activities"],
         [
             UpdateOne(
                 {"_id": entry["_id"], "workspaceId": workspace_id},
@@ -75,7 +76,10 @@ async def upsert_entries(
             for entry in entries
         ],
     )
-    return [entry for entry in entries if entry["_id"] in upserted]
+    orphans = await off_deleted_prospects(
+        db, workspace_id, [(entry["_id"], entry["prospectId"]) for entry in entries]
+    )
+    return [e for e in entries if e["_id"] in upserted and e["_id"] not in orphans]
 
 
 class CallRecorder:
@@ -190,7 +194,7 @@ class CallRecorder:
             found.update(raced)
         kept = [i for i in written if (r := results[i]) is not None and r.refusal is None]
         final = {ids[i]: docs.get(ids[i]) or found[ids[i]] for i in kept}
-        entries = await upsert_entries(self.activities, workspace_id, final.values(), marker)
+        entries = await upsert_entries(self.db, workspace_id, final.values(), marker)
         await self.events.publish(
             workspace_id, marker, {"prospects": touched, "calls": list(final)}, entries
         )
@@ -227,7 +231,8 @@ class CallRecorder:
     async def change(self, workspace_id: str, call_id: str, changes: dict) -> dict | None:
         """Change a call: one conditional single-document update (on the updatedAt it read,
         with the call's new metrics contribution), then its timeline entry rewritten from the
-        call as it is (also when nothing changed: that completes a change cut short), and its
+        call as it is (also when nothing changed: that completes a change cut short), where it
+        is (a deleted prospect's timeline went with it, and stays gone), and its
         `call.updated` event (the update carries the marker)."""
         pending = self.events.begin()
         for _ in range(CHANGE_ATTEMPTS):
@@ -253,7 +258,7 @@ class CallRecorder:
                 rewrite["$push"] = {MARK: pending.entry(True)}
             # $set rather than a replacement: the entry keeps a marker it may carry still.
             await self.activities.update_one(
-                {"_id": entry["_id"], "workspaceId": workspace_id}, rewrite, upsert=True
+                {"_id": entry["_id"], "workspaceId": workspace_id}, rewrite
             )
             if changed:
                 touched = {"calls": [call_id], "activities": [entry["_id"]] if rewritten else []}

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+import store.mongo.activities as store_mongo_activities
 from tests.helpers import follow_events
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
@@ -224,7 +225,112 @@ async def test_delete_leaves_lists_and_timeline_keeps_calls_and_records_events(
     assert again != ada
 
 
+async def test_a_change_to_a_deleted_prospects_call_leaves_its_timeline_gone(
+    api, dialer, new_list, clock, settled, ws_a
+):
+    """The call's disposition changes after its prospect was deleted: the call changes (and
+    `call.updated` is recorded), but its timeline entry is not written again: the timeline
+    stays gone from every read, and no `activity.created` follows the `prospect.deleted`."""
+    (ada,) = await upload(api, (await new_list("Calls"))["id"], {"email": "ada@example.com"})
+    started = NOW - dt.timedelta(minutes=30)
+    call = {
+        "userId": ws_a.users[0]["id"],
+        "prospectId": ada,
+        "direction": "outbound",
+        "disposition": "no_answer",
+        "fromNumber": "+12125550142",
+        "toNumber": "+14155550111",
+        "startedAt": iso(started),
+        "endedAt": iso(started + dt.timedelta(seconds=30)),
+    }
+    call_id = (await dialer.post("/v1/calls", call)).json()["call"]["id"]
+    clock.advance(1)
+    assert (await api.fetch(f"/v1/prospects/{ada}", "DELETE")).code == 204
+    clock.advance(1)
+    changed = await dialer.patch(f"/v1/calls/{call_id}", {"disposition": "voicemail"})
+    assert changed.code == 200, changed
+    assert changed.json()["call"]["disposition"] == "voicemail"
+    assert (await api.get(f"/v1/prospect-activities?prospectId={ada}")).code == 404
+    exported = (await api.get("/v1/exports/activities")).body.decode().splitlines()
+    assert not [line for line in exported if json.loads(line)["prospectId"] == ada]
+    clock.advance(1)
+    events, _ = await follow_events(api, "/v1/events")
+    kinds = [(e["type"], e["data"]["id"]) for e in events]
+    after = kinds[kinds.index(("prospect.deleted", ada)) + 1 :]
+    assert after == [("call.updated", call_id)], after
+
+
 async def test_delete_of_another_workspaces_prospect_is_404_and_keeps_it(api, api_b, new_list):
     (ada,) = await upload(api, (await new_list())["id"], {"email": "a@example.com"})
     assert (await api_b.fetch(f"/v1/prospects/{ada}", "DELETE")).code == 404
     assert (await api.get(f"/v1/prospects/{ada}")).code == 200
+
+
+async def no_trace_after_the_delete(api, prospect_id: str, store) -> list[tuple[str, str]]:
+    """No activity of the prospect is stored or exported; the events after its
+    `prospect.deleted`, as (type, id)."""
+    assert await store.db["activities"].count_documents({"prospectId": prospect_id}) == 0
+    exported = (await api.get("/v1/exports/activities")).body.decode().splitlines()
+    assert not [line for line in exported if json.loads(line)["prospectId"] == prospect_id]
+    events, _ = await follow_events(api, "/v1/events")
+    kinds = [(e["type"], e["data"]["id"]) for e in events]
+    return kinds[kinds.index(("prospect.deleted", prospect_id)) + 1 :]
+
+
+@pytest.mark.mongodb  # SQLite: the call, its entry and the delete are each one transaction
+async def test_a_call_whose_prospect_is_deleted_as_it_lands_leaves_no_timeline(
+    api, dialer, new_list, clock, settled, ws_a, store, monkeypatch
+):
+    """MongoDB writes a call, then its timeline entry: a prospect deleted between the two
+    (after the call's references were checked) gets no entry back."""
+    (ada,) = await upload(api, (await new_list("Calls"))["id"], {"email": "ada@example.com"})
+    recorder = store.calls.recorder
+    insert = recorder.insert
+
+    async def insert_then_delete(docs, pending):
+        taken = await insert(docs, pending)
+        assert await store.prospects.delete(ws_a.id, ada)
+        return taken
+
+    monkeypatch.setattr(recorder, "insert", insert_then_delete)
+    started = NOW - dt.timedelta(minutes=30)
+    call = {
+        "userId": ws_a.users[0]["id"],
+        "prospectId": ada,
+        "direction": "outbound",
+        "disposition": "no_answer",
+        "fromNumber": "+12125550142",
+        "toNumber": "+14155550111",
+        "startedAt": iso(started),
+        "endedAt": iso(started + dt.timedelta(seconds=30)),
+    }
+    response = await dialer.post("/v1/calls", call)
+    assert response.code == 201, response
+    monkeypatch.undo()
+    clock.advance(1)
+    after = await no_trace_after_the_delete(api, ada, store)
+    assert ("call.created", response.json()["call"]["id"]) in after
+    assert not [kind for kind, _ in after if kind.startswith("activity.")], after
+
+
+@pytest.mark.mongodb
+async def test_an_activity_logged_as_its_prospect_is_deleted_leaves_no_timeline(
+    api, dialer, new_list, clock, settled, ws_a, store, monkeypatch
+):
+    """MongoDB checks the prospect, then writes the activity: a prospect deleted between the
+    two gets no activity back (the log answers 201: it landed before the delete took it)."""
+    (ada,) = await upload(api, (await new_list("Notes"))["id"], {"email": "ada@example.com"})
+    written = store_mongo_activities.bulk
+
+    async def delete_then_write(col, writes):
+        assert await store.prospects.delete(ws_a.id, ada)
+        return await written(col, writes)
+
+    monkeypatch.setattr(store_mongo_activities, "bulk", delete_then_write)
+    body = {"prospectId": ada, "type": "note", "occurredAt": iso(NOW), "details": {"text": "Hi"}}
+    response = await dialer.post("/v1/prospect-activities", body)
+    assert response.code == 201, response
+    monkeypatch.undo()
+    clock.advance(1)
+    after = await no_trace_after_the_delete(api, ada, store)
+    assert not [kind for kind, _ in after if kind.startswith("activity.")], after
