@@ -35,7 +35,9 @@ records the events of the markers older than a grace period the way a writer doe
 the markers first, then takes its instants past every workspace's horizon (so past every
 position handed out before those markers landed: a reader that looked later stopped before
 them), then reads the records as they are, and pulls the markers it read. A marker that lands
-after its first read (a writer that stalled past the grace) waits for the next sweep. A record
+after its first read (a writer that stalled past the grace) waits for the next sweep. Each event
+carries the tokens of the markers it was recorded for, so the sweep records none that a writer
+(or an earlier sweep) recorded before it stopped short of pulling its markers. A record
 deleted since keeps its deletion's event last (store/mongo/marks.py `recovered_events`). Until
 then the workspace's feed waits. Markers left empty (`_evt: []`) are harmless; records' API
 forms never show `_evt` (every projection lists its fields).
@@ -63,6 +65,7 @@ from store.events import (
     StoredEvent,
     encode,
     event_json,
+    event_type,
     first_id_at,
 )
 from store.mongo.errors import translate_errors
@@ -76,8 +79,10 @@ from store.mongo.marks import (
     chunks,
     event_doc,
     older_marks,
+    recorded_events,
     recovered_events,
     removed_event,
+    tokens_of,
     tombstone_id,
 )
 from store.mongo.paging import window_query
@@ -140,13 +145,16 @@ class EventWriter:
             )
         )
         names = [name for name, ids in wanted.items() for _ in chunks(ids)]
+        tokens = [pending.token]
         events = [
-            event_doc(workspace_id, MARKED[name][0], created, doc, next(stamps))
+            event_doc(workspace_id, MARKED[name][0], created, doc, next(stamps), tokens)
             for name, found in zip(names, reads, strict=True)
             for doc, created in found
         ]
-        events += [event_doc(workspace_id, "activity", True, doc, next(stamps)) for doc in inserted]
-        events += [removed_event(workspace_id, gone, next(stamps)) for gone in removed]
+        events += [
+            event_doc(workspace_id, "activity", True, doc, next(stamps), tokens) for doc in inserted
+        ]
+        events += [removed_event(workspace_id, gone, next(stamps), tokens) for gone in removed]
         if events:
             await self.col.insert_many(events, ordered=False)
             if self.observe is not None:
@@ -361,15 +369,27 @@ class Events:
             {"_id": {"$in": list(old)}, **stale},
             {**fields, "workspaceId": 1, "deletedAt": 1, MARK: 1},
         ).to_list()
+        # Only the markers the first read found: one that landed since waits for the next
+        # sweep, whose instants come after it. None left: its writer recorded its events
+        # meanwhile.
+        marked = [(doc, [e for e in old[doc["_id"]] if e in doc[MARK]]) for doc in docs]
+        marked = [(doc, entries) for doc, entries in marked if entries]
+        kinds = {event_type(resource, True), event_type(resource, False)}
+        recorded = await recorded_events(
+            self.col,
+            [(doc["workspaceId"], doc["_id"], tokens_of(entries)) for doc, entries in marked],
+        )
         events, pulls = [], []
-        for doc in docs:
-            # Only the markers the first read found: one that landed since waits for the next
-            # sweep, whose instants come after it.
-            entries = [entry for entry in old[doc["_id"]] if entry in doc[MARK]]
-            if not entries:  # its writer recorded its events meanwhile
-                continue
-            created = resource == "activity" or any(entry.get("c") for entry in entries)
-            events += recovered_events(doc["workspaceId"], resource, created, doc, stamps)
+        for doc, entries in marked:
+            tokens = tokens_of(entries)
+            done = recorded.get((doc["workspaceId"], doc["_id"]), {})
+            # Every write whose marker this is recorded its event, and stopped before pulling
+            # the marker: pulled, with no second event.
+            if any(not kinds & done.get(token, set()) for token in tokens):
+                created = resource == "activity" or any(entry.get("c") for entry in entries)
+                events += recovered_events(
+                    doc["workspaceId"], resource, created, doc, stamps, tokens
+                )
             pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: entries}}))
         if not pulls:
             return 0
@@ -388,6 +408,13 @@ class Events:
         if not docs:
             return 0
         stamps = iter(await self._stamps(len(docs), older_than))
+        recorded = await recorded_events(
+            self.col,
+            [
+                (doc["workspaceId"], doc["recordId"], tokens_of(older_marks(doc, older_than)))
+                for doc in docs
+            ],
+        )
         events, pulls = [], []
         for doc in docs:
             gone = Removed(
@@ -397,16 +424,19 @@ class Events:
                 doc.get("action") or "deleted",
                 doc.get("record"),
             )
+            entries = older_marks(doc, older_than)
+            tokens = tokens_of(entries)
+            done = recorded.get((doc["workspaceId"], gone.id), {})
             # Still there: present and not deleted (a user is deleted by its deletedAt).
             still = await self.db[COLLECTIONS[gone.resource]].find_one(
                 {"_id": gone.id, "workspaceId": doc["workspaceId"], "deletedAt": None},
                 {"_id": 1},
             )
-            if still is None:
-                events.append(removed_event(doc["workspaceId"], gone, next(stamps)))
-            pulls.append(
-                UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: older_marks(doc, older_than)}})
-            )
+            # Recorded already where every removal of these markers recorded it and stopped
+            # before pulling them.
+            if still is None and any(gone.type not in done.get(t, set()) for t in tokens):
+                events.append(removed_event(doc["workspaceId"], gone, next(stamps), tokens))
+            pulls.append(UpdateOne({"_id": doc["_id"]}, {"$pullAll": {MARK: entries}}))
         if events:
             await self.col.insert_many(events, ordered=False)
         await col.bulk_write(pulls, ordered=False)

@@ -8,6 +8,8 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterator
 
+from pymongo.asynchronous.collection import AsyncCollection
+
 from store.activities import FIELDS as ACTIVITY_FIELDS
 from store.activities import event_record as activity_record
 from store.calls import CALL_FIELDS
@@ -20,6 +22,10 @@ from store.prospects import record as prospect_record
 from store.records import LIST_FIELDS, USER_FIELDS, admin_user_record, list_record
 
 MARK = "_evt"
+# The tokens of the markers an event was recorded for (`Pending.token`), kept in the event: the
+# sweep records no event a writer (or an earlier sweep) recorded before it stopped short of
+# pulling its markers.
+TOKENS = "tok"
 # The collections whose documents carry markers: collection -> (resource, fields, record).
 MARKED: dict[str, tuple[str, dict, Callable[[dict], dict]]] = {
     "calls": ("call", CALL_FIELDS, call_record),
@@ -72,7 +78,12 @@ class Pending:
 
 
 def event_doc(
-    workspace_id: str, resource: str, created: bool, doc: dict, stamp: tuple[str, dt.datetime]
+    workspace_id: str,
+    resource: str,
+    created: bool,
+    doc: dict,
+    stamp: tuple[str, dt.datetime],
+    tokens: list[str],
 ) -> dict:
     event_id, at = stamp
     return {
@@ -82,6 +93,7 @@ def event_doc(
         "resourceId": doc["_id"],
         "occurredAt": at,
         "data": encode(RECORDS[resource](doc)),
+        TOKENS: tokens,
     }
 
 
@@ -89,7 +101,9 @@ def tombstone_id(gone: Removed) -> str:
     return f"{gone.resource}/{gone.id}"
 
 
-def removed_event(workspace_id: str, gone: Removed, stamp: tuple[str, dt.datetime]) -> dict:
+def removed_event(
+    workspace_id: str, gone: Removed, stamp: tuple[str, dt.datetime], tokens: list[str]
+) -> dict:
     event_id, at = stamp
     return {
         "_id": event_id,
@@ -98,6 +112,7 @@ def removed_event(workspace_id: str, gone: Removed, stamp: tuple[str, dt.datetim
         "resourceId": gone.id,
         "occurredAt": at,
         "data": encode(gone.data),
+        TOKENS: tokens,
     }
 
 
@@ -106,12 +121,18 @@ def older_marks(doc: dict, older_than: dt.datetime) -> list[dict]:
     return [entry for entry in doc.get(MARK) or [] if entry["t"] < older_than]
 
 
+def tokens_of(entries: list[dict]) -> list[str]:
+    """The writes' tokens of markers, each once."""
+    return list(dict.fromkeys(entry["k"] for entry in entries))
+
+
 def recovered_events(
     workspace_id: str,
     resource: str,
     created: bool,
     doc: dict,
     stamps: Iterator[tuple[str, dt.datetime]],
+    tokens: list[str],
 ) -> list[dict]:
     """The events the sweep records for a record whose writer stopped, from the record as it
     is now: its event, unless it has been deleted since (its `deletedAt` set). Then its
@@ -121,11 +142,37 @@ def recovered_events(
     write created the record, its `*.created` is followed by the deletion's event again."""
     deleted_at = doc.get("deletedAt")
     if deleted_at is None:
-        return [event_doc(workspace_id, resource, created, doc, next(stamps))]
+        return [event_doc(workspace_id, resource, created, doc, next(stamps), tokens)]
     if not created:
         return []
     gone = Removed(resource, doc["_id"], deleted_at)
     return [
-        event_doc(workspace_id, resource, True, doc, next(stamps)),
-        removed_event(workspace_id, gone, next(stamps)),
+        event_doc(workspace_id, resource, True, doc, next(stamps), tokens),
+        removed_event(workspace_id, gone, next(stamps), tokens),
     ]
+
+
+async def recorded_events(
+    events: AsyncCollection, records: list[tuple[str, str, list[str]]]
+) -> dict[tuple[str, str], dict[str, set[str]]]:
+    """The events already recorded of `records` ((workspaceId, record id, the tokens of its
+    markers)) for those markers: (workspaceId, id) -> token -> event types. One read per
+    workspace, on its events of those records (the `ws_resource` index)."""
+    wanted: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
+    for workspace_id, record_id, tokens in records:
+        ids, all_tokens = wanted.setdefault(workspace_id, ({}, {}))
+        ids[record_id] = None
+        all_tokens.update(dict.fromkeys(tokens))
+    found: dict[tuple[str, str], dict[str, set[str]]] = {}
+    for workspace_id, (ids, marks) in wanted.items():
+        query = {
+            "workspaceId": workspace_id,
+            "resourceId": {"$in": list(ids)},
+            TOKENS: {"$in": list(marks)},
+        }
+        cursor = events.find(query, {"resourceId": 1, "type": 1, TOKENS: 1})
+        async for event in cursor:
+            kinds = found.setdefault((workspace_id, event["resourceId"]), {})
+            for token in event[TOKENS]:
+                kinds.setdefault(token, set()).add(event["type"])
+    return found

@@ -129,3 +129,92 @@ async def test_a_deletion_after_a_write_cut_short_stays_the_last_event(store, cl
         "user.deleted",
         {"id": user["id"], "deletedAt": gone["deletedAt"].isoformat(timespec="milliseconds") + "Z"},
     )
+
+
+class DiesPullingMarkers:
+    """A database whose writer dies as it pulls its markers: after its events were inserted."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+
+    def __getitem__(self, name: str) -> Any:
+        return PullDies(self.db[name])
+
+
+class PullDies:
+    def __init__(self, col: Any) -> None:
+        self.col = col
+
+    async def update_many(self, query: dict, update: dict, **kwargs: Any) -> Any:
+        if "$pullAll" in update:
+            raise Killed
+        return await self.col.update_many(query, update, **kwargs)
+
+    async def bulk_write(self, requests: list, **kwargs: Any) -> Any:
+        if any("$pullAll" in request._doc for request in requests):
+            raise Killed
+        return await self.col.bulk_write(requests, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.col, name)
+
+
+async def test_a_writer_that_dies_after_its_events_leaves_no_second_event(
+    store, clock, monkeypatch
+):
+    """A call changed and a user deleted whose writers inserted their events and died before
+    pulling their markers (the SIGKILL between the two): the sweep pulls the markers and
+    records nothing again. Each record has one event per write."""
+    ws = f"ws-{new_id()}"
+    call = await a_call(store, ws, clock)
+    user = await store.users.create(ws, "ann@acme.example", "Ann", "Lee")
+    writer = store.events.writer
+    with monkeypatch.context() as patched:
+        patched.setattr(writer, "db", DiesPullingMarkers(writer.db))
+        with pytest.raises(Killed):
+            await store.calls.change(ws, call["id"], {"disposition": "voicemail"})
+        with pytest.raises(Killed):
+            await store.users.delete(ws, user["id"])
+    clock.advance(60)
+    assert await store.events.recover(clock.now() - GRACE) == 0
+    for name in ("calls", "activities"):
+        async for doc in store.db[name].find({"workspaceId": ws}):
+            assert not doc.get("_evt"), (name, doc)
+    assert not await store.db["tombstones"].count_documents(
+        {"workspaceId": ws, "_evt.0": {"$exists": True}}
+    )
+    clock.advance(1)
+    seen, _ = await read_on(store, ws, START, clock)
+    assert sorted(event["type"] for event in seen) == sorted(
+        [
+            "call.created",
+            "activity.created",
+            "user.created",
+            "call.updated",
+            "activity.created",
+            "user.deleted",
+        ]
+    )
+
+
+async def test_a_sweep_that_dies_after_its_events_leaves_no_second_event(store, clock, monkeypatch):
+    """The sweep itself is killed between inserting the events it recovered and pulling the
+    markers: the next sweep records nothing again."""
+    ws = f"ws-{new_id()}"
+    call = await a_call(store, ws, clock)
+    with monkeypatch.context() as patched:
+        patched.setattr(store.events.writer, "publish", die)
+        with pytest.raises(Killed):
+            await store.calls.change(ws, call["id"], {"notes": "cut short"})
+    clock.advance(60)
+    with monkeypatch.context() as patched:
+        patched.setattr(store.events, "db", DiesPullingMarkers(store.events.db))
+        with pytest.raises(Killed):
+            await store.events.recover(clock.now() - GRACE)
+    assert await store.events.recover(clock.now() - GRACE) == 0
+    assert (await store.db["calls"].find_one({"_id": call["id"]}))["_evt"] == []
+    clock.advance(1)
+    seen, _ = await read_on(store, ws, START, clock)
+    assert [
+        (event["type"], event["data"]["notes"]) for event in seen if event["type"] == "call.updated"
+    ] == [("call.updated", "cut short")]
