@@ -316,10 +316,12 @@ def running_demo(tmp_path, *args: str, stdin=subprocess.DEVNULL):
 
 
 @contextlib.contextmanager
-def serving(tmp_path, *args: str, env: dict, ready_timeout: float = 60):
+def serving(tmp_path, *args: str, env: dict, ready_timeout: float = 60, stop=None):
     """A real `workspace-api serve` process (own process group) on a free port with `env` added
     to the environment: yields (origin, log path) once /readyz answers 200; the group it
-    started is killed afterwards."""
+    started is stopped afterwards with `stop` (SIGTERM unless given: SIGKILL where how it stops
+    is not the point, as after its database was killed, when its graceful stop waits out the
+    database timeouts of its background work), then SIGKILL if it has not exited in 15 s."""
     import signal
     import socket
     import urllib.error
@@ -353,7 +355,7 @@ def serving(tmp_path, *args: str, env: dict, ready_timeout: float = 60):
         yield origin, log
     finally:
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)  # the group this helper started
+            os.killpg(process.pid, stop or signal.SIGTERM)  # the group this helper started
             try:
                 process.wait(15)
             except subprocess.TimeoutExpired:
