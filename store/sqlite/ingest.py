@@ -255,19 +255,17 @@ def change_call(
                 target[i] -= value
         add_to_quarters(conn, workspace_id, sums)
     recorded = [("call.updated", call_id)]
-    entry = call_activity(after)
-    # The entry is rewritten where it is: a deleted prospect's timeline went with it, and
-    # stays gone.
-    if (
-        follows_activity(changed)
-        and conn.execute(
+    if follows_activity(changed):
+        entry = call_activity(after)
+        # The entry is rewritten where it is: a deleted prospect's timeline went with it, and
+        # stays gone.
+        if conn.execute(
             'SELECT 1 FROM activities WHERE "_id" = ? AND workspaceId = ?',
             (entry["_id"], workspace_id),
-        ).fetchone()
-    ):
-        insert(conn, "activities", [entry], "INSERT OR REPLACE")
-        # Activities have no `updated` event: the rewritten entry is sent again as created.
-        recorded.append(("activity.created", entry["_id"]))
+        ).fetchone():
+            insert(conn, "activities", [entry], "INSERT OR REPLACE")
+            # Activities have no `updated` event: the rewritten entry is sent again as created.
+            recorded.append(("activity.created", entry["_id"]))
     events.record(conn, workspace_id, recorded)
     return call_record(after)
 
