@@ -158,6 +158,7 @@ async def test_two_app_instances_sharing_one_store_enforce_one_limit(
     finally:
         server.stop()
         await server.close_all_connections()
+        await other_auth.usage.stop()  # its last-use writer, as serve stops it
 
 
 @pytest.mark.sqlite
