@@ -62,6 +62,17 @@ def test_the_documented_receiver_verifies_and_deduplicates_the_demos_deliveries(
                 stderr=err,
             )
         try:
+            # Listening before the first event: an attempt at a port nobody listens on yet gets
+            # no response (statusCode null), and is tried again later.
+            deadline = time.monotonic() + 60
+            while True:
+                assert receiver.poll() is None, log.read_text()
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, "the receiver did not listen"
+                    time.sleep(0.05)
             owner = api(base, key, "/users")["users"][0]["id"]
             made = [
                 api(base, key, "/lists", {"name": f"Hooked {n}", "ownerUserId": owner})["list"]
