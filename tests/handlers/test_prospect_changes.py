@@ -225,17 +225,12 @@ async def test_delete_leaves_lists_and_timeline_keeps_calls_and_records_events(
     assert again != ada
 
 
-async def test_a_change_to_a_deleted_prospects_call_leaves_its_timeline_gone(
-    api, dialer, new_list, clock, settled, ws_a
-):
-    """The call's disposition changes after its prospect was deleted: the call changes (and
-    `call.updated` is recorded), but its timeline entry is not written again: the timeline
-    stays gone from every read, and no `activity.created` follows the `prospect.deleted`."""
-    (ada,) = await upload(api, (await new_list("Calls"))["id"], {"email": "ada@example.com"})
+def unanswered_call(ws_a, prospect_id: str) -> dict:
+    """The POST /v1/calls body of a call to the prospect that was not answered."""
     started = NOW - dt.timedelta(minutes=30)
-    call = {
+    return {
         "userId": ws_a.users[0]["id"],
-        "prospectId": ada,
+        "prospectId": prospect_id,
         "direction": "outbound",
         "disposition": "no_answer",
         "fromNumber": "+12125550142",
@@ -243,6 +238,16 @@ async def test_a_change_to_a_deleted_prospects_call_leaves_its_timeline_gone(
         "startedAt": iso(started),
         "endedAt": iso(started + dt.timedelta(seconds=30)),
     }
+
+
+async def test_a_change_to_a_deleted_prospects_call_leaves_its_timeline_gone(
+    api, dialer, new_list, clock, settled, ws_a
+):
+    """The call's disposition changes after its prospect was deleted: the call changes (and
+    `call.updated` is recorded), but its timeline entry is not written again: the timeline
+    stays gone from every read, and no `activity.created` follows the `prospect.deleted`."""
+    (ada,) = await upload(api, (await new_list("Calls"))["id"], {"email": "ada@example.com"})
+    call = unanswered_call(ws_a, ada)
     call_id = (await dialer.post("/v1/calls", call)).json()["call"]["id"]
     clock.advance(1)
     assert (await api.fetch(f"/v1/prospects/{ada}", "DELETE")).code == 204
@@ -293,17 +298,7 @@ async def test_a_call_whose_prospect_is_deleted_as_it_lands_leaves_no_timeline(
         return taken
 
     monkeypatch.setattr(recorder, "insert", insert_then_delete)
-    started = NOW - dt.timedelta(minutes=30)
-    call = {
-        "userId": ws_a.users[0]["id"],
-        "prospectId": ada,
-        "direction": "outbound",
-        "disposition": "no_answer",
-        "fromNumber": "+12125550142",
-        "toNumber": "+14155550111",
-        "startedAt": iso(started),
-        "endedAt": iso(started + dt.timedelta(seconds=30)),
-    }
+    call = unanswered_call(ws_a, ada)
     response = await dialer.post("/v1/calls", call)
     assert response.code == 201, response
     monkeypatch.undo()
