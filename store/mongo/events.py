@@ -408,15 +408,16 @@ class Events:
         if not docs:
             return 0
         stamps = iter(await self._stamps(len(docs), older_than))
+        marks = [older_marks(doc, older_than) for doc in docs]
         recorded = await recorded_events(
             self.col,
             [
-                (doc["workspaceId"], doc["recordId"], tokens_of(older_marks(doc, older_than)))
-                for doc in docs
+                (doc["workspaceId"], doc["recordId"], tokens_of(entries))
+                for doc, entries in zip(docs, marks, strict=True)
             ],
         )
         events, pulls = [], []
-        for doc in docs:
+        for doc, entries in zip(docs, marks, strict=True):
             gone = Removed(
                 doc["resource"],
                 doc["recordId"],
@@ -424,7 +425,6 @@ class Events:
                 doc.get("action") or "deleted",
                 doc.get("record"),
             )
-            entries = older_marks(doc, older_than)
             tokens = tokens_of(entries)
             done = recorded.get((doc["workspaceId"], gone.id), {})
             # Still there: present and not deleted (a user is deleted by its deletedAt).
