@@ -22,13 +22,14 @@ import os
 import signal
 
 import pytest
+from pymongo import monitoring
 
 from server.app import http_server as make_http_server
 from server.app import make_app
 from server.config import load_config
 from server.services import open_services
 from tests import wire
-from tests.helpers import Client, FakeClock, make_workspace, test_environ
+from tests.helpers import SHARED_DATABASE, Client, FakeClock, make_workspace, test_environ
 
 TIERS = ("embedded", "wire", "mongodb")
 
@@ -269,10 +270,38 @@ async def _open_prepared(config, clock):
     return store, auth
 
 
+class _Written(monitoring.CommandListener):
+    """The collections of the shared database that a write command of this process reached
+    since the last `_emptied`: the test's documents are there and nowhere else (the shared
+    database is reached through the store fixtures alone: a process a test starts gets a
+    database of its own, tests/helpers.py `test_environ`). Emptying only these saves a delete
+    per untouched collection and test, about a millisecond each on the wire tier's server."""
+
+    WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name in self.WRITES and event.database_name == SHARED_DATABASE:
+            self.names.add(event.command[event.command_name])
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+_written = _Written()
+if TIER != "embedded":
+    monitoring.register(_written)  # before any client: a client takes the listeners it finds
+
+
 async def _emptied(store) -> None:
     """Every document of the shared database gone; its collections and indexes stay."""
-    names = [name for name in await store.db.list_collection_names() if name != PREPARED]
-    await asyncio.gather(*(store.db[name].delete_many({}) for name in names))
+    names, _written.names = _written.names - {PREPARED}, set()
+    await asyncio.gather(*(store.db[name].delete_many({}) for name in sorted(names)))
 
 
 @pytest.fixture
