@@ -40,6 +40,15 @@ def email_taken(email: str, held: Iterable[tuple[str, str]], except_id: str | No
     return any(normalize_email(other) == wanted for uid, other in held if uid != except_id)
 
 
+def check_seeded(workspace_id: str, documents: list[dict]) -> None:
+    """Seeded users (Users.insert_documents) are the workspace's and active: a seeded user
+    records `user.created` only, so a deleted one would leave the feed without its delete."""
+    if any(doc["workspaceId"] != workspace_id for doc in documents):
+        raise ValueError("every document must belong to the given workspace")
+    if any(doc["deletedAt"] is not None for doc in documents):
+        raise ValueError("seeded users are active: delete one with Users.delete")
+
+
 def changes_of(doc: dict, fields: dict) -> dict:
     """What setting `fields` changes in the stored user `doc` (trimmed values; empty when
     nothing would change)."""

@@ -19,7 +19,10 @@ from collections.abc import Awaitable, Callable
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
+from store.records import admin_user_record, user_document
+
 EPOCH = dt.datetime(1970, 1, 1)
+MILLISECOND = dt.timedelta(milliseconds=1)
 TEST_SECRET = "test-secret-" + "x" * 40
 
 
@@ -121,12 +124,17 @@ async def make_workspace(store, auth, name: str, users: int = 3) -> Workspace:
     workspace = await store.workspaces.create(name)
     wid = workspace["id"]
     domain = name.lower().replace(" ", "-")  # a workspace's name may hold spaces; a domain not
+    now = store.clock.now()
+    documents = [  # a millisecond apart (what the stores keep): listed in this order
+        user_document(
+            wid, f"user{i}@{domain}.example", f"First{i}", f"Last{i}", now + i * MILLISECOND
+        )
+        for i in range(users + 1)
+    ]
     async with store.bulk_load(defer_indexes=False):  # the users are history: no events
-        people = [
-            await store.users.create(wid, f"user{i}@{domain}.example", f"First{i}", f"Last{i}")
-            for i in range(users + 1)
-        ]
-        await store.users.delete(wid, people[-1]["id"])
+        await store.users.insert_documents(wid, documents)
+        await store.users.delete(wid, documents[-1]["_id"])
+    people = [admin_user_record(doc) for doc in documents]  # as each was created
     record, key = await auth.create(wid, "test key")
     return Workspace(wid, name, key, record["id"], people[:-1], people[-1])
 

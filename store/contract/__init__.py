@@ -54,6 +54,7 @@ from store.contract.seeding import (
     CallSeeding,
     ProspectSeeding,
     Seeding,
+    UserSeeding,
 )
 from store.contract.service import DialerMetrics, Idempotency, RateCounters, Settings
 from store.contract.store import (
@@ -112,6 +113,7 @@ __all__ = [
     "Store",
     "StoreHooks",
     "UserHooks",
+    "UserSeeding",
     "Users",
     "WebhookDeliveries",
     "WebhookEndpoints",

@@ -11,6 +11,15 @@ from typing import Protocol, Unpack
 from store.calls import CallFields
 
 
+class UserSeeding(Protocol):
+    """Users written as given, without the email check (seeding, bulk loads, tests)."""
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt user documents (store.records.user_document: active users), with
+        their `user.created` events."""
+        ...
+
+
 class ProspectSeeding(Protocol):
     """Prospects written as given, without matching (seeding, bulk loads, tests)."""
 

@@ -32,6 +32,7 @@ from store.contract.seeding import (
     CallSeeding,
     ProspectSeeding,
     Seeding,
+    UserSeeding,
 )
 from store.contract.service import RateCounters
 from store.contract.webhooks import WebhookDeliveries, WebhookEndpoints
@@ -40,7 +41,7 @@ from store.contract.webhooks import WebhookDeliveries, WebhookEndpoints
 class AllWorkspaces(Workspaces, WorkspaceHooks, Protocol): ...
 
 
-class AllUsers(Users, UserHooks, Protocol): ...
+class AllUsers(Users, UserHooks, UserSeeding, Protocol): ...
 
 
 class AllKeys(Keys, KeyHooks, Protocol): ...

@@ -23,7 +23,7 @@ from store.mongo.idempotency import store_response
 from store.mongo.locks import Leases
 from store.records import USER_FIELDS, admin_user_record, user_document
 from store.records import user_record as _record
-from store.users import UserExists, changes_of, checked_email, email_taken
+from store.users import UserExists, changes_of, check_seeded, checked_email, email_taken
 
 if TYPE_CHECKING:
     from store.mongo.events import EventWriter
@@ -47,6 +47,17 @@ class Users:
         """The (id, email) pairs of the workspace's non-deleted users (index ws_active_created)."""
         cursor = self.col.find({"workspaceId": workspace_id, "deletedAt": None}, {"email": 1})
         return [(doc["_id"], doc.get("email") or "") async for doc in cursor]
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt user documents as given (seeding): no email check, so no lease."""
+        check_seeded(workspace_id, documents)
+        if not documents:
+            return
+        pending = self.events.begin()
+        await self.col.insert_many([pending.new(doc) for doc in documents], ordered=False)
+        await self.events.publish(
+            workspace_id, pending, {"users": [str(doc["_id"]) for doc in documents]}
+        )
 
     async def create(
         self,

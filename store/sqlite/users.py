@@ -16,7 +16,7 @@ from store.records import admin_user_record, user_document, user_record
 from store.sqlite.engine import Engine
 from store.sqlite.idempotency import write_once
 from store.sqlite.schema import insert, json_record, ms, to_doc
-from store.users import UserExists, changes_of, checked_email, email_taken
+from store.users import UserExists, changes_of, check_seeded, checked_email, email_taken
 
 if TYPE_CHECKING:
     from store.sqlite.events import EventWriter
@@ -38,6 +38,20 @@ class Users:
         self.engine = engine
         self.events = events
         self.clock = clock
+
+    async def insert_documents(self, workspace_id: str, documents: list[dict]) -> None:
+        """Write prebuilt user documents as given (seeding), in one transaction with their
+        events."""
+        check_seeded(workspace_id, documents)
+
+        def write(conn: sqlite3.Connection) -> None:
+            insert(conn, "users", documents)
+            self.events.record(
+                conn, workspace_id, [("user.created", str(doc["_id"])) for doc in documents]
+            )
+
+        if documents:
+            await self.engine.write(write)
 
     async def create(
         self,

@@ -14,6 +14,7 @@ import pytest
 from store.clock import utcnow
 from store.events import EPOCH, Removed, encode
 from store.paging import Position
+from store.records import admin_user_record, user_document
 from store.users import InvalidEmail, UserExists
 
 WS = "ws-users"
@@ -65,6 +66,33 @@ async def test_emails_are_checked_and_compared_case_insensitively(store):
     again = await store.users.create(WS, "ann@acme.example", "Ann", "Again")  # free again
     assert again["id"] != first["id"]
     assert [e["type"] for e in await feed(store)].count("user.created") == 3
+
+
+async def test_seeded_users_are_written_as_given_with_their_events(store):
+    """Users.insert_documents (seeding): the documents as built, active, each with its
+    `user.created`; no email check (the seed is trusted); refused whole when a document is
+    another workspace's or deleted."""
+    at = utcnow().replace(microsecond=0)
+    documents = [
+        user_document(WS, f"seed{i}@acme.example", f"Seed{i}", "One", at + i * LATER)
+        for i in range(3)
+    ]
+    await store.users.insert_documents(WS, documents)
+    users = await store.users.list_active(WS)
+    assert [user["id"] for user in users] == [doc["_id"] for doc in documents]
+    assert await store.users.get(WS, documents[1]["_id"]) == admin_user_record(documents[1])
+    events = await feed(store)
+    assert [e["type"] for e in events] == ["user.created"] * 3
+    assert [e["data"]["email"] for e in events] == [doc["email"] for doc in documents]
+    other = user_document("ws-else", "else@acme.example", "Else", "One")
+    gone = {**user_document(WS, "gone@acme.example", "Gone", "One"), "deletedAt": at}
+    for refused in (other, gone):
+        with pytest.raises(ValueError):
+            await store.users.insert_documents(
+                WS, [user_document(WS, "x@acme.example", "X", "Y"), refused]
+            )
+    assert len(await store.users.list_active(WS)) == 3  # nothing of a refused seed written
+    assert len(await feed(store)) == 3
 
 
 @pytest.mark.mongodb  # on SQLite the change and its event are one transaction
