@@ -20,7 +20,7 @@ NUMBERS = [f"+1415555{n:04d}" for n in range(40)]
 
 @pytest.fixture
 def config():
-    return load_config(environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS="0.3"))
+    return load_config(environ=test_environ(shared=True, WSAPI_SYNC_SETTLE_SECONDS="0.3"))
 
 
 async def test_no_contact_is_added_after_its_number_was_suppressed(origin, ws_a, new_list):

@@ -42,7 +42,9 @@ LINE_SCHEMAS = {
 @pytest.fixture
 def config():
     return load_config(
-        environ=test_environ(WSAPI_SYNC_SETTLE_SECONDS="0", WSAPI_RATE_LIMIT_PER_MINUTE="1000000")
+        environ=test_environ(
+            shared=True, WSAPI_SYNC_SETTLE_SECONDS="0", WSAPI_RATE_LIMIT_PER_MINUTE="1000000"
+        )
     )
 
 
