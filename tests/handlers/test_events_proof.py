@@ -209,6 +209,8 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
     admin = Patient(origin, key)
     users: list[str] = []
 
+    pushed: list[str] = []  # the emails uploaded so far
+
     async def upload() -> None:  # creates, fills and lists prospects; moves the lists
         n = 0
         while not stop.is_set():
@@ -223,6 +225,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
             target = rng.choice(lists)["id"]
             response = await api.post(f"/v1/lists/{target}/contacts", {"contacts": contacts})
             assert response.code == 200, response
+            pushed.extend(contact["email"] for contact in contacts)
             counts["uploads"] += 1
             if store.backend == "mongodb":  # uploads take turns with removals, deletes and
                 await asyncio.sleep(0.2)  # opt-outs (MongoDB): leave the others their turns
@@ -338,7 +341,7 @@ async def test_a_reader_of_the_feed_misses_nothing_while_writers_run_at_full_spe
         n = 0
         while not stop.is_set():
             n += 1
-            email = f"c{rng.randint(0, 80)}@example.com"
+            email = rng.choice(pushed) if pushed else "c0@example.com"  # what it pushed
             found = (await api.get(f"/v1/prospects?email={email}")).json()["prospects"]
             if found:
                 target = f"/v1/prospects/{found[0]['id']}"
