@@ -46,6 +46,7 @@ class StreamSettings:
     stalled: int = 200
     stalled_activities: int = 30_000  # a timeline far larger than the socket buffers hold
     stall_seconds: float = 5.0  # the bench server's stream_stall_seconds (default 30)
+    cut_after: float = 3.0  # seconds past the stall period when the cut ones are counted
     timelines: int = 50
     rounds: int = 2
     baseline_seconds: float = 2.0
@@ -54,7 +55,8 @@ class StreamSettings:
 QUICK = StreamSettings(
     stalled=40,
     stalled_activities=20_000,
-    stall_seconds=2.0,
+    stall_seconds=1.0,
+    cut_after=1.0,
     timelines=10,
     rounds=1,
     baseline_seconds=0.5,
@@ -221,7 +223,7 @@ async def stalled_phase(bench: Bench, server: Process, s: StreamSettings, target
     await asyncio.sleep(s.stall_seconds * 0.8)  # all stalled, none cut yet
     during = prober.latencies[start:]
     admitted = established(server.pid, port) - base_connections - 1  # less the prober's
-    await asyncio.sleep(s.stall_seconds * 0.2 + 3)  # past the stall period: cut by now
+    await asyncio.sleep(s.stall_seconds * 0.2 + s.cut_after)  # past the stall period: cut by now
     left = established(server.pid, port) - base_connections - 1
     peak = sampler.stop()
     prober.stopping.set()
@@ -242,6 +244,7 @@ async def stalled_phase(bench: Bench, server: Process, s: StreamSettings, target
         "admitted_open": admitted,
         "open_after_stall": left,
         "stall_seconds": s.stall_seconds,
+        "cut_after": s.cut_after,
     }
 
 
@@ -256,8 +259,8 @@ def stalled_row(row_id: str, what: str, d: dict) -> Row:
         row_id,
         what,
         f"peak +{d['growth_mb']:.1f} MB; GET /v1/users p99 {d['p99_ms']:.1f} ms; {d['ok']} "
-        f"admitted, {d['refused']} got 429; admitted still open {d['stall_seconds']:g} s + 3 s "
-        f"later: {max(d['open_after_stall'], 0)}",
+        f"admitted, {d['refused']} got 429; admitted still open {d['stall_seconds']:g} s "
+        f"+ {d['cut_after']:g} s later: {max(d['open_after_stall'], 0)}",
         "< 64 MB, p99 < 100 ms, all cut",
         verdict(ok) if not problems else "ERRORS: " + "; ".join(problems),
         baseline=f"at rest {d['rest_mb']:.0f} MB; p99 {d['baseline_p99_ms']:.1f} ms without them",
