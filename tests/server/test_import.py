@@ -254,7 +254,7 @@ def call_body(user: str) -> dict:
     }
 
 
-IMPORTED_BESIDE_WRITES = 20_000  # several of the import's large units
+IMPORTED_BESIDE_WRITES = 15_000  # three of the import's large units (importer BATCH)
 
 
 @pytest.mark.sqlite
