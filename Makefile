@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-embedded test-wire lint bench bench-scale clean
+.PHONY: demo test test-embedded test-wire wire-server lint bench bench-scale clean
 
 $(STAMP): setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ test-embedded: $(STAMP)
 
 test-wire: $(STAMP)
 	env -u MONGODB_URI WSAPI_TEST_TIER=wire $(PY) -m pytest $(call xdist,$(WIRE_TEST_WORKERS)) $(PYTEST_ARGS)
+
+# The wire tier's database server (tests/ferretdb/), built now when its build is missing or
+# older than its sources; the wire tier builds it too when it has to.
+wire-server: $(STAMP)
+	$(PY) -c "from tests import wire; print(wire.binary())"
 
 # Benchmarks of the hot paths (bench/run.py, rows P1a..P10b, M1a, M1b and S1..S3): each figure against its
 # baseline in the same run, one table of ratios, under 5 minutes on 2 cores.
