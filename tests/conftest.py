@@ -299,7 +299,10 @@ if TIER != "embedded":
 
 
 async def _emptied(store) -> None:
-    """Every document of the shared database gone; its collections and indexes stay."""
+    """Every document of the shared database gone; its collections and indexes stay. (A
+    configuration without `shared` names a database of the test's own, never used again.)"""
+    if store.db.name != SHARED_DATABASE:
+        return
     names, _written.names = _written.names - {PREPARED}, set()
     await asyncio.gather(*(store.db[name].delete_many({}) for name in sorted(names)))
 
