@@ -248,7 +248,7 @@ def remaining(response) -> int:
 async def test_each_scope_against_each_route(origin, store, auth, ws_a, new_list, pattern, method):
     """The route's method with a key of each scope, on one workspace's data: the refused keys
     first, each checked to change nothing, then the allowed ones (which may change it)."""
-    needed, template, template_body = SCOPE_TABLE[pattern][method]
+    needed, path, body = SCOPE_TABLE[pattern][method]
     listing = await new_list("Scopes")
     values = {
         "list": listing["id"],
@@ -257,7 +257,6 @@ async def test_each_scope_against_each_route(origin, store, auth, ws_a, new_list
         "prospect": (await store.prospects.create(ws_a.id, {"email": "s@a.example"}))["id"],
         "random": str(uuid.uuid4()),
     }
-    path, body = template, template_body
     for name, value in values.items():
         path = path.replace("{" + name + "}", value)
         if body is not None:

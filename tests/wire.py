@@ -150,6 +150,17 @@ func pushdownIn(condition *types.Document) (string, []any) {
 """
 
 
+def patch(source: Path, replacements: list[tuple[str, str]], appended: str = "") -> None:
+    """Each `old` of `replacements` replaced by its `new` in `source`, then `appended` added;
+    fails loudly when an `old` is not there exactly once (another FerretDB than the patch's)."""
+    text = source.read_text()
+    for old, new in replacements:
+        if text.count(old) != 1:
+            raise RuntimeError(f"{source} is not the file the wire tier's patch was made for")
+        text = text.replace(old, new)
+    source.write_text(text + appended)
+
+
 def patched_module(go: str, env: dict[str, str], suffix: str) -> Path:
     """The build's go.mod (`-modfile`): the project's, with FerretDB replaced by a patched copy
     of its module (in build/, beside it)."""
@@ -169,23 +180,9 @@ def patched_module(go: str, env: dict[str, str], suffix: str) -> Path:
     shutil.copytree(json.loads(found.stdout)["Dir"], copy, copy_function=shutil.copyfile)
     for folder, _, _ in os.walk(copy):
         os.chmod(folder, 0o755)
-    source = copy / PATCHED
-    text = source.read_text()
-    if text.count(PUSHDOWN_FROM) != 1:
-        raise RuntimeError(f"{source} is not the file the wire tier's patch was made for")
-    source.write_text(text.replace(PUSHDOWN_FROM, PUSHDOWN_TO) + PUSHDOWN_IN)
-    source = copy / ID_PATCHED
-    text = source.read_text()
-    if text.count(ID_FROM) != 1:
-        raise RuntimeError(f"{source} is not the file the wire tier's patch was made for")
-    source.write_text(text.replace(ID_FROM, ID_TO))
-    source = copy / UPDATE_PATCHED
-    text = source.read_text()
-    for old, new in zip(UPDATE_FROM, UPDATE_TO, strict=True):
-        if text.count(old) != 1:
-            raise RuntimeError(f"{source} is not the file the wire tier's patch was made for")
-        text = text.replace(old, new)
-    source.write_text(text)
+    patch(copy / PATCHED, [(PUSHDOWN_FROM, PUSHDOWN_TO)], PUSHDOWN_IN)
+    patch(copy / ID_PATCHED, [(ID_FROM, ID_TO)])
+    patch(copy / UPDATE_PATCHED, list(zip(UPDATE_FROM, UPDATE_TO, strict=True)))
     modfile = BINARY.with_name(f"wire{suffix}.mod")
     replace = f"\nreplace github.com/FerretDB/FerretDB => {copy}\n"
     modfile.write_text((PROJECT / "go.mod").read_text() + replace)
