@@ -45,6 +45,10 @@ class Checkpointer:
     ) -> None:
         self._wanted = threading.Event()
         self._idle = threading.Event()
+        # A request and the thread's "nothing more wanted, so idle" are one step each: without
+        # it a request landing between that check and `_idle.set()` found the thread idle, and
+        # the writer's `wait` returned while its checkpoint was still to run.
+        self._lock = threading.Lock()
         self._idle.set()
         self._stop = threading.Event()
         self._pause = pause
@@ -65,8 +69,9 @@ class Checkpointer:
             except sqlite3.Error:
                 log.warning("a checkpoint beside the writer failed; the next copies the rest")
             finally:
-                if not self._wanted.is_set():
-                    self._idle.set()
+                with self._lock:
+                    if not self._wanted.is_set():
+                        self._idle.set()
             if self._pause:
                 self._stop.wait(self._pause)
         if conn is not None:
@@ -74,8 +79,9 @@ class Checkpointer:
                 conn.close()
 
     def request(self) -> None:
-        self._idle.clear()
-        self._wanted.set()
+        with self._lock:
+            self._idle.clear()
+            self._wanted.set()
 
     def wait(self, timeout: float) -> None:
         """Until the checkpoint under way (if any) is done."""
