@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 
 import pytest
 from pymongo import monitoring
@@ -314,10 +315,16 @@ def services(io_loop, config, clock):
     else:
         store, auth = io_loop.run_sync(lambda: _open_prepared(config, clock))
     yield store, auth
-    io_loop.run_sync(auth.usage.stop)
-    if not store.embedded:
-        io_loop.run_sync(lambda: _emptied(store))
-    io_loop.run_sync(store.close)
+    try:
+        io_loop.run_sync(auth.usage.stop)
+        if not store.embedded:
+            io_loop.run_sync(lambda: _emptied(store))
+    finally:
+        # Closed whatever failed before: a client left to the garbage collector warns from its
+        # finalizer, and on CPython 3.11 a finalizer that runs while pytest parses a module (its
+        # assertion rewriting, a traceback) can turn that into "SystemError: AST constructor
+        # recursion depth mismatch", which ends the worker and hides the first error.
+        io_loop.run_sync(store.close)
 
 
 @pytest.fixture
@@ -364,6 +371,18 @@ def ws_b(io_loop, store, auth):
 @pytest.fixture
 def origin(http_server, http_server_port):
     return f"http://127.0.0.1:{http_server_port[1]}"
+
+
+@pytest.fixture
+def small_send_buffer(http_server_port):
+    """The app's connections accepted from now on send through a 64 kB buffer (Linux doubles
+    the 32 kB asked for; an accepted socket inherits the listening socket's), where the kernel
+    would let it grow to 4 MB: a client that stops reading holds a streamed response back
+    within a few batches, so a test of that needs a megabyte or two, not 16. (The wire tier's
+    FerretDB reads and decodes every document of a sorted query for each batch: at 16 MB a
+    batch took a second alone, and past the store's 5 s limit on a loaded machine.)"""
+    listening = http_server_port[0]
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32 * 1024)
 
 
 @pytest.fixture

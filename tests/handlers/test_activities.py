@@ -254,14 +254,14 @@ def tracked_timeline(store, monkeypatch):
 
 
 async def test_a_client_disconnect_stops_the_cursor(
-    origin, store, ws_a, monkeypatch, tracked_timeline
+    origin, store, ws_a, monkeypatch, tracked_timeline, small_send_buffer
 ):
     """The client reads the head and stalls, so flushes wait (backpressure); then it goes away
-    and the server stops reading the timeline long before its end (16 MB, far more than the
+    and the server stops reading the timeline long before its end (1.6 MB, far more than the
     socket buffers hold)."""
     monkeypatch.setattr(ProspectActivitiesHandler, "batch_size", 20)
     ada = await prospect(store, ws_a)
-    total = 4_000
+    total = 400
     async with store.bulk_load(defer_indexes=False):  # history: no events to record
         await insert_in_parts(
             store.activities.insert_documents,
@@ -351,14 +351,14 @@ async def open_stalled_timeline(origin, ws, prospect_id) -> tuple:
 
 
 async def test_a_stalled_reader_is_cut_and_its_cursor_closed(
-    origin, app, config, store, ws_a, monkeypatch, tracked_timeline
+    origin, app, config, store, ws_a, monkeypatch, tracked_timeline, small_send_buffer
 ):
     """A client that stays connected but takes nothing for stream_stall_seconds is cut: the
     connection is closed and the cursor with it, long before the timeline's end."""
     app.settings["config"] = config.replace(stream_stall_seconds=0.5)
     monkeypatch.setattr(ProspectActivitiesHandler, "batch_size", 20)
     ada = await prospect(store, ws_a)
-    total = 4_000
+    total = 400
     async with store.bulk_load(defer_indexes=False):  # history: no events to record
         await insert_in_parts(
             store.activities.insert_documents,

@@ -30,7 +30,9 @@ from tests.helpers import FakeClock, insert_in_parts, settled, test_environ
 BASE = dt.datetime(2026, 3, 2, 9)
 RESOURCES = ("calls", "prospects", "lists", "activities")
 ROOT = Path(__file__).resolve().parents[2]
-BIG = 4000  # calls of 4 kB: 16 MB, far more than the sockets' buffers hold
+# Calls of 4 kB: 1.6 MB, far more than the sockets' buffers hold with the API's send buffer kept
+# small (small_send_buffer, tests/conftest.py).
+BIG = 400
 LINE_SCHEMAS = {
     "calls": "/schemas/records/call.json",
     "prospects": "/schemas/records/prospect.json",
@@ -70,7 +72,7 @@ def calls_of(ws, count: int, *, updated: dt.datetime = BASE, notes: str | None =
 
 async def load(store, ws, docs: list) -> None:
     """Many large calls, as history is loaded: without events (FerretDB would take long to
-    read 16 MB of calls back for them, and the exports do not read events)."""
+    read megabytes of calls back for them, and the exports do not read events)."""
     async with store.bulk_load(defer_indexes=False):
         await insert_in_parts(store.calls.insert_documents, ws.id, docs)
 
@@ -530,7 +532,7 @@ def tracked_export(store, monkeypatch):
 
 
 async def test_a_stalled_client_holds_the_reading_back_and_is_cut(
-    origin, app, config, store, ws_a, monkeypatch, tracked_export
+    origin, app, config, store, ws_a, monkeypatch, tracked_export, small_send_buffer
 ):
     """A client that takes nothing: the export reads no more than a few batches ahead (memory
     stays flat), and after stream_stall_seconds it is cut, the reading ended and its stream slot
@@ -544,7 +546,7 @@ async def test_a_stalled_client_holds_the_reading_back_and_is_cut(
     while not tracked_export["closed"]:
         assert time.monotonic() < deadline, "the stalled export was never cut"
         await asyncio.sleep(0.05)
-    assert tracked_export["batches"] < BIG // 20 // 2  # far from the end (16 MB)
+    assert tracked_export["batches"] < BIG // 20 // 2  # far from the end
     body, complete = dechunk(await read_to_end(reader))
     await closed(writer)
     assert not complete and body.endswith(b"\n")  # cut, never a clean end; whole lines only
@@ -570,7 +572,7 @@ async def test_a_slow_reader_that_keeps_reading_gets_everything(
 
 
 async def test_an_export_counts_against_the_streams_limit(
-    api, origin, app, config, store, ws_a, monkeypatch, tracked_export
+    api, origin, app, config, store, ws_a, monkeypatch, tracked_export, small_send_buffer
 ):
     app.settings["config"] = config.replace(max_streams_per_workspace=1)
     monkeypatch.setattr(ExportHandler, "batch_size", 20)
@@ -605,7 +607,7 @@ async def test_a_database_failure_before_the_first_batch_is_a_503(api, store, ws
 
 @pytest.mark.sqlite
 async def test_the_database_failing_mid_export_cuts_the_connection(
-    origin, store, ws_a, monkeypatch, tracked_export
+    origin, store, ws_a, monkeypatch, tracked_export, small_send_buffer
 ):
     """The SQLite engine fails every statement from some point of the export on (its fault
     hook): the client has received whole lines, and then the connection closes without the end
