@@ -158,6 +158,10 @@ async def test_two_processes_enforce_one_rate_limit_exactly(tmp_path):
         "WSAPI_SECRET": test_environ()["WSAPI_SECRET"],
         "WSAPI_RATE_LIMIT_PER_MINUTE": str(quota),
         "WSAPI_LOG_LEVEL": "info",
+        # 180 requests at once on a loaded machine: the suite's FerretDB can take longer than
+        # the usual 5 s to answer one of them, and a counted request answered 503 is not what
+        # is tested here.
+        "WSAPI_DB_TIMEOUT_SECONDS": "30",
     }
     with serving(tmp_path, "--processes", "2", env=env) as (origin, log):
         deadline = time.monotonic() + 30
@@ -177,7 +181,7 @@ async def test_two_processes_enforce_one_rate_limit_exactly(tmp_path):
         assert time.time() < end, "the burst crossed a window boundary"
 
     allowed = [r for r in responses if r.code != 429]
-    assert all(r.code == 200 for r in allowed)
+    assert all(r.code == 200 for r in allowed), sorted(r.code for r in allowed)
     assert len(allowed) == quota
     remaining = sorted(int(r.headers["RateLimit"].split("r=")[1].split(";")[0]) for r in allowed)
     assert remaining == list(range(quota))  # every counted request had its own slot
