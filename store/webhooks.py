@@ -8,10 +8,12 @@ feed after it, inserts one delivery per event and then moves the position: a fan
 in between inserts the same deliveries again, which their ids (one per endpoint, event and
 generation) make a no-op. `recover` starts a new generation from a `since` up to the position.
 
-A delivery is `pending` (due at `nextAttemptAt`; while an attempt is in flight, its lease sets
-`nextAttemptAt` to the lease's end, so an attempt whose process died is due again then),
-`delivered`, or `failed` (out of retries, or its endpoint disabled). Each attempt is a row of its
-own (the deliveries listing, newest first).
+A delivery is `pending` (due at `nextAttemptAt`; while an attempt is in flight it is held under
+a lease, so an attempt whose process died is due again when its lease ends, with that attempt
+counted: on MongoDB the lease is in the delivery, whose `nextAttemptAt` it sets to its end; on
+SQLite it is a row of its own, store/sqlite/webhook_deliveries.py), `delivered`, or `failed`
+(out of retries, or its endpoint disabled). Each attempt is a row of its own (the deliveries
+listing, newest first).
 
 At most `per_endpoint` attempts are in flight per endpoint across every process: a claim counts
 the endpoint's live leases. A process may also claim `ahead` more of an endpoint's deliveries

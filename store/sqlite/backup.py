@@ -91,7 +91,7 @@ def problems(path: Path) -> list[str]:
         return [f"is not a usable SQLite database ({exc})"]
     finally:
         conn.close()
-    missing = sorted(set(schema.TABLES) - tables)
+    missing = sorted(set(schema.TABLES) - set(schema.ADDED_TABLES) - tables)
     if missing:
         return [f"is not a Workspace Data API database (no table {', '.join(missing)})"]
     return []

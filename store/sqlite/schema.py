@@ -95,8 +95,13 @@ TABLES = {
     "webhook_deliveries": '"_id" TEXT PRIMARY KEY, workspaceId TEXT NOT NULL, '
     "endpointId TEXT NOT NULL, eventId TEXT NOT NULL, eventType TEXT NOT NULL, "
     "generation INTEGER NOT NULL, event TEXT NOT NULL, state TEXT NOT NULL, "
-    "attempts INTEGER NOT NULL DEFAULT 0, nextAttemptAt INTEGER, leaseToken TEXT, "
-    "leaseUntil INTEGER, createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL",
+    "attempts INTEGER NOT NULL DEFAULT 0, nextAttemptAt INTEGER, "
+    "createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL",
+    # The deliveries' leases (store/sqlite/webhook_deliveries.py): one row per claim (`token`)
+    # and endpoint, with the ids of the deliveries it still holds (JSON text) until `until`.
+    "webhook_leases": "workspaceId TEXT NOT NULL, endpointId TEXT NOT NULL, "
+    "token TEXT NOT NULL, until INTEGER NOT NULL, deliveries TEXT NOT NULL, "
+    "PRIMARY KEY (workspaceId, endpointId, token)",
     # Every delivery attempt, written in the order of `at` (ids sort as their instants).
     "webhook_attempts": '"_id" TEXT NOT NULL, workspaceId TEXT NOT NULL, '
     "endpointId TEXT NOT NULL, deliveryId TEXT NOT NULL, eventId TEXT NOT NULL, "
@@ -173,12 +178,23 @@ FILLED_FROM = {
     ("prospects", "doNotCallSelf"): "0",
 }
 DERIVED = {"record"}  # columns that hold nothing but what other columns say
+# Tables added after files without them were written (a backup of such a file restores): created
+# when such a file opens. The webhook deliveries' leases, which were columns of theirs before.
+ADDED_TABLES = ("webhook_leases",)
 # Tables of older files that nothing uses any more, dropped when such a file opens: the rate
 # limit's counters moved to a shared memory-mapped file (store/sqlite/ratecounts.py).
 RETIRED = ("rate_limits",)
 # Indexes of older files that another index replaced, dropped when such a file opens: the dialer
-# metrics' covering index before it covered toNumberSuppressed.
-RETIRED_INDEXES = ("calls_ws_metrics",)
+# metrics' covering index before it covered toNumberSuppressed; the webhook deliveries' indexes
+# from before their leases moved to the webhook_leases table (their leaseToken and leaseUntil
+# columns stay in such a file, unused) and before the due and retention indexes held only the
+# deliveries they serve.
+RETIRED_INDEXES = (
+    "calls_ws_metrics",
+    "webhook_deliveries_due_endpoint",
+    "webhook_deliveries_done",
+    "webhook_deliveries_ws_endpoint",
+)
 WITHOUT_ROWID = {
     "settings",
     "memberships",
@@ -186,8 +202,11 @@ WITHOUT_ROWID = {
     "idempotency",
     "call_quarters",
     "provider_calls",
+    "webhook_leases",
 }
 
+# The WHERE of the webhook deliveries' due index, which a query names word for word to use it.
+PENDING_ONLY = "state = 'pending'"
 INDEXES = {
     "users_ws_active_created": "users (workspaceId, deletedAt, createdAt, _id)",
     "api_keys_ws_created": "api_keys (workspaceId, createdAt)",
@@ -232,11 +251,14 @@ INDEXES = {
     "webhook_endpoints_ws_created": "webhook_endpoints (workspaceId, createdAt, _id)",
     # Operator scope (the dispatchers of every workspace): fan-outs and attempts that are due.
     "webhook_endpoints_fanout": "webhook_endpoints (status, fanoutAt)",
-    "webhook_deliveries_due_endpoint": "webhook_deliveries (state, endpointId, nextAttemptAt)",
-    "webhook_deliveries_done": "webhook_deliveries (state, updatedAt)",
-    "webhook_deliveries_ws_endpoint": (
-        "webhook_deliveries (workspaceId, endpointId, state, leaseUntil)"
+    # Pending deliveries only: an outcome takes its delivery out (or moves it to its next
+    # attempt), and a claim moves nothing (store/sqlite/webhook_deliveries.py).
+    "webhook_deliveries_pending_due": (
+        f"webhook_deliveries (endpointId, nextAttemptAt) WHERE {PENDING_ONLY}"
     ),
+    # The retention sweep's: the deliveries that ended (a pending one is never in it).
+    "webhook_deliveries_ended": ("webhook_deliveries (state, updatedAt) WHERE state != 'pending'"),
+    "webhook_deliveries_by_endpoint": "webhook_deliveries (workspaceId, endpointId)",
     "webhook_attempts_ws_endpoint_newest": (
         "webhook_attempts (workspaceId, endpointId, at DESC, _id DESC)"
     ),

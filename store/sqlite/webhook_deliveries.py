@@ -1,13 +1,29 @@
 """Webhook deliveries and their attempts on SQLite (store.contract.WebhookDeliveries; the rules
-in store/webhooks.py). A claim is one write unit: the due deliveries in `nextAttemptAt` order,
-skipping endpoints that already have `per_endpoint` attempts in flight (counted from the live
-leases, inside the writers' lock, so the count holds across the processes sharing the file),
-and taking `ahead` more of an endpoint whose leases are all the claiming owner's (the owner is
-the first part of a lease's token)."""
+in store/webhooks.py).
+
+A claim is one write unit: the due deliveries in `nextAttemptAt` order, skipping endpoints that
+already have `per_endpoint` attempts in flight (counted from the live leases, inside the writers'
+lock, so the count holds across the processes sharing the file), and taking `ahead` more of an
+endpoint whose leases are all the claiming owner's (the owner is the first part of a lease's
+token).
+
+A claim writes no delivery row: its lease is one row of `webhook_leases` per endpoint it took
+deliveries of (its token, its end, the ids it holds), which the outcomes and releases shrink and
+finally delete. A leased delivery keeps its `nextAttemptAt` (it was due): a claim skips the ids
+of the endpoint's live leases, and a lease that ended with its process dead is deleted by the
+endpoint's next claim, which counts its attempts (each may have been sent) and finds their
+deliveries due again. An outcome is recorded only while its lease row is there (an attempt that
+outlived its lease, whose deliveries another claim took, changes no delivery), and sets the
+delivery's state, attempt count and next attempt in one update. So a delivery's row is written
+when it is added and when an attempt ends, never for a claim, and the due index holds pending
+deliveries only (schema.PENDING_ONLY): adding puts a delivery in, an outcome takes it out or
+moves it to its next attempt.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 
@@ -15,7 +31,7 @@ from store.clock import new_id
 from store.events import StoredEvent, first_id_at, id_at
 from store.paging import Position
 from store.sqlite.engine import Engine
-from store.sqlite.schema import has_row, instant, ms, to_doc
+from store.sqlite.schema import PENDING_ONLY, instant, ms, to_doc
 from store.sqlite.webhook_endpoints import load_secrets
 from store.webhooks import (
     DELIVERED,
@@ -41,25 +57,26 @@ INSERT = (
 # with their earliest `nextAttemptAt`: a claim never walks a backlog it cannot take.
 ENDPOINTS_DUE = (
     "WITH RECURSIVE pending(endpointId) AS ("
-    "SELECT (SELECT endpointId FROM webhook_deliveries WHERE state = ?1 "
+    f"SELECT (SELECT endpointId FROM webhook_deliveries WHERE {PENDING_ONLY} "
     "ORDER BY endpointId LIMIT 1) "
-    "UNION ALL SELECT (SELECT endpointId FROM webhook_deliveries WHERE state = ?1 "
+    f"UNION ALL SELECT (SELECT endpointId FROM webhook_deliveries WHERE {PENDING_ONLY} "
     "AND endpointId > pending.endpointId ORDER BY endpointId LIMIT 1) "
     "FROM pending WHERE pending.endpointId IS NOT NULL) "
     "SELECT endpointId, due FROM (SELECT endpointId, (SELECT min(nextAttemptAt) "
-    "FROM webhook_deliveries WHERE state = ?1 AND endpointId = pending.endpointId) AS due "
-    "FROM pending WHERE endpointId IS NOT NULL) WHERE due <= ?2 ORDER BY due, endpointId"
+    f"FROM webhook_deliveries WHERE {PENDING_ONLY} AND endpointId = pending.endpointId) AS due "
+    "FROM pending WHERE endpointId IS NOT NULL) WHERE due <= ? ORDER BY due, endpointId"
 )
 DUE = (
     'SELECT "_id", workspaceId, eventId, eventType, event, attempts FROM webhook_deliveries '
-    "WHERE state = ? AND endpointId = ? AND nextAttemptAt <= ? AND workspaceId = ? "
+    f"WHERE {PENDING_ONLY} AND endpointId = ? AND nextAttemptAt <= ? AND workspaceId = ? "
     "ORDER BY nextAttemptAt LIMIT ?"
 )
-# The endpoint's live leases, and how many of them are the claiming owner's.
-IN_FLIGHT = (
-    "SELECT count(*), count(CASE WHEN substr(leaseToken, 1, ?) = ? THEN 1 END) "
-    "FROM webhook_deliveries WHERE workspaceId = ? AND endpointId = ? AND state = ? "
-    "AND leaseUntil > ?"
+ENDPOINT = (
+    'SELECT workspaceId, url, secrets, status, failingSince FROM webhook_endpoints WHERE "_id" = ?'
+)
+LEASES = (
+    "SELECT token, deliveries FROM webhook_leases WHERE workspaceId = ? AND endpointId = ? "
+    "AND until > ?"
 )
 ATTEMPT_COLUMNS = (
     '"_id", workspaceId, endpointId, deliveryId, eventId, eventType, attempt, at, statusCode, '
@@ -118,27 +135,29 @@ class WebhookDeliveries:
         token, until = lease_token(owner, new_id()), now + lease
         at, end = ms(now), ms(until)
         record = _finished(finished) if finished else None
-        mine = (len(owner) + 1, f"{owner}.") if owner else (0, "-")  # '-': no token matches
-        # An endpoint with a delivery due (what the claim would take or fail), else no claim.
+        mine = f"{owner}." if owner else None
+        # A delivery due that no live lease holds (what the claim would take or fail), else no
+        # claim: an idle dispatcher waits for no write lock (another process's import).
         if record is None and not await self.engine.read(
-            has_row, ENDPOINTS_DUE, (PENDING, at), snapshot=False, quick=True
+            _claimable, at, snapshot=False, quick=True
         ):
-            return []  # an idle dispatcher waits for no write lock (another process's import)
+            return []
 
         def claim(conn: sqlite3.Connection) -> list[Claim]:
             if record is not None:  # first: the slots they held are free for this claim
                 record(conn)
             claims: list[Claim] = []
             later: list[tuple[str, sqlite3.Row, int]] = []
+            held: dict[str, set[str]] = {}  # per endpoint: the ids its live leases hold
+            taken: dict[str, list[str]] = {}  # per endpoint: the ids this claim takes
 
             def take(endpoint_id: str, found: sqlite3.Row, count: int) -> None:
-                workspace = found["workspaceId"]
-                taken = conn.execute(DUE, (PENDING, endpoint_id, at, workspace, count)).fetchall()
-                conn.executemany(
-                    "UPDATE webhook_deliveries SET attempts = attempts + 1, leaseToken = ?, "
-                    'leaseUntil = ?, nextAttemptAt = ?, updatedAt = ? WHERE "_id" = ?',
-                    [(token, end, end, at, row[0]) for row in taken],
-                )
+                workspace, skip = found["workspaceId"], held[endpoint_id]
+                rows = conn.execute(DUE, (endpoint_id, at, workspace, count + len(skip))).fetchall()
+                rows = [row for row in rows if row[0] not in skip][:count]
+                ids = [row[0] for row in rows]
+                skip.update(ids)
+                taken.setdefault(endpoint_id, []).extend(ids)
                 url, failing_since = found["url"], instant(found["failingSince"])
                 signing = secrets_at(load_secrets(found["secrets"]), now)
                 claims.extend(
@@ -156,31 +175,49 @@ class WebhookDeliveries:
                         token,
                         until,
                     )
-                    for row in taken
+                    for row in rows
                 )
 
             # Endpoints in the order of their earliest due delivery; each gets its free slots,
             # then, while the limit allows, what it may take ahead.
-            for endpoint_id, _ in conn.execute(ENDPOINTS_DUE, (PENDING, at)).fetchall():
+            found_by: dict[str, sqlite3.Row] = {}
+            for endpoint_id, _ in conn.execute(ENDPOINTS_DUE, (at,)).fetchall():
                 if len(claims) >= limit:
                     break
-                found = conn.execute(
-                    "SELECT workspaceId, url, secrets, status, failingSince FROM webhook_endpoints "
-                    'WHERE "_id" = ?',
-                    (endpoint_id,),
-                ).fetchone()
+                found = conn.execute(ENDPOINT, (endpoint_id,)).fetchone()
                 if found is None or found["status"] != ENABLED:
                     # Its endpoint is gone or disabled: nothing will be sent.
                     conn.execute(
                         "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = NULL, "
-                        "updatedAt = ? WHERE state = ? AND endpointId = ? AND nextAttemptAt <= ?",
-                        (FAILED, at, PENDING, endpoint_id, at),
+                        f"updatedAt = ? WHERE {PENDING_ONLY} AND endpointId = ? "
+                        "AND nextAttemptAt <= ?",
+                        (FAILED, at, endpoint_id, at),
                     )
                     continue
-                flying, own = conn.execute(
-                    IN_FLIGHT, (*mine, found["workspaceId"], endpoint_id, PENDING, at)
-                ).fetchone()
-                first, extra = allowance(per_endpoint, ahead, own, flying - own)
+                found_by[endpoint_id] = found
+                workspace = found["workspaceId"]
+                # The leases that ended (their process died mid-attempt) hold nothing now; their
+                # attempts are counted (each may have been sent).
+                for (ended,) in conn.execute(
+                    "DELETE FROM webhook_leases WHERE workspaceId = ? AND endpointId = ? "
+                    "AND until <= ? RETURNING deliveries",
+                    (workspace, endpoint_id, at),
+                ).fetchall():
+                    conn.executemany(
+                        "UPDATE webhook_deliveries SET attempts = attempts + 1 "
+                        'WHERE "_id" = ? AND state = ?',
+                        [(i, PENDING) for i in json.loads(ended)],
+                    )
+                skip, own, others = set(), 0, 0
+                for lease_of, ids in conn.execute(LEASES, (workspace, endpoint_id, at)):
+                    holding = json.loads(ids)
+                    skip.update(holding)
+                    if mine is not None and lease_of.startswith(mine):
+                        own += len(holding)
+                    else:
+                        others += len(holding)
+                held[endpoint_id] = skip
+                first, extra = allowance(per_endpoint, ahead, own, others)
                 if first > 0:  # else its slots are taken (here or in another process)
                     take(endpoint_id, found, min(first, limit - len(claims)))
                 if extra > 0:
@@ -189,25 +226,23 @@ class WebhookDeliveries:
                 if len(claims) >= limit:
                     break
                 take(endpoint_id, found, min(extra, limit - len(claims)))
+            conn.executemany(
+                "INSERT INTO webhook_leases (workspaceId, endpointId, token, until, deliveries) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (found_by[endpoint_id]["workspaceId"], endpoint_id, token, end, json.dumps(ids))
+                    for endpoint_id, ids in taken.items()
+                    if ids
+                ],
+            )
             return claims
 
         return await self.engine.write(claim, durable=False)
 
     async def release(self, claims: Sequence[Claim], now: dt.datetime) -> None:
-        if not claims:
-            return
-        at = ms(now)
-        rows = [(at, at, claim.delivery_id, claim.token, PENDING) for claim in claims]
-
-        def release(conn: sqlite3.Connection) -> None:
-            conn.executemany(
-                "UPDATE webhook_deliveries SET attempts = attempts - 1, leaseToken = NULL, "
-                'leaseUntil = NULL, nextAttemptAt = ?, updatedAt = ? WHERE "_id" = ? '
-                "AND leaseToken = ? AND state = ?",
-                rows,
-            )
-
-        await self.engine.write(release, durable=False)
+        """Their deliveries leave their leases (they were due, and stay so)."""
+        if claims:
+            await self.engine.write(_ending(claims), durable=False)
 
     async def finish(self, results: Sequence[tuple[Claim, Attempt]]) -> None:
         if results:
@@ -232,11 +267,11 @@ class WebhookDeliveries:
         return attempt_page(docs, page_size)
 
     async def backlog(self) -> int:
-        """Counted on the (state, endpointId, nextAttemptAt) index, without reading a row."""
+        """Counted on the due index (pending deliveries only), without reading a row."""
 
         def count(conn: sqlite3.Connection) -> int:
             row = conn.execute(
-                "SELECT count(*) FROM webhook_deliveries WHERE state = ?", (PENDING,)
+                f"SELECT count(*) FROM webhook_deliveries WHERE {PENDING_ONLY}"
             ).fetchone()
             return int(row[0])
 
@@ -258,7 +293,8 @@ class WebhookDeliveries:
             for state in (DELIVERED, FAILED):
                 gone += conn.execute(
                     "DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM "
-                    "webhook_deliveries WHERE state = ? AND updatedAt < ? LIMIT ?)",
+                    "webhook_deliveries WHERE state != 'pending' AND state = ? "
+                    "AND updatedAt < ? LIMIT ?)",
                     (state, cutoff, batch),
                 ).rowcount
             return gone
@@ -272,10 +308,76 @@ class WebhookDeliveries:
         return deleted
 
 
+def _claimable(conn: sqlite3.Connection, at: int) -> bool:
+    """Whether an endpoint has a delivery due at `at` that no live lease holds, or is gone or
+    disabled with deliveries due (which a claim fails)."""
+    for endpoint_id, _ in conn.execute(ENDPOINTS_DUE, (at,)).fetchall():
+        found = conn.execute(ENDPOINT, (endpoint_id,)).fetchone()
+        if found is None or found["status"] != ENABLED:
+            return True
+        workspace = found["workspaceId"]
+        held = sum(
+            len(json.loads(ids))
+            for _, ids in conn.execute(LEASES, (workspace, endpoint_id, at)).fetchall()
+        )
+        # The leased deliveries are due (a lease keeps `nextAttemptAt`): one more due is free.
+        due = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE {PENDING_ONLY} "
+            "AND endpointId = ? AND nextAttemptAt <= ? LIMIT ?)",
+            (endpoint_id, at, held + 1),
+        ).fetchone()[0]
+        if due > held:
+            return True
+    return False
+
+
+def _ending(
+    claims: Sequence[Claim],
+    ended: Callable[[sqlite3.Connection, list[Claim]], None] | None = None,
+) -> Callable[[sqlite3.Connection], None]:
+    """The write that takes `claims` out of their leases (a lease left holding nothing is
+    deleted) and then calls `ended` with those whose lease was still there (an attempt that
+    outlived its lease, whose deliveries another claim took, has none)."""
+    by_lease: dict[tuple[str, str, str], dict[str, Claim]] = {}
+    for claim in claims:
+        key = (claim.workspace_id, claim.endpoint_id, claim.token)
+        by_lease.setdefault(key, {})[claim.delivery_id] = claim
+
+    def end(conn: sqlite3.Connection) -> None:
+        current: list[Claim] = []
+        for (workspace, endpoint_id, token), ending in by_lease.items():
+            found = conn.execute(
+                "SELECT deliveries FROM webhook_leases WHERE workspaceId = ? AND endpointId = ? "
+                "AND token = ?",
+                (workspace, endpoint_id, token),
+            ).fetchone()
+            if found is None:
+                continue
+            holding = json.loads(found[0])
+            current.extend(ending[i] for i in holding if i in ending)
+            left = [i for i in holding if i not in ending]
+            if left:
+                conn.execute(
+                    "UPDATE webhook_leases SET deliveries = ? WHERE workspaceId = ? "
+                    "AND endpointId = ? AND token = ?",
+                    (json.dumps(left), workspace, endpoint_id, token),
+                )
+            else:
+                conn.execute(
+                    "DELETE FROM webhook_leases WHERE workspaceId = ? AND endpointId = ? "
+                    "AND token = ?",
+                    (workspace, endpoint_id, token),
+                )
+        if ended is not None:
+            ended(conn, current)
+
+    return end
+
+
 def _finished(results: Sequence[tuple[Claim, Attempt]]) -> Callable[[sqlite3.Connection], None]:
     """The write that records `results` (the attempts, and each delivery's state where its
-    lease still holds, and the endpoints' failingSince)."""
-    rows, updates, endpoints = [], [], {}
+    lease is still there, and the endpoints' failingSince)."""
+    rows, updates, endpoints = [], {}, {}
     for claim, attempt in results:
         at, next_at = ms(attempt.at), ms(attempt.next_attempt_at)
         if attempt.delivered:
@@ -298,9 +400,18 @@ def _finished(results: Sequence[tuple[Claim, Attempt]]) -> Callable[[sqlite3.Con
                 next_at,
             )
         )
-        updates.append((state, next_at, at, claim.delivery_id, claim.token, PENDING))
+        updates[claim.delivery_id] = (state, claim.attempt, next_at, at, claim.delivery_id, PENDING)
         # The endpoint's latest outcome in this batch decides its failingSince.
         endpoints[(claim.endpoint_id, claim.workspace_id)] = (attempt.delivered, at)
+
+    def ended(conn: sqlite3.Connection, current: list[Claim]) -> None:
+        conn.executemany(
+            "UPDATE webhook_deliveries SET state = ?, attempts = ?, nextAttemptAt = ?, "
+            'updatedAt = ? WHERE "_id" = ? AND state = ?',
+            [updates[claim.delivery_id] for claim in current],
+        )
+
+    leases = _ending([claim for claim, _ in results], ended)
 
     def finish(conn: sqlite3.Connection) -> None:
         conn.executemany(
@@ -308,13 +419,7 @@ def _finished(results: Sequence[tuple[Claim, Attempt]]) -> Callable[[sqlite3.Con
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
-        # Only while the lease holds: an attempt that outlived it was taken over.
-        conn.executemany(
-            "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = ?, leaseToken = NULL, "
-            'leaseUntil = NULL, updatedAt = ? WHERE "_id" = ? AND leaseToken = ? '
-            "AND state = ?",
-            updates,
-        )
+        leases(conn)  # the deliveries' outcomes, where their leases are still there
         for (endpoint_id, workspace_id), (delivered, at) in endpoints.items():
             if delivered:
                 conn.execute(

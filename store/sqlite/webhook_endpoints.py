@@ -15,13 +15,12 @@ from store.idempotency import IdempotentWrite
 from store.paging import Position
 from store.sqlite.engine import Engine
 from store.sqlite.idempotency import write_once
-from store.sqlite.schema import has_row, insert, instant, ms, to_doc
+from store.sqlite.schema import PENDING_ONLY, has_row, insert, instant, ms, to_doc
 from store.webhooks import (
     BY_REQUEST,
     DISABLED,
     ENABLED,
     FAILED,
-    PENDING,
     FanoutClaim,
     endpoint_changes,
     endpoint_document,
@@ -55,11 +54,17 @@ def _get(conn: sqlite3.Connection, workspace_id: str, endpoint_id: str) -> dict 
 
 
 def fail_pending(conn: sqlite3.Connection, workspace_id: str, endpoint_id: str, now: int) -> None:
-    """A disabled endpoint gets no attempts: its pending deliveries fail (`recover` re-sends)."""
+    """A disabled endpoint gets no attempts: its pending deliveries fail (`recover` re-sends),
+    and its leases go (the outcomes of the attempts in flight change no delivery)."""
     conn.execute(
-        "UPDATE webhook_deliveries SET state = ?, nextAttemptAt = NULL, leaseToken = NULL, "
-        "leaseUntil = NULL, updatedAt = ? WHERE workspaceId = ? AND endpointId = ? AND state = ?",
-        (FAILED, now, workspace_id, endpoint_id, PENDING),
+        "UPDATE webhook_deliveries INDEXED BY webhook_deliveries_pending_due "
+        "SET state = ?, nextAttemptAt = NULL, updatedAt = ? "
+        f"WHERE {PENDING_ONLY} AND endpointId = ? AND workspaceId = ?",
+        (FAILED, now, endpoint_id, workspace_id),
+    )
+    conn.execute(
+        "DELETE FROM webhook_leases WHERE workspaceId = ? AND endpointId = ?",
+        (workspace_id, endpoint_id),
     )
 
 
@@ -149,7 +154,7 @@ class WebhookEndpoints:
                 'DELETE FROM webhook_endpoints WHERE "_id" = ? AND workspaceId = ?',
                 (endpoint_id, workspace_id),
             ).rowcount
-            for table in ("webhook_deliveries", "webhook_attempts"):
+            for table in ("webhook_deliveries", "webhook_attempts", "webhook_leases"):
                 conn.execute(
                     f"DELETE FROM {table} WHERE workspaceId = ? AND endpointId = ?",
                     (workspace_id, endpoint_id),

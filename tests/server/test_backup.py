@@ -194,6 +194,30 @@ def test_a_damaged_backup_or_another_database_is_not_restored(tmp_path, populate
 
 
 @pytest.mark.sqlite
+def test_a_backup_from_before_a_table_was_added_is_restored_and_gains_it(tmp_path, populated):
+    """A backup an older version wrote lacks the tables added since (store.sqlite.schema's
+    ADDED_TABLES): it is restored, and the table is there once the file opens."""
+    path, env = populated
+    backup = tmp_path / "backup.sqlite3"
+    answer(env, "backup", "--to", str(backup))
+    conn = sqlite3.connect(backup)
+    conn.execute("DROP TABLE webhook_leases")
+    conn.commit()
+    conn.close()
+    answer(env, "workspaces", "create", "After")
+    done = run(env, "restore", "--from", str(backup))
+    assert done.returncode == 0, done.stderr
+    assert workspaces(path) == ["Before"]
+    answer(env, "workspaces", "list")  # opens the file
+    conn = sqlite3.connect(path)
+    try:
+        found = conn.execute("SELECT name FROM sqlite_schema WHERE name = 'webhook_leases'")
+        assert found.fetchall() == [("webhook_leases",)]
+    finally:
+        conn.close()
+
+
+@pytest.mark.sqlite
 def test_the_service_writes_while_a_backup_runs_and_the_copy_is_its_first_snapshot(
     tmp_path, populated, monkeypatch
 ):

@@ -46,3 +46,23 @@ async def test_idle_workers_take_no_write_lock(store, ws_a):
     assert [claim.endpoint_id for claim in fanouts] == [endpoint]
     assert sorted(claim.endpoint_id for claim in deliveries) == [endpoint, endpoint]
     assert (purged, erasure) == (0, None)
+
+
+async def test_deliveries_another_owner_holds_are_no_reason_to_write(store, ws_a):
+    """A leased delivery keeps its due instant: an idle dispatcher that finds every due delivery
+    held by another owner's live leases takes no write lock either; one more due is taken."""
+    await endpoint_with(store, ws_a.id, 3)
+    now = utcnow()
+    held = await store.webhook_deliveries.claim(now, LEASE, 10, 4, owner="busy")
+    assert len(held) == 3
+    lock = sqlite3.connect(store.engine.path, isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        claim = store.webhook_deliveries.claim(now, LEASE, 10, 4, owner="idle")
+        assert await asyncio.wait_for(claim, BOUND) == []
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    await store.webhook_deliveries.release(held[:1], now)
+    [again] = await store.webhook_deliveries.claim(now, LEASE, 10, 4, owner="idle")
+    assert again.delivery_id == held[0].delivery_id

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 
 import pytest
 
 from store.clock import new_id, utcnow
+from store.database import open_store
 from store.events import StoredEvent
+from store.sqlite.schema import ms
 from store.webhooks import Attempt, allowance
 from webhooks.signing import new_secret
 
@@ -132,3 +135,101 @@ async def test_the_backlog_counts_pending_deliveries_of_every_workspace(store):
     failed = [(claims[0], Attempt(now, 500, 3, "http 500", None, False))]  # no retry left
     await deliveries.finish([*delivered(claims[1:3]), *failed])
     assert await deliveries.backlog() == 2
+
+
+async def test_a_lease_that_ends_leaves_its_deliveries_due_and_its_late_outcome_unrecorded(store):
+    """An attempt whose process died: its deliveries are due again once its lease ends (not
+    before), with that attempt counted; the outcome of an attempt that outlived its lease
+    records the attempt but changes no delivery, and the new lease's outcome does."""
+    endpoint = await endpoint_with(store, "ws-a", 2)
+    deliveries = store.webhook_deliveries
+    now = utcnow()
+    lost = await deliveries.claim(now, LEASE, 64, 4, owner="one")
+    assert [claim.attempt for claim in lost] == [1, 1]
+    assert await deliveries.claim(now + LEASE / 2, LEASE, 64, 4, owner="two") == []
+    later = now + LEASE + dt.timedelta(seconds=1)
+    again = await deliveries.claim(later, LEASE, 64, 4, owner="two")
+    assert sorted(claim.delivery_id for claim in again) == sorted(c.delivery_id for c in lost)
+    assert [claim.attempt for claim in again] == [2, 2]
+    await deliveries.finish(delivered(lost))  # late: the deliveries are the second owner's
+    assert await deliveries.backlog() == 2
+    await deliveries.finish(delivered(again))
+    assert await deliveries.backlog() == 0
+    attempts = await deliveries.page("ws-a", endpoint, None, 10)
+    assert sorted(row["attempt"] for row in attempts.attempts) == [1, 1, 2, 2]
+
+
+@pytest.mark.sqlite
+async def test_a_claim_writes_no_delivery_row(store):
+    """On SQLite a claim's lease is a row of webhook_leases per endpoint (the ids it holds):
+    the deliveries' rows are written when added and when their attempts end, not between."""
+    await endpoint_with(store, "ws-a", 3)
+    deliveries = store.webhook_deliveries
+    before = await store.documents("webhook_deliveries")
+    claims = await deliveries.claim(utcnow(), LEASE, 64, 4, owner="one")
+    assert await store.documents("webhook_deliveries") == before
+    [lease] = await store.documents("webhook_leases")
+    assert sorted(json.loads(lease["deliveries"])) == sorted(c.delivery_id for c in claims)
+    await deliveries.finish(delivered(claims[:2]))
+    [lease] = await store.documents("webhook_leases")
+    assert json.loads(lease["deliveries"]) == [claims[2].delivery_id]
+    await deliveries.release(claims[2:], utcnow())
+    assert await store.documents("webhook_leases") == []
+    states = sorted(row["state"] for row in await store.documents("webhook_deliveries"))
+    assert states == ["delivered", "delivered", "pending"]
+
+
+@pytest.mark.sqlite
+async def test_an_older_sqlite_file_keeps_its_leases_apart(tmp_path):
+    """A file whose deliveries held their leases in columns of their own (leaseToken,
+    leaseUntil, and the indexes of that time) opens: the retired indexes go, the leases table
+    and the new indexes come, and a delivery that was in flight there is due when its lease
+    ends, not before."""
+    path = tmp_path / "older.sqlite3"
+    store = open_store("", "unused", sqlite_path=str(path))
+    try:
+        await store.ensure_indexes()
+        await endpoint_with(store, "ws-a", 1)
+    finally:
+        await store.close()
+    ends = utcnow() + LEASE
+    with sqlite3.connect(path) as conn:  # as that version left it, mid-attempt
+        conn.execute("DROP TABLE webhook_leases")
+        for index in ("ended", "by_endpoint", "pending_due"):
+            conn.execute(f"DROP INDEX webhook_deliveries_{index}")
+        conn.execute(
+            "CREATE INDEX webhook_deliveries_due_endpoint ON webhook_deliveries "
+            "(state, endpointId, nextAttemptAt)"
+        )
+        conn.execute("ALTER TABLE webhook_deliveries ADD COLUMN leaseToken TEXT")
+        conn.execute("ALTER TABLE webhook_deliveries ADD COLUMN leaseUntil INTEGER")
+        conn.execute(
+            "CREATE INDEX webhook_deliveries_done ON webhook_deliveries (state, updatedAt)"
+        )
+        conn.execute(
+            "CREATE INDEX webhook_deliveries_ws_endpoint ON webhook_deliveries "
+            "(workspaceId, endpointId, state, leaseUntil)"
+        )
+        conn.execute(
+            "UPDATE webhook_deliveries SET attempts = 1, leaseToken = 'old.1', leaseUntil = ?, "
+            "nextAttemptAt = ?",
+            (ms(ends), ms(ends)),
+        )
+    conn.close()
+    store = open_store("", "unused", sqlite_path=str(path))
+    try:
+        await store.ensure_indexes()
+        deliveries = store.webhook_deliveries
+        assert await deliveries.claim(utcnow(), LEASE, 64, 4, owner="new") == []
+        [claim] = await deliveries.claim(ends, LEASE, 64, 4, owner="new")
+        assert claim.attempt == 2
+        await deliveries.finish(delivered([claim]))
+        assert await deliveries.backlog() == 0
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema")}
+    conn.close()
+    assert {"webhook_leases", "webhook_deliveries_pending_due", "webhook_deliveries_ended"} <= names
+    retired = {"done", "ws_endpoint", "due_endpoint"}
+    assert not {f"webhook_deliveries_{name}" for name in retired} & names
