@@ -257,7 +257,7 @@ INDEXES = {
         f"webhook_deliveries (endpointId, nextAttemptAt) WHERE {PENDING_ONLY}"
     ),
     # The retention sweep's: the deliveries that ended (a pending one is never in it).
-    "webhook_deliveries_ended": ("webhook_deliveries (state, updatedAt) WHERE state != 'pending'"),
+    "webhook_deliveries_ended": "webhook_deliveries (state, updatedAt) WHERE state != 'pending'",
     "webhook_deliveries_by_endpoint": "webhook_deliveries (workspaceId, endpointId)",
     "webhook_attempts_ws_endpoint_newest": (
         "webhook_attempts (workspaceId, endpointId, at DESC, _id DESC)"
