@@ -149,7 +149,7 @@ class WebhookDeliveries:
             claims: list[Claim] = []
             later: list[tuple[str, sqlite3.Row, int]] = []
             held: dict[str, set[str]] = {}  # per endpoint: the ids its live leases hold
-            taken: dict[str, list[str]] = {}  # per endpoint: the ids this claim takes
+            taken: dict[str, tuple[str, list[str]]] = {}  # per endpoint: (workspace, ids taken)
 
             def take(endpoint_id: str, found: sqlite3.Row, count: int) -> None:
                 workspace, skip = found["workspaceId"], held[endpoint_id]
@@ -157,7 +157,7 @@ class WebhookDeliveries:
                 rows = [row for row in rows if row[0] not in skip][:count]
                 ids = [row[0] for row in rows]
                 skip.update(ids)
-                taken.setdefault(endpoint_id, []).extend(ids)
+                taken.setdefault(endpoint_id, (workspace, []))[1].extend(ids)
                 url, failing_since = found["url"], instant(found["failingSince"])
                 signing = secrets_at(load_secrets(found["secrets"]), now)
                 claims.extend(
@@ -180,7 +180,6 @@ class WebhookDeliveries:
 
             # Endpoints in the order of their earliest due delivery; each gets its free slots,
             # then, while the limit allows, what it may take ahead.
-            found_by: dict[str, sqlite3.Row] = {}
             for endpoint_id, _ in conn.execute(ENDPOINTS_DUE, (at,)).fetchall():
                 if len(claims) >= limit:
                     break
@@ -194,7 +193,6 @@ class WebhookDeliveries:
                         (FAILED, at, endpoint_id, at),
                     )
                     continue
-                found_by[endpoint_id] = found
                 workspace = found["workspaceId"]
                 # The leases that ended (their process died mid-attempt) hold nothing now; their
                 # attempts are counted (each may have been sent).
@@ -208,16 +206,9 @@ class WebhookDeliveries:
                         'WHERE "_id" = ? AND state = ?',
                         [(i, PENDING) for i in json.loads(ended)],
                     )
-                skip, own, others = set(), 0, 0
-                for lease_of, ids in conn.execute(LEASES, (workspace, endpoint_id, at)):
-                    holding = json.loads(ids)
-                    skip.update(holding)
-                    if mine is not None and lease_of.startswith(mine):
-                        own += len(holding)
-                    else:
-                        others += len(holding)
+                skip, own = _leased(conn, workspace, endpoint_id, at, mine)
                 held[endpoint_id] = skip
-                first, extra = allowance(per_endpoint, ahead, own, others)
+                first, extra = allowance(per_endpoint, ahead, own, len(skip) - own)
                 if first > 0:  # else its slots are taken (here or in another process)
                     take(endpoint_id, found, min(first, limit - len(claims)))
                 if extra > 0:
@@ -230,8 +221,8 @@ class WebhookDeliveries:
                 "INSERT INTO webhook_leases (workspaceId, endpointId, token, until, deliveries) "
                 "VALUES (?, ?, ?, ?, ?)",
                 [
-                    (found_by[endpoint_id]["workspaceId"], endpoint_id, token, end, json.dumps(ids))
-                    for endpoint_id, ids in taken.items()
+                    (workspace, endpoint_id, token, end, json.dumps(ids))
+                    for endpoint_id, (workspace, ids) in taken.items()
                     if ids
                 ],
             )
@@ -315,11 +306,7 @@ def _claimable(conn: sqlite3.Connection, at: int) -> bool:
         found = conn.execute(ENDPOINT, (endpoint_id,)).fetchone()
         if found is None or found["status"] != ENABLED:
             return True
-        workspace = found["workspaceId"]
-        held = sum(
-            len(json.loads(ids))
-            for _, ids in conn.execute(LEASES, (workspace, endpoint_id, at)).fetchall()
-        )
+        held = len(_leased(conn, found["workspaceId"], endpoint_id, at)[0])
         # The leased deliveries are due (a lease keeps `nextAttemptAt`): one more due is free.
         due = conn.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE {PENDING_ONLY} "
@@ -329,6 +316,21 @@ def _claimable(conn: sqlite3.Connection, at: int) -> bool:
         if due > held:
             return True
     return False
+
+
+def _leased(
+    conn: sqlite3.Connection, workspace: str, endpoint_id: str, at: int, mine: str | None = None
+) -> tuple[set[str], int]:
+    """The ids the endpoint's live leases hold at `at` (each delivery is in one lease at most),
+    and how many of them are in leases whose token starts with `mine` (the claiming owner's)."""
+    held: set[str] = set()
+    own = 0
+    for token, ids in conn.execute(LEASES, (workspace, endpoint_id, at)):
+        holding = json.loads(ids)
+        held.update(holding)
+        if mine is not None and token.startswith(mine):
+            own += len(holding)
+    return held, own
 
 
 def _ending(
