@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from store.sqlite.threads import yield_on_wakeup
+
 log = logging.getLogger("workspace_api")
 
 # How long a scrub keeps trying to truncate the write-ahead log while readers hold snapshots in
@@ -57,6 +59,7 @@ class Checkpointer:
         self._thread.start()
 
     def _work(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        yield_on_wakeup()
         conn = None
         while True:
             self._wanted.wait()

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from store.errors import StoreBusy, StoreDamaged, StoreError, StoreUnavailable
 from store.sqlite.checkpoints import SCRUB_TIMEOUT, Checkpointer, scrub_log, truncate_log
 from store.sqlite.opening import translate
+from store.sqlite.threads import yield_on_wakeup
 from store.sqlite.turns import Turns
 
 log = logging.getLogger("workspace_api")
@@ -80,6 +81,7 @@ class _Workers:
             thread.start()
 
     def _work(self, initializer: Callable[[], Any]) -> None:
+        yield_on_wakeup()  # a unit handed over does not take the core from the event loop
         # A thread must never die of its connection: the first unit opens it again and reports.
         with contextlib.suppress(Exception):
             initializer()

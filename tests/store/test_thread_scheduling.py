@@ -1,0 +1,116 @@
+"""The store's threads run under SCHED_BATCH (store/sqlite/threads.py): a unit handed to one wakes
+it without taking the core from the event loop. The event loop's own thread keeps the default
+policy. In one process, and in a real `workspace-api serve`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from store.sqlite.engine import Engine
+from store.sqlite.threads import yield_on_wakeup
+
+pytestmark = [
+    pytest.mark.sqlite,
+    pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="a Linux scheduling policy"),
+]
+
+
+def policy_of_this_thread(conn) -> tuple[str, int]:
+    return threading.current_thread().name, os.sched_getscheduler(0)
+
+
+def eventually(check, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+async def test_units_run_under_sched_batch_and_the_caller_keeps_its_policy(tmp_path):
+    engine = Engine(tmp_path / "threads.sqlite3", timeout=5.0, readers=1)
+    try:
+        engine.run_once(lambda conn: conn.execute("CREATE TABLE t (v INTEGER)"))
+        writer = await engine.write(policy_of_this_thread)
+        reader = await engine.read(policy_of_this_thread)
+        quick = await engine.read(policy_of_this_thread, quick=True)
+        names = {writer[0], reader[0], quick[0]}
+        assert names == {"sqlite-writer_0", "sqlite-reader_0", "sqlite-quick_0"}
+        assert {writer[1], reader[1], quick[1]} == {os.SCHED_BATCH}
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the event loop's thread
+
+        await engine.write(lambda conn: conn.execute("INSERT INTO t (v) VALUES (1)"))
+
+        def checkpoints_batch() -> bool:  # the thread that copies the log after the writes
+            found = [t for t in threading.enumerate() if t.name.startswith("sqlite-checkpoint")]
+            return bool(found) and all(
+                t.native_id and os.sched_getscheduler(t.native_id) == os.SCHED_BATCH for t in found
+            )
+
+        eventually(checkpoints_batch, "the checkpoint thread is not under SCHED_BATCH")
+    finally:
+        engine.close()
+
+
+def test_a_thread_that_asks_is_put_under_sched_batch():
+    seen = []
+
+    def run() -> None:
+        seen.append((yield_on_wakeup(), os.sched_getscheduler(0)))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [(True, os.SCHED_BATCH)]
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # only the thread that asked
+
+
+def test_a_serve_process_runs_its_event_loop_at_the_default_policy_and_its_store_under_batch(
+    tmp_path,
+):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "MONGODB_URI": "",
+        "WSAPI_SQLITE_PATH": str(tmp_path / "serve.sqlite3"),
+        "WSAPI_SECRET": "s" * 40,
+    }
+    log = tmp_path / "serve.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+
+        def up() -> bool:
+            assert process.poll() is None, log.read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        eventually(up, "serve did not get ready")
+        policies = {}
+        for tid in map(int, os.listdir(f"/proc/{process.pid}/task")):
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                policies[tid] = os.sched_getscheduler(tid)
+        assert policies.pop(process.pid) == os.SCHED_OTHER  # the event loop's thread
+        # The writer, the quick reader and the readers (and the checkpoints, once started).
+        assert sum(policy == os.SCHED_BATCH for policy in policies.values()) >= 3, policies
+    finally:
+        process.terminate()
+        process.wait(20)
