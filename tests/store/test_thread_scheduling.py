@@ -4,7 +4,6 @@ policy. In one process, and in a real `workspace-api serve`."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import subprocess
@@ -26,6 +25,14 @@ pytestmark = [
 
 def policy_of_this_thread(conn) -> tuple[str, int]:
     return threading.current_thread().name, os.sched_getscheduler(0)
+
+
+def policy(tid: int | None) -> int | None:
+    """The scheduling policy of a thread of this machine, None once it has ended."""
+    try:
+        return os.sched_getscheduler(tid) if tid else None
+    except ProcessLookupError:
+        return None
 
 
 def eventually(check, what: str, timeout: float = 30) -> None:
@@ -51,9 +58,7 @@ async def test_units_run_under_sched_batch_and_the_caller_keeps_its_policy(tmp_p
 
         def checkpoints_batch() -> bool:  # the thread that copies the log after the writes
             found = [t for t in threading.enumerate() if t.name.startswith("sqlite-checkpoint")]
-            return bool(found) and all(
-                t.native_id and os.sched_getscheduler(t.native_id) == os.SCHED_BATCH for t in found
-            )
+            return bool(found) and all(policy(t.native_id) == os.SCHED_BATCH for t in found)
 
         eventually(checkpoints_batch, "the checkpoint thread is not under SCHED_BATCH")
     finally:
@@ -104,13 +109,10 @@ def test_a_serve_process_runs_its_event_loop_at_the_default_policy_and_its_store
                 return False
 
         eventually(up, "serve did not get ready")
-        policies = {}
-        for tid in map(int, os.listdir(f"/proc/{process.pid}/task")):
-            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
-                policies[tid] = os.sched_getscheduler(tid)
+        policies = {tid: policy(tid) for tid in map(int, os.listdir(f"/proc/{process.pid}/task"))}
         assert policies.pop(process.pid) == os.SCHED_OTHER  # the event loop's thread
         # The writer, the quick reader and the readers (and the checkpoints, once started).
-        assert sum(policy == os.SCHED_BATCH for policy in policies.values()) >= 3, policies
+        assert sum(found == os.SCHED_BATCH for found in policies.values()) >= 3, policies
     finally:
         process.terminate()
         process.wait(20)
