@@ -391,6 +391,20 @@ async def settled(measure: Callable[[], int], *, quiet: float = 0.5, timeout: fl
         assert now < deadline, f"still changing after {timeout} s (at {current})"
 
 
+def ready_pids(log) -> set[int]:
+    """The pids of the `serve` processes whose access log (WSAPI_LOG_LEVEL=info) shows a
+    /readyz answered 200 (a last line still being written is left for the next look)."""
+    pids = set()
+    for text in log.read_text().splitlines():
+        try:
+            line = json.loads(text) if text.startswith("{") else {}
+        except json.JSONDecodeError:
+            continue
+        if line.get("path") == "/readyz" and line.get("status") == 200:
+            pids.add(line["pid"])
+    return pids
+
+
 async def wait_for(
     condition: Callable[[], bool], timeout: float = 20, what: str = "the condition"
 ) -> None:

@@ -22,7 +22,7 @@ import pytest
 from server.config import load_config
 from server.ratelimit import RateLimiter
 from server.services import open_services
-from tests.helpers import Client, make_workspace, serving, test_environ, wait_for
+from tests.helpers import Client, make_workspace, ready_pids, serving, test_environ, wait_for
 from tests.wire import WireServer
 
 DB_TIMEOUT = 1.0  # db_timeout_seconds of the served API
@@ -56,20 +56,6 @@ def readyz(origin: str) -> tuple[int, dict]:
             return response.status, dict(response.headers)
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers)
-
-
-def ready_workers(log) -> set[int]:
-    """The pids of the serve workers whose access log shows a /readyz answered 200 (a last line
-    still being written is left for the next look)."""
-    pids = set()
-    for text in log.read_text().splitlines():
-        try:
-            line = json.loads(text) if text.startswith("{") else {}
-        except json.JSONDecodeError:
-            continue
-        if line.get("path") == "/readyz" and line.get("status") == 200:
-            pids.add(line["pid"])
-    return pids
 
 
 @pytest.mark.wire
@@ -182,7 +168,7 @@ async def test_two_processes_enforce_one_rate_limit_exactly(tmp_path):
         # worker still ensuring its indexes answers 503, the API too). Readiness needs no key
         # and counts nothing.
         deadline = time.monotonic() + 60
-        while len(ready_workers(log)) < 2:
+        while len(ready_pids(log)) < 2:
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             await asyncio.to_thread(readyz, origin)
             await asyncio.sleep(0.05)

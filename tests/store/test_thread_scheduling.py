@@ -5,17 +5,13 @@ policy. In one process, and in a real `workspace-api serve`."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import threading
-import time
-import urllib.request
 
 import pytest
 
 from store.sqlite.engine import Engine
 from store.sqlite.threads import yield_on_wakeup
+from tests.helpers import ready_pids, serving, wait_for
 
 pytestmark = [
     pytest.mark.sqlite,
@@ -33,13 +29,6 @@ def policy(tid: int | None) -> int | None:
         return os.sched_getscheduler(tid) if tid else None
     except ProcessLookupError:
         return None
-
-
-def eventually(check, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
 
 
 async def test_units_run_under_sched_batch_and_the_caller_keeps_its_policy(tmp_path):
@@ -60,7 +49,7 @@ async def test_units_run_under_sched_batch_and_the_caller_keeps_its_policy(tmp_p
             found = [t for t in threading.enumerate() if t.name.startswith("sqlite-checkpoint")]
             return bool(found) and all(policy(t.native_id) == os.SCHED_BATCH for t in found)
 
-        eventually(checkpoints_batch, "the checkpoint thread is not under SCHED_BATCH")
+        await wait_for(checkpoints_batch, timeout=30, what="the checkpoints under SCHED_BATCH")
     finally:
         engine.close()
 
@@ -78,41 +67,19 @@ def test_a_thread_that_asks_is_put_under_sched_batch():
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # only the thread that asked
 
 
-def test_a_serve_process_runs_its_event_loop_at_the_default_policy_and_its_store_under_batch(
+async def test_a_serve_process_runs_its_event_loop_at_the_default_policy_and_its_store_under_batch(
     tmp_path,
 ):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     env = {
-        **os.environ,
         "MONGODB_URI": "",
         "WSAPI_SQLITE_PATH": str(tmp_path / "serve.sqlite3"),
         "WSAPI_SECRET": "s" * 40,
+        "WSAPI_LOG_LEVEL": "info",  # its access lines name its pid
     }
-    log = tmp_path / "serve.log"
-    with open(log, "w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    try:
-
-        def up() -> bool:
-            assert process.poll() is None, log.read_text()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
-                    return r.status == 200
-            except OSError:
-                return False
-
-        eventually(up, "serve did not get ready")
-        policies = {tid: policy(tid) for tid in map(int, os.listdir(f"/proc/{process.pid}/task"))}
-        assert policies.pop(process.pid) == os.SCHED_OTHER  # the event loop's thread
-        # The writer, the quick reader and the readers (and the checkpoints, once started).
-        assert sum(found == os.SCHED_BATCH for found in policies.values()) >= 3, policies
-    finally:
-        process.terminate()
-        process.wait(20)
+    with serving(tmp_path, env=env) as (_, log):
+        await wait_for(lambda: ready_pids(log), what="the /readyz answer in the access log")
+        (pid,) = ready_pids(log)
+        policies = {tid: policy(tid) for tid in map(int, os.listdir(f"/proc/{pid}/task"))}
+    assert policies.pop(pid) == os.SCHED_OTHER  # the event loop's thread
+    # The writer, the quick reader and the readers (and the checkpoints, once started).
+    assert sum(found == os.SCHED_BATCH for found in policies.values()) >= 3, policies
